@@ -1,0 +1,5 @@
+"""``python -m moddesk`` runs the root command (the launcher scripts use this)."""
+
+from moddesk.cli import main
+
+main()

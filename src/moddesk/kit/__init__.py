@@ -1,0 +1,1 @@
+"""Mechanisms every moddesk system shares: errors, cursors, ledger, tasks, plans, files, HTTP, MCP."""

@@ -1,0 +1,258 @@
+"""Build an MCP server from a system's tools and serve it over stdio or Streamable HTTP.
+
+Tools are plain typed functions (pydantic ``Field`` annotations for inputs, a pydantic model or
+``dict`` return type for the ``outputSchema``). ``add_tool`` wraps each so that:
+
+* a result carries ``structuredContent`` plus ONE short text block (``text=`` renders it), not
+  the same JSON twice;
+* a ``ServiceError`` becomes the structured error payload ``{"ok": false, "error", "message",
+  "hint", …}`` with ``isError`` set, and a text block the model can act on;
+* an unexpected exception is logged server-side and reported as ``INTERNAL_ERROR`` without
+  internals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import json
+import logging
+import typing
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Mount
+
+from moddesk import __version__
+from moddesk.kit.errors import ServiceError
+from moddesk.kit.http import LOOPBACK, ASGIApp, LoopbackServer, guard, loopback_hosts, loopback_origins
+
+logger = logging.getLogger("moddesk.mcp")
+
+TEXT_LIMIT = 4000
+
+
+def new_server(name: str, instructions: str, **kwargs: Any) -> MCPServer:
+    """A new ``MCPServer`` with our version; ``kwargs`` go to ``MCPServer`` (e.g. ``lifespan``)."""
+    return MCPServer(name, version=__version__, instructions=instructions, **kwargs)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    return value
+
+
+def default_text(value: Any) -> str:
+    """A compact one-block rendering, cut at ``TEXT_LIMIT`` characters with a note."""
+    text = json.dumps(_jsonable(value), ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(text) > TEXT_LIMIT:
+        return text[:TEXT_LIMIT] + " …[cut; the structured content has everything]"
+    return text
+
+
+def error_text(error: ServiceError) -> str:
+    """What the model reads for a failure: code, message and how to recover."""
+    lines = [f"Error {error.code}: {error.message}"]
+    if error.hint:
+        lines.append(f"Hint: {error.hint}")
+    return "\n".join(lines)
+
+
+def error_result(error: ServiceError) -> CallToolResult:
+    """The structured error payload as an ``isError`` tool result."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=error_text(error))],
+        structured_content=error.to_payload(),
+        is_error=True,
+    )
+
+
+def _success(value: Any, text: Callable[[Any], str]) -> CallToolResult:
+    structured = _jsonable(value)
+    return CallToolResult(content=[TextContent(type="text", text=text(value))], structured_content=structured)
+
+
+def _internal(name: str) -> CallToolResult:
+    logger.exception("tool %s crashed", name)
+    return error_result(
+        ServiceError(
+            "INTERNAL_ERROR",
+            f"the tool {name} failed unexpectedly",
+            hint="Retrying will not help; report the server log.",
+        )
+    )
+
+
+def _wrap(fn: Callable[..., Any], text: Callable[[Any], str]) -> Callable[..., Any]:
+    hints = typing.get_type_hints(fn, include_extras=True)
+    signature = inspect.signature(fn)
+    params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
+    returns = hints.get("return", dict[str, Any])
+    new_signature = signature.replace(parameters=params, return_annotation=Annotated[CallToolResult, returns])
+    name = fn.__name__
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> CallToolResult:
+            try:
+                return _success(await fn(*args, **kwargs), text)
+            except ServiceError as exc:
+                return error_result(exc)
+            except Exception:
+                return _internal(name)
+
+        wrapper: Callable[..., Any] = run_async
+    else:
+
+        @functools.wraps(fn)
+        def run_sync(*args: Any, **kwargs: Any) -> CallToolResult:
+            try:
+                return _success(fn(*args, **kwargs), text)
+            except ServiceError as exc:
+                return error_result(exc)
+            except Exception:
+                return _internal(name)
+
+        wrapper = run_sync
+    wrapper.__signature__ = new_signature  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {**hints, "return": new_signature.return_annotation}
+    del wrapper.__wrapped__  # type: ignore[attr-defined]  # the SDK must see our signature, not fn's
+    return wrapper
+
+
+def add_tool(
+    server: MCPServer,
+    fn: Callable[..., Any],
+    *,
+    title: str,
+    read_only: bool,
+    destructive: bool = False,
+    idempotent: bool = False,
+    open_world: bool = False,
+    name: str | None = None,
+    description: str | None = None,
+    text: Callable[[Any], str] = default_text,
+) -> None:
+    """Register ``fn`` as a tool with honest annotations and our result/error shapes."""
+    annotations = ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=False if read_only else destructive,
+        idempotent_hint=True if read_only else idempotent,
+        open_world_hint=open_world,
+    )
+    server.add_tool(
+        _wrap(fn, text),
+        name=name or fn.__name__,
+        title=title,
+        description=description or inspect.getdoc(fn),
+        annotations=annotations,
+    )
+
+
+class ProgressRelay:
+    """Forward progress reported from any thread to the MCP client as progress notifications.
+
+    Use inside an async tool: ``async with ProgressRelay(ctx) as report:`` then hand ``report``
+    (a plain ``(done, total, message)`` callable, safe to call from worker threads) to the work.
+    Only increasing progress is sent, as the protocol requires.
+    """
+
+    def __init__(self, ctx: Context[Any]) -> None:
+        self._ctx = ctx
+        self._latest: tuple[float, float | None, str | None] | None = None
+        self._sent = -1.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def __call__(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        self._latest = (done, total, message)
+        if self._loop is not None and self._wake is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def _flush(self) -> None:
+        latest = self._latest
+        if latest is not None and latest[0] > self._sent:
+            self._sent = latest[0]
+            await self._ctx.report_progress(latest[0], total=latest[1], message=latest[2])
+
+    async def _forward(self) -> None:
+        assert self._wake is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await self._flush()
+
+    async def __aenter__(self) -> ProgressRelay:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._task = asyncio.create_task(self._forward())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._flush()
+
+
+def transport_security(port: int) -> TransportSecuritySettings:
+    """Explicit DNS-rebinding protection for a loopback port (never left to the SDK's defaults)."""
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=loopback_hosts(port),
+        allowed_origins=loopback_origins(port),
+    )
+
+
+def http_app(
+    server: MCPServer,
+    port: int,
+    extra_routes: list[BaseRoute] | None = None,
+    bearer_token: str | None = None,
+    mcp_path: str = "/mcp",
+    open_paths: tuple[str, ...] = (),
+) -> ASGIApp:
+    """One ASGI app: our routes first, the MCP endpoint at ``mcp_path``, everything guarded."""
+    mcp_app = server.streamable_http_app(
+        streamable_http_path=mcp_path, transport_security=transport_security(port), host=LOOPBACK
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # a mounted app's lifespan never runs: the host app runs the session manager
+        async with server.session_manager.run():
+            yield
+
+    host = Starlette(routes=[*(extra_routes or []), Mount("/", app=mcp_app)], lifespan=lifespan)
+    return guard(host, port, bearer_token=bearer_token, open_paths=open_paths)
+
+
+def serve_http(
+    server: MCPServer,
+    port: int = 0,
+    extra_routes: list[BaseRoute] | None = None,
+    bearer_token: str | None = None,
+) -> LoopbackServer:
+    """Bind 127.0.0.1:``port`` (0 = free) and return the not-yet-started server (``.start()``)."""
+    return LoopbackServer(
+        lambda bound: http_app(server, bound, extra_routes=extra_routes, bearer_token=bearer_token), port
+    )
+
+
+def serve_stdio(server: MCPServer) -> None:
+    """Serve over stdio until the client closes the stream (logs go to stderr)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    server.run("stdio")

@@ -1,0 +1,1 @@
+"""Dungeon & Fighter ``Script.pvf`` workbench: formats, workspace, history, scripts, transfer, docs."""
