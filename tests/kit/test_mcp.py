@@ -1,0 +1,152 @@
+"""The kit's MCP bootstrap, reached by the official SDK Client over stdio and Streamable HTTP."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from moddesk.kit.mcp import serve_http
+from moddesk.kit.selftest import build_server
+
+
+async def _exercise(target: Any) -> None:
+    progress: list[tuple[float, float | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total))
+
+    async with Client(target, read_timeout_seconds=60) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"notes_list", "notes_add", "notes_count"}
+        listing = tools["notes_list"]
+        assert listing.annotations is not None and listing.annotations.read_only_hint is True
+        assert tools["notes_add"].annotations is not None
+        assert tools["notes_add"].annotations.read_only_hint is False
+        assert listing.output_schema is not None
+        assert "notes" in listing.output_schema["properties"]
+
+        first = await client.call_tool("notes_list", {"limit": 5})
+        assert not first.is_error
+        assert first.structured_content == {"ok": True, "revision": 0, "notes": [], "nextCursor": None}
+        assert len(first.content) == 1 and first.content[0].text == "0 notes"
+
+        for i in range(3):
+            added = await client.call_tool("notes_add", {"text": f"n{i}", "expectedRevision": i})
+            assert added.structured_content == {"ok": True, "revision": i + 1, "index": i}
+
+        stale = await client.call_tool("notes_add", {"text": "late", "expectedRevision": 0})
+        assert stale.is_error
+        payload = stale.structured_content
+        assert payload is not None
+        assert payload["ok"] is False and payload["error"] == "STALE_NOTES"
+        assert payload["revision"] == 3 and "retry" in payload["hint"]
+        assert stale.content[0].text.startswith("Error STALE_NOTES:")
+
+        page = await client.call_tool("notes_list", {"limit": 2})
+        assert page.structured_content is not None
+        assert page.structured_content["notes"] == ["n0", "n1"]
+        cursor = page.structured_content["nextCursor"]
+        rest = await client.call_tool("notes_list", {"limit": 2, "cursor": cursor})
+        assert rest.structured_content is not None and rest.structured_content["notes"] == ["n2"]
+        foreign = await client.call_tool("notes_list", {"limit": 3, "cursor": cursor})
+        assert foreign.is_error and foreign.structured_content is not None
+        assert foreign.structured_content["error"] == "INVALID_CURSOR"
+
+        counted = await client.call_tool("notes_count", {"steps": 8}, progress_callback=on_progress)
+        await anyio.sleep(0.2)  # notifications may race the result over a real transport
+        assert counted.structured_content is not None and counted.structured_content["counted"] == 3
+        assert progress, "no progress notification arrived"
+        assert progress[-1] == (8, 8)
+        assert [p for p, _ in progress] == sorted(p for p, _ in progress)
+
+
+def test_stdio_transport() -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "moddesk.kit.selftest", "stdio"])
+    anyio.run(_exercise, params)
+
+
+def test_streamable_http_transport() -> None:
+    with serve_http(build_server(), 0) as server:
+        anyio.run(_exercise, f"{server.url}/mcp")
+
+
+def test_port_in_use_is_a_clear_error() -> None:
+    from moddesk.kit.errors import ServiceError
+
+    with serve_http(build_server(), 0) as server:
+        with pytest.raises(ServiceError) as caught:
+            serve_http(build_server(), server.port)
+        assert caught.value.code == "PORT_IN_USE"
+        assert str(server.port) in caught.value.message
+
+
+async def _status(request: Request) -> JSONResponse:
+    return JSONResponse({"ok": True})
+
+
+def _post(url: str, headers: dict[str, str]) -> int:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    base = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    return httpx.post(url, json=body, headers={**base, **headers}, timeout=10).status_code
+
+
+def test_host_origin_and_token_guards() -> None:
+    routes = [Route("/status", _status)]
+    from moddesk.kit.http import LoopbackServer
+    from moddesk.kit.mcp import http_app
+
+    token = "s3cret-token"
+    server = LoopbackServer(
+        lambda port: http_app(build_server(), port, extra_routes=routes, bearer_token=token)
+    )
+    with server:
+        auth = {"Authorization": f"Bearer {token}"}
+        mcp_url, status_url = f"{server.url}/mcp", f"{server.url}/status"
+        assert _post(mcp_url, auth) == 200
+        assert httpx.get(status_url, headers=auth).status_code == 200
+        # DNS rebinding: a foreign Host, on the MCP endpoint and on our own route
+        assert _post(mcp_url, {**auth, "Host": "evil.example"}) == 421
+        assert httpx.get(status_url, headers={**auth, "Host": "evil.example"}).status_code == 421
+        # a page from another origin
+        assert _post(mcp_url, {**auth, "Origin": "http://evil.example"}) == 403
+        assert httpx.get(status_url, headers={**auth, "Origin": "http://evil.example"}).status_code == 403
+        assert httpx.get(status_url, headers={**auth, "Origin": server.url}).status_code == 200
+        # the bearer token
+        assert httpx.get(status_url).status_code == 401
+        assert httpx.get(status_url, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert _post(mcp_url, {}) == 401
+
+
+def test_mcp_endpoint_checks_host_without_our_guard_too() -> None:
+    """The SDK's own transport security is set explicitly: it refuses foreign Host/Origin by itself."""
+    from moddesk.kit.http import LoopbackServer
+    from moddesk.kit.mcp import transport_security
+
+    mcp_server = build_server()
+    server = LoopbackServer(
+        lambda port: mcp_server.streamable_http_app(
+            streamable_http_path="/mcp", transport_security=transport_security(port)
+        )
+    )
+    with server:
+        url = f"{server.url}/mcp"
+        assert _post(url, {}) == 200
+        assert _post(url, {"Host": "evil.example"}) == 421
+        assert _post(url, {"Origin": "http://evil.example"}) == 403
