@@ -1,0 +1,166 @@
+"""The search core: index, paging positions, changed entries, byte caps, bounded regex."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from moddesk.kit.errors import ServiceError
+from moddesk.pvf.search import ContentIndex, Searcher, SearchQuery, check_regex, glob_match
+
+TEXTS: dict[str, str | None] = {
+    "equipment/weapon/sword.equ": "[name]\n`Iron Sword`\n[price]\n\t9\n",
+    "equipment/weapon/axe.equ": "[name]\n`Big Axe`\n[price]\n\t120\n",
+    "equipment/armor/mail.equ": "[name]\n`STRASSE Mail`\n[price]\n\t9\n",
+    "skill/fire.skl": "[name]\n`Fire Sword Dance`\n",
+    "stackable/potion.stk": "[name]\n`Potion`\n",
+}
+
+
+def searcher(
+    texts: dict[str, str | None] = TEXTS,
+    changed: dict[str, str | None] | None = None,
+    deleted: frozenset[str] = frozenset(),
+) -> Searcher:
+    index = ContentIndex.build(texts.items())
+    current = {**texts, **(changed or {})}
+    return Searcher(index, changed or {}, deleted, lambda p: current.get(p))
+
+
+def all_hits(s: Searcher, query: SearchQuery, limit: int = 2) -> list[tuple[str, int | None]]:
+    out: list[tuple[str, int | None]] = []
+    after = None
+    while True:
+        page = s.page(query, after, limit=limit)
+        out.extend((h.path, h.line) for h in page.hits)
+        if page.next_position is None:
+            return out
+        after = page.next_position
+
+
+def test_content_search_casefold_and_lines() -> None:
+    hits = all_hits(searcher(), SearchQuery("content", "sword"))
+    assert hits == [("equipment/weapon/sword.equ", 2), ("skill/fire.skl", 2)]
+    # Unicode case folding: ß folds to ss
+    assert all_hits(searcher(), SearchQuery("content", "straße")) == [("equipment/armor/mail.equ", 2)]
+
+
+def test_snippet_is_original_text() -> None:
+    page = searcher().page(SearchQuery("content", "iron"))
+    assert page.hits[0].snippet == "`Iron Sword`"
+
+
+def test_case_sensitive() -> None:
+    assert all_hits(searcher(), SearchQuery("content", "Sword", case_sensitive=True)) == [
+        ("equipment/weapon/sword.equ", 2),
+        ("skill/fire.skl", 2),
+    ]
+    assert all_hits(searcher(), SearchQuery("content", "SWORD", case_sensitive=True)) == []
+
+
+def test_scope_and_extensions() -> None:
+    q = SearchQuery("content", "[price]", scope="equipment/weapon")
+    assert [p for p, _ in all_hits(searcher(), q)] == [
+        "equipment/weapon/axe.equ",
+        "equipment/weapon/sword.equ",
+    ]
+    q = SearchQuery("content", "[name]", extensions=("skl", ".stk"))
+    assert [p for p, _ in all_hits(searcher(), q)] == ["skill/fire.skl", "stackable/potion.stk"]
+
+
+def test_paging_covers_everything_once() -> None:
+    texts: dict[str, str | None] = {f"dir/f{i:03}.equ": "a\nhit\nb\nhit again\n" for i in range(50)}
+    hits = all_hits(searcher(texts), SearchQuery("content", "hit"), limit=7)
+    assert len(hits) == 100
+    assert len(set(hits)) == 100
+    assert hits == sorted(hits, key=lambda h: (h[0], h[1]))
+
+
+def test_changed_entries_override_index() -> None:
+    s = searcher(
+        changed={"equipment/weapon/sword.equ": "[name]\n`Wooden Club`\n", "new/added.equ": "sword here\n"},
+        deleted=frozenset({"skill/fire.skl"}),
+    )
+    assert all_hits(s, SearchQuery("content", "sword")) == [("new/added.equ", 1)]
+    assert all_hits(s, SearchQuery("content", "club")) == [("equipment/weapon/sword.equ", 2)]
+    paths = [p for p, _ in all_hits(s, SearchQuery("path", "**/*.equ"))]
+    assert "new/added.equ" in paths and "skill/fire.skl" not in paths
+
+
+def test_path_glob_and_substring() -> None:
+    assert [p for p, _ in all_hits(searcher(), SearchQuery("path", "equipment/*/*.equ"))] == [
+        "equipment/armor/mail.equ",
+        "equipment/weapon/axe.equ",
+        "equipment/weapon/sword.equ",
+    ]
+    assert [p for p, _ in all_hits(searcher(), SearchQuery("path", "*.equ"))] == []  # * stays in one folder
+    assert [p for p, _ in all_hits(searcher(), SearchQuery("path", "POTION"))] == ["stackable/potion.stk"]
+    assert glob_match("**/sword.equ", "equipment/weapon/sword.equ")
+
+
+def test_regex_and_bounds() -> None:
+    hits = all_hits(searcher(), SearchQuery("regex", r"^\t\d$"))
+    assert hits == [("equipment/armor/mail.equ", 4), ("equipment/weapon/sword.equ", 4)]
+    for bad in ["(a+)+", "(x*)*y", r"(a)\1", "([a-z]"]:
+        with pytest.raises(ServiceError) as err:
+            check_regex(bad, False)
+        assert err.value.code == "INVALID_PATTERN"
+
+
+def test_byte_cap_marks_truncated() -> None:
+    texts: dict[str, str | None] = {f"f{i}.equ": "x" * 150 + "needle" + "y" * 150 for i in range(40)}
+    s = searcher(texts)
+    page = s.page(SearchQuery("content", "needle"), limit=100, byte_cap=2048)
+    assert page.truncated and page.reason == "byte-cap"
+    assert 1 <= len(page.hits) < 40 and page.next_position is not None
+    assert len(all_hits(s, SearchQuery("content", "needle"), limit=100)) == 40
+
+
+def test_time_budget_resumes_without_losing_hits() -> None:
+    texts: dict[str, str | None] = {f"f{i:05}.equ": "nothing\n" for i in range(5000)}
+    texts["f04999.equ"] = "the end\n"
+    s = searcher(texts)
+    page = s.page(SearchQuery("regex", "end"), time_budget=0.0)
+    assert page.truncated and page.reason == "time-budget" and page.hits == []
+    after = page.next_position
+    found: list[str] = []
+    while after is not None:
+        page = s.page(SearchQuery("regex", "end"), after, time_budget=0.0)
+        found.extend(h.path for h in page.hits)
+        after = page.next_position
+    assert found == ["f04999.equ"]
+
+
+def test_binary_entries_are_path_only() -> None:
+    s = searcher({"a.bin": None, "b.equ": "bin"})
+    assert all_hits(s, SearchQuery("content", "bin")) == [("b.equ", 1)]
+    assert [p for p, _ in all_hits(s, SearchQuery("path", "a.bin"))] == ["a.bin"]
+
+
+def test_bad_queries() -> None:
+    for bad in ["", "x" * 600, "a\x00b"]:
+        with pytest.raises(ServiceError):
+            SearchQuery("content", bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.dictionaries(
+        st.from_regex(r"[a-c]{1,3}/[a-d]{1,4}\.equ", fullmatch=True),
+        st.text(alphabet="abAB\nßSs ", max_size=40),
+        max_size=12,
+    ),
+    needle=st.text(alphabet="abAB ßs", min_size=1, max_size=3),
+    limit=st.integers(1, 5),
+)
+def test_index_agrees_with_naive_scan(texts: dict[str, str], needle: str, limit: int) -> None:
+    """Property: paging the index gives exactly the lines a naive case-folded scan finds."""
+    s = searcher(dict(texts))
+    expected = sorted(
+        (path, n)
+        for path, text in texts.items()
+        for n, line in enumerate(text.split("\n"), 1)
+        if needle.casefold() in line.casefold()
+    )
+    assert all_hits(s, SearchQuery("content", needle), limit=limit) == expected
