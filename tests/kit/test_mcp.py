@@ -150,3 +150,25 @@ def test_mcp_endpoint_checks_host_without_our_guard_too() -> None:
         assert _post(url, {}) == 200
         assert _post(url, {"Host": "evil.example"}) == 421
         assert _post(url, {"Origin": "http://evil.example"}) == 403
+
+
+def test_caller_scope_is_the_declared_client_name() -> None:
+    from mcp.server.mcpserver import Context
+
+    from moddesk.kit.ledger import LOCAL_SCOPE
+    from moddesk.kit.mcp import add_tool, caller_scope, new_server
+
+    server = new_server("scope-probe", "probe")
+
+    def whoami(ctx: Context[Any]) -> dict[str, Any]:
+        """Report the caller scope."""
+        return {"scope": caller_scope(ctx)}
+
+    add_tool(server, whoami, title="Who am I", read_only=True)
+
+    async def main() -> Any:
+        async with Client(server) as client:
+            return (await client.call_tool("whoami", {})).structured_content
+
+    assert anyio.run(main) == {"scope": "client:mcp"}
+    assert caller_scope(None) == LOCAL_SCOPE

@@ -34,6 +34,7 @@ from starlette.routing import BaseRoute, Mount
 from moddesk import __version__
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.http import LOOPBACK, ASGIApp, LoopbackServer, guard, loopback_hosts, loopback_origins
+from moddesk.kit.ledger import LOCAL_SCOPE
 
 logger = logging.getLogger("moddesk.mcp")
 
@@ -256,3 +257,20 @@ def serve_stdio(server: MCPServer) -> None:
     """Serve over stdio until the client closes the stream (logs go to stderr)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     server.run("stdio")
+
+
+def caller_scope(ctx: Context[Any] | None) -> str:
+    """The request-ledger scope of a tool call: the client's declared name, else the local scope.
+
+    Client info is optional in the protocol; without it every local caller shares one scope
+    (seed 001: local connections share tasks and plans).
+    """
+    if ctx is None:
+        return LOCAL_SCOPE
+    try:
+        params = getattr(ctx.request_context.session, "client_params", None)
+    except (AttributeError, LookupError, ValueError):
+        return LOCAL_SCOPE
+    info = getattr(params, "client_info", None) if params is not None else None
+    name = getattr(info, "name", None)
+    return f"client:{name}" if isinstance(name, str) and name else LOCAL_SCOPE
