@@ -9,6 +9,7 @@ import anyio
 import httpx
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.server.mcpserver import Context
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -153,8 +154,6 @@ def test_mcp_endpoint_checks_host_without_our_guard_too() -> None:
 
 
 def test_caller_scope_is_the_declared_client_name() -> None:
-    from mcp.server.mcpserver import Context
-
     from moddesk.kit.ledger import LOCAL_SCOPE
     from moddesk.kit.mcp import add_tool, caller_scope, new_server
 
