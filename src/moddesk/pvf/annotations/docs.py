@@ -1,0 +1,772 @@
+"""``AnnotationDocs``: the read-only search / get / explain facade over the activated rule snapshot."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from moddesk.kit.cursor import CursorCodec
+from moddesk.kit.errors import ServiceError, register_codes
+from moddesk.pvf.annotations.builtin import builtin_documents
+from moddesk.pvf.annotations.engine import Hit, explain_view, section_path_matches
+from moddesk.pvf.annotations.model import (
+    ANNOTATION_TYPES,
+    SUPPORTED_VERSIONS,
+    TARGET_KINDS,
+    RuleDocument,
+    RuleValidationError,
+    normalize_archive_path,
+    normalize_section_pattern,
+    parse_document_text,
+)
+from moddesk.pvf.annotations.pathmatch import glob_literal_extension, glob_match
+from moddesk.pvf.annotations.relations import ArchiveLookup, ListCache, Resolver
+from moddesk.pvf.annotations.script import normalize_newlines, parse_script
+from moddesk.pvf.annotations.snapshot import LAYER_ORDER, Entry, Layer, Snapshot, activate
+
+SCHEMA_VERSION = 1
+SUMMARY_CHARS = 512
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+DEFAULT_VALUES_LIMIT = 50
+MAX_VALUES_LIMIT = 100
+MAX_DEFINITION_BYTES = 128 * 1024
+PAGE_BYTE_CAP = 96 * 1024
+MAX_WARNINGS = 50
+MAX_MATCHED_VALUES = 5
+MAX_ISSUES_REPORTED = 50
+
+register_codes(
+    {
+        "RULES_INVALID": "An annotation rules document failed validation; the previous rules stay active.",
+        "STALE_RULES": "The annotation rules snapshot changed since the cursor or documentId was issued.",
+        "INVALID_VERSION": "The PVF version is not one the annotation engine knows.",
+        "DOCUMENT_NOT_FOUND": "No annotation document with this documentId exists in the rules snapshot.",
+        "DEFINITION_TOO_LARGE": "The annotation definition is larger than one response may carry.",
+        "SECTION_NOT_FOUND": "The file has no section (or no such occurrence) with that name.",
+    }
+)
+
+
+def _bad(message: str, **details: Any) -> ServiceError:
+    return ServiceError("INVALID_ARGUMENT", message, hint="Fix the argument and call again.", **details)
+
+
+def _stale_rules(current: str) -> ServiceError:
+    return ServiceError(
+        "STALE_RULES",
+        "the annotation rules changed since this was issued",
+        hint="Search again to get documentIds and cursors of the current rules snapshot.",
+        rulesRevision=current,
+    )
+
+
+def _limit(value: int | None, default: int, maximum: int, name: str) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise _bad(f"{name} must be an integer from 1 to {maximum}")
+    return value
+
+
+def _summary(text: str) -> tuple[str, bool]:
+    # Python strings index by code point, so a cut never splits a character.
+    return (text, False) if len(text) <= SUMMARY_CHARS else (text[: SUMMARY_CHARS - 1] + "…", True)
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str).encode())
+
+
+def _strip_values(raw: Any) -> Any:
+    """A raw definition without its enum ``values`` map (paged separately)."""
+    if not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    ann = out.get("annotation")
+    if isinstance(ann, dict) and "values" in ann:
+        out["annotation"] = {k: v for k, v in ann.items() if k != "values"}
+    return out
+
+
+class AnnotationDocs:
+    """Holds the active rule snapshot and answers search / get / explain as plain dicts.
+
+    Thread-safe: every call reads one snapshot reference; ``reload`` swaps it atomically and
+    only after the new layers validated, so a failed reload keeps serving the old revision.
+    """
+
+    def __init__(
+        self,
+        user_documents: Sequence[RuleDocument] = (),
+        *,
+        builtin: Sequence[RuleDocument] | None = None,
+        codec: CursorCodec | None = None,
+    ) -> None:
+        self._builtin = tuple(builtin_documents() if builtin is None else builtin)
+        self._codec = codec or CursorCodec()
+        self._lists = ListCache()
+        self._lock = threading.Lock()
+        self._snapshot = self._build(user_documents)
+
+    # -- activation -------------------------------------------------------------------------
+
+    def _build(self, user_documents: Sequence[RuleDocument]) -> Snapshot:
+        try:
+            return activate([Layer("builtin", self._builtin), Layer("user", tuple(user_documents))])
+        except RuleValidationError as exc:
+            raise _rules_invalid(exc) from exc
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The active snapshot."""
+        return self._snapshot
+
+    @property
+    def rules_revision(self) -> str:
+        """Revision of the active snapshot."""
+        return self._snapshot.revision
+
+    def reload(self, user_documents: Sequence[RuleDocument]) -> dict[str, Any]:
+        """Activate new user documents; on failure raise RULES_INVALID and keep the old snapshot."""
+        with self._lock:
+            new = self._build(user_documents)
+            old = self._snapshot
+            self._snapshot = new
+        return {
+            "rulesRevision": new.revision,
+            "changed": new.revision != old.revision,
+            "warnings": list(new.warnings),
+        }
+
+    def reload_texts(self, sources: Sequence[tuple[str, str]]) -> dict[str, Any]:
+        """Parse user rule files given as (label, JSON text) and activate them (all or nothing)."""
+        return self.reload(parse_user_texts(sources))
+
+    def check_texts(self, sources: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+        """Validate user rule files against the builtin layer without activating; [] when valid."""
+        try:
+            docs = parse_user_texts(sources)
+            activate([Layer("builtin", self._builtin), Layer("user", tuple(docs))])
+        except ServiceError as exc:
+            issues: list[dict[str, str]] = exc.details.get("issues", [])
+            return issues
+        except RuleValidationError as exc:
+            return [i.to_dict() for i in exc.issues]
+        return []
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search(
+        self,
+        *,
+        query: str | None = None,
+        file_path: str | None = None,
+        path_kind: str = "file",
+        extensions: Sequence[str] | None = None,
+        section: str | None = None,
+        kinds: Sequence[str] | None = None,
+        target_kinds: Sequence[str] | None = None,
+        annotation_types: Sequence[str] | None = None,
+        relation: str | None = None,
+        pvf_version: str = "current",
+        workspace_id: str | None = None,
+        current_version: str | None = None,
+        status: str = "effective",
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """pvf_annotation_search: filters AND-ed, arrays OR-ed, relevance order, paged."""
+        snap = self._snapshot
+        size = _limit(limit, DEFAULT_LIMIT, MAX_LIMIT, "limit")
+        version = self._version(pvf_version, workspace_id, current_version)
+        if path_kind not in ("file", "directory"):
+            raise _bad("pathKind must be file or directory")
+        if status not in ("effective", "all"):
+            raise _bad("status must be effective or all")
+        norm_path = normalize_archive_path(file_path) if file_path else None
+        if file_path is not None and not norm_path:
+            raise _bad("filePath must name an archive path")
+        exts = sorted({e.lower() if e.startswith(".") else "." + e.lower() for e in (extensions or []) if e})
+        sect = normalize_section_pattern(section) if section else None
+        if section is not None and not sect:
+            raise _bad("section must name a section")
+        kind_set = set(kinds or ("rule", "field"))
+        if not kind_set <= {"rule", "field"}:
+            raise _bad("kinds may contain rule and field only")
+        tkinds = set(target_kinds or ())
+        if not tkinds <= set(TARGET_KINDS):
+            raise _bad(f"targetKinds may contain {', '.join(TARGET_KINDS)}")
+        atypes = set(annotation_types or ())
+        if not atypes <= set(ANNOTATION_TYPES):
+            raise _bad(f"annotationTypes may contain {', '.join(ANNOTATION_TYPES)}")
+        terms = (query or "").casefold().split()
+        identity = {
+            "tool": "search",
+            "query": terms,
+            "filePath": norm_path,
+            "pathKind": path_kind,
+            "extensions": exts,
+            "section": sect.casefold() if sect else None,
+            "kinds": sorted(kind_set),
+            "targetKinds": sorted(tkinds),
+            "annotationTypes": sorted(atypes),
+            "relation": relation,
+            "pvfVersion": pvf_version,
+            "version": version,
+            "workspaceId": workspace_id if pvf_version == "current" else None,
+            "status": status,
+        }
+        start = 0
+        if cursor:
+            position = self._codec.decode(cursor, identity, snap.revision, stale_code="STALE_RULES")
+            if not isinstance(position, int) or position < 0:
+                raise ServiceError("INVALID_CURSOR", "invalid cursor position")
+            start = position
+
+        scored: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        for entry in snap.entries:
+            item = self._search_item(
+                entry,
+                terms,
+                norm_path,
+                path_kind,
+                exts,
+                sect,
+                kind_set,
+                tkinds,
+                atypes,
+                relation,
+                pvf_version,
+                version,
+                status,
+            )
+            if item is not None:
+                score, payload = item
+                layer_rank = (
+                    LAYER_ORDER.index(entry.layer) if entry.layer in LAYER_ORDER else len(LAYER_ORDER)
+                )
+                key = (-score, 0 if entry.kind == "rule" else 1, entry.id, layer_rank, entry.order)
+                scored.append((key, payload))
+        scored.sort(key=lambda pair: pair[0])
+        page = [p for _, p in scored[start : start + size]]
+        end = start + len(page)
+        next_cursor = self._codec.encode(identity, end, snap.revision) if end < len(scored) else None
+        context: dict[str, Any] = {
+            "workspaceId": workspace_id,
+            "pvfVersion": version or pvf_version,
+            "filePath": norm_path,
+        }
+        return {
+            "schemaVersion": SCHEMA_VERSION,
+            "rulesRevision": snap.revision,
+            "context": context,
+            "items": page,
+            "totalMatches": len(scored),
+            "nextCursor": next_cursor,
+        }
+
+    @staticmethod
+    def _version(pvf_version: str, workspace_id: str | None, current_version: str | None) -> str | None:
+        if pvf_version == "all":
+            return None
+        if pvf_version == "current":
+            if not workspace_id:
+                raise _bad("workspaceId is required when pvfVersion is current", field="workspaceId")
+            if current_version is None:
+                raise ServiceError(
+                    "NO_ARCHIVE",
+                    "no archive is open, so the current PVF version is unknown",
+                    hint="Pass an explicit pvfVersion (e.g. 110US) or all, or open an archive first.",
+                    supportedVersions=list(SUPPORTED_VERSIONS),
+                )
+            pvf_version = current_version
+        if pvf_version not in SUPPORTED_VERSIONS:
+            raise ServiceError(
+                "INVALID_VERSION",
+                f"unknown PVF version {pvf_version!r}",
+                hint=f"Use one of {', '.join(SUPPORTED_VERSIONS)}, current or all.",
+                supportedVersions=list(SUPPORTED_VERSIONS),
+            )
+        return pvf_version
+
+    @staticmethod
+    def _search_item(
+        entry: Entry,
+        terms: list[str],
+        path: str | None,
+        path_kind: str,
+        exts: list[str],
+        sect: str | None,
+        kind_set: set[str],
+        tkinds: set[str],
+        atypes: set[str],
+        relation: str | None,
+        pvf_version: str,
+        version: str | None,
+        status: str,
+    ) -> tuple[int, dict[str, Any]] | None:
+        if entry.kind not in kind_set:
+            return None
+        res = entry.resolved
+        reasons: list[str] = []
+        effective = entry.effective
+        why_not = list(entry.reasons)
+        if res is not None and version is not None and not res.applies_to_version(version):
+            effective = False
+            why_not.append(f"applies to {', '.join(res.pvf_versions)} only, not {version}")
+        if status == "effective" and not effective:
+            return None
+        needs_res = bool(tkinds or atypes or relation or sect or path or exts)
+        if needs_res and res is None:
+            return None
+        applicability = "unknown"
+        if res is not None:
+            if tkinds and res.target.kind not in tkinds:
+                return None
+            if tkinds:
+                reasons.append("targetKinds")
+            if atypes and res.annotation.type not in atypes:
+                return None
+            if atypes:
+                reasons.append("annotationTypes")
+            if relation is not None and res.annotation.relation != relation:
+                return None
+            if relation is not None:
+                reasons.append("relation")
+            if sect is not None:
+                pattern = res.target.section
+                if pattern is None:
+                    return None
+                want = sect.casefold()
+                if not (
+                    pattern.casefold() == want
+                    or pattern.casefold().rsplit("/", 1)[-1] == want.rsplit("/", 1)[-1]
+                    or section_path_matches(pattern, want)
+                ):
+                    return None
+                reasons.append("section")
+            proven = True
+            if exts:
+                verdict = _extension_verdict(res.match.extensions, res.match.glob, exts)
+                if verdict is None:
+                    return None
+                proven = verdict
+                reasons.append("extensions")
+            if path is not None:
+                if path_kind == "directory":
+                    if (
+                        res.target.kind != "directory"
+                        or res.match.glob is None
+                        or not glob_match(res.match.glob, path)
+                    ):
+                        return None
+                elif res.target.kind == "directory":
+                    if res.match.glob is None or not any(
+                        glob_match(res.match.glob, d) for d in _ancestors(path)
+                    ):
+                        return None
+                elif not res.matches_path(path):
+                    return None
+                proven = True
+                reasons.append("filePath")
+            if (path is not None or exts) and proven and version is not None:
+                applicability = "matched"
+        elif path is not None or exts:
+            return None
+        score = 0
+        if terms:
+            for term in terms:
+                if term not in entry.search_text:
+                    return None
+                if term in entry.strong_text:
+                    score += 100
+                elif any(term in s for s in entry.strong_text):
+                    score += 10
+                else:
+                    score += 1
+            reasons.append("query")
+        ann = res.annotation if res is not None else None
+        text = (
+            entry.definition.description or (ann.content if ann else "") or (ann.title if ann else entry.id)
+        )
+        summary, truncated = _summary(text)
+        item: dict[str, Any] = {
+            "documentId": entry.document_id,
+            "kind": entry.kind,
+            "ruleId": entry.id if entry.kind == "rule" else None,
+            "fieldId": entry.id if entry.kind == "field" else (res.field_id if res else None),
+            "title": ann.title if ann else None,
+            "summary": summary,
+            "summaryTruncated": truncated,
+            "section": res.target.section if res else None,
+            "targetKind": res.target.kind if res else None,
+            "annotationType": ann.type if ann else None,
+            "pvfVersions": list(res.pvf_versions if res else entry.definition.pvf_versions),
+            "effective": effective,
+            "status": entry.status if effective or entry.status != "effective" else "not_applicable",
+            "source": entry.source_category,
+            "applicability": applicability,
+            "matchReasons": reasons,
+            "valueCount": len(ann.values) if ann else 0,
+            "relation": ann.relation if ann else None,
+        }
+        if not effective:
+            item["reasons"] = why_not
+        if terms and ann is not None and ann.values:
+            hits = [
+                {"key": k, "label": v}
+                for k, v in ann.values
+                if any(t in k.casefold() or t in v.casefold() for t in terms)
+            ]
+            if hits:
+                item["matchedValues"] = hits[:MAX_MATCHED_VALUES]
+                item["matchedValueCount"] = len(hits)
+        return score, item
+
+    # -- get --------------------------------------------------------------------------------
+
+    def get(
+        self,
+        document_id: str,
+        rules_revision: str,
+        *,
+        value: str | None = None,
+        values_cursor: str | None = None,
+        values_limit: int | None = None,
+    ) -> dict[str, Any]:
+        """pvf_annotation_get: raw + resolved definition, paged enum values, relations."""
+        snap = self._snapshot
+        size = _limit(values_limit, DEFAULT_VALUES_LIMIT, MAX_VALUES_LIMIT, "valuesLimit")
+        if rules_revision != snap.revision:
+            raise _stale_rules(snap.revision)
+        entry = snap.by_document_id.get(document_id)
+        if entry is None:
+            raise ServiceError(
+                "DOCUMENT_NOT_FOUND",
+                f"no annotation document {document_id!r} in rules {snap.revision}",
+                hint="Use a documentId returned by a search on the same rulesRevision.",
+            )
+        res = entry.resolved
+        ann = res.annotation if res is not None else entry.definition.annotation
+        values = list(ann.values) if ann is not None else []
+        identity = {"tool": "get", "documentId": document_id}
+        start = 0
+        if values_cursor:
+            position = self._codec.decode(values_cursor, identity, snap.revision, stale_code="STALE_RULES")
+            if not isinstance(position, int) or position < 0:
+                raise ServiceError("INVALID_CURSOR", "invalid cursor position")
+            start = position
+        page = values[start : start + size]
+        end = start + len(page)
+        raw = _strip_values(dict(entry.definition.raw))
+        resolved: dict[str, Any] | None = None
+        if res is not None:
+            resolved = {
+                "kind": entry.kind,
+                "id": entry.id,
+                "fieldId": res.field_id,
+                "inheritedFromField": list(res.inherited),
+                "match": res.match.to_json(),
+                "target": res.target.to_json(),
+                "annotation": res.annotation.to_json(omit_values=True),
+                "pvfVersions": list(res.pvf_versions),
+            }
+            if res.preview is not None:
+                resolved["preview"] = res.preview.to_json()
+        same_id = [
+            {"documentId": e.document_id, "source": e.source_category, "status": e.status}
+            for e in snap.entries
+            if e.kind == entry.kind and e.id == entry.id and e is not entry
+        ]
+        out: dict[str, Any] = {
+            "schemaVersion": SCHEMA_VERSION,
+            "rulesRevision": snap.revision,
+            "documentId": entry.document_id,
+            "kind": entry.kind,
+            "ruleId": entry.id if entry.kind == "rule" else None,
+            "fieldId": entry.id if entry.kind == "field" else (res.field_id if res else None),
+            "description": entry.definition.description,
+            "title": ann.title if ann else None,
+            "content": ann.content if ann else None,
+            "pvfVersions": list(res.pvf_versions if res else entry.definition.pvf_versions),
+            "source": {"category": entry.source_category, "id": entry.id},
+            "status": entry.status,
+            "effective": entry.effective,
+            "reasons": list(entry.reasons),
+            "otherLayers": same_id,
+            "definitionsOmitValues": True,
+            "rawDefinition": raw,
+            "resolvedDefinition": resolved,
+            "preview": res.preview.to_json() if res is not None and res.preview is not None else None,
+            "valueCount": len(values),
+            "values": [{"key": k, "label": v} for k, v in page],
+            "valuesNextCursor": self._codec.encode(identity, end, snap.revision)
+            if end < len(values)
+            else None,
+        }
+        if value is not None:
+            labels = dict(values)
+            out["value"] = {"key": value, "found": value in labels, "label": labels.get(value)}
+        relation_name = ann.relation if ann is not None else None
+        out["relations"], out["relationIssues"] = _expand_relations(snap, relation_name)
+        if _json_size(out) > MAX_DEFINITION_BYTES:
+            raise ServiceError(
+                "DEFINITION_TOO_LARGE",
+                f"the definition of {entry.id!r} is larger than {MAX_DEFINITION_BYTES} bytes",
+                hint="Page the enum values with a smaller valuesLimit; the definition text itself cannot be split.",
+                documentId=document_id,
+            )
+        return out
+
+    # -- explain ----------------------------------------------------------------------------
+
+    def explain(
+        self,
+        file_path: str,
+        text: str,
+        *,
+        workspace_id: str,
+        revision: Any,
+        pvf_version: str | None,
+        lookup: ArchiveLookup | None,
+        text_revision: str | None = None,
+        rules_revision: str | None = None,
+        section: str | None = None,
+        occurrence: int | None = None,
+        token_index: int | None = None,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """pvf_annotation_explain over text the caller read from the workspace under its lock."""
+        snap = self._snapshot
+        size = _limit(limit, DEFAULT_LIMIT, MAX_LIMIT, "limit")
+        if rules_revision is not None and rules_revision != snap.revision:
+            raise _stale_rules(snap.revision)
+        if pvf_version is not None and pvf_version not in SUPPORTED_VERSIONS:
+            raise ServiceError(
+                "INVALID_VERSION",
+                f"unknown PVF version {pvf_version!r}",
+                supportedVersions=list(SUPPORTED_VERSIONS),
+            )
+        sect = normalize_section_pattern(section) if section else None
+        if section is not None and not sect:
+            raise _bad("section must name a section")
+        for name, number, minimum in (
+            ("occurrence", occurrence, 0),
+            ("tokenIndex", token_index, 0),
+            ("startLine", start_line, 1),
+            ("endLine", end_line, 1),
+        ):
+            if number is not None and (
+                isinstance(number, bool) or not isinstance(number, int) or number < minimum
+            ):
+                raise _bad(f"{name} must be an integer >= {minimum}")
+        if occurrence is not None and sect is None:
+            raise _bad("occurrence needs section")
+        if token_index is not None and (sect is None or occurrence is None):
+            raise _bad("tokenIndex needs section and occurrence")
+        if start_line is not None and end_line is not None and end_line < start_line:
+            raise _bad("endLine must not be before startLine")
+        norm_path = normalize_archive_path(file_path)
+        normalized = normalize_newlines(text)
+        text_rev = (
+            text_revision
+            or "text-" + hashlib.sha256(normalized.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+        )
+        identity = {
+            "tool": "explain",
+            "filePath": norm_path,
+            "workspaceId": workspace_id,
+            "pvfVersion": pvf_version,
+            "section": sect.casefold() if sect else None,
+            "occurrence": occurrence,
+            "tokenIndex": token_index,
+            "startLine": start_line,
+            "endLine": end_line,
+        }
+        cursor_revision = {"revision": revision, "textRevision": text_rev}
+        start = 0
+        if cursor:
+            position = self._codec.decode(cursor, identity, cursor_revision, stale_code="STALE_WORKSPACE")
+            if not isinstance(position, dict) or not isinstance(position.get("o"), int) or position["o"] < 0:
+                raise ServiceError("INVALID_CURSOR", "invalid cursor position")
+            if position.get("rules") != snap.revision:
+                raise _stale_rules(snap.revision)
+            start = position["o"]
+
+        view = parse_script(normalized)
+        result = explain_view(snap, norm_path, view, pvf_version)
+        hits = result.hits
+        if sect is not None:
+            chosen = [s for s in view.sections if s.key == sect.casefold()]
+            if occurrence is not None:
+                chosen = [s for s in chosen if s.occurrence == occurrence]
+            if not chosen:
+                raise ServiceError(
+                    "SECTION_NOT_FOUND",
+                    f"{norm_path} has no section [{sect}]"
+                    + (f" occurrence {occurrence}" if occurrence is not None else ""),
+                    hint="Read the file (or explain it without section) to see its sections; nested ones are written parent/child.",
+                    occurrences=len([s for s in view.sections if s.key == sect.casefold()]),
+                )
+            hits = [h for h in hits if h.section is not None and any(c.contains(h.section) for c in chosen)]
+            if token_index is not None:
+                hits = [
+                    h for h in hits if h.section is chosen[0] and h.payload.get("tokenIndex") == token_index
+                ]
+        if start_line is not None or end_line is not None:
+            lo = start_line or 1
+            hi = end_line or view.positions.line_count
+            hits = [
+                h
+                for h in hits
+                if view.positions.line_of(h.start) <= hi
+                and view.positions.line_of(max(h.start, h.end - 1)) >= lo
+            ]
+
+        resolver = Resolver({n: r.spec for n, r in snap.relations.items()}, lookup, self._lists)
+        page: list[dict[str, Any]] = []
+        used = 0
+        truncated = False
+        for hit in hits[start : start + size]:
+            item = _render_hit(hit, view, resolver)
+            cost = _json_size(item)
+            if page and used + cost > PAGE_BYTE_CAP:
+                truncated = True
+                break
+            page.append(item)
+            used += cost
+        end = start + len(page)
+        next_cursor = (
+            self._codec.encode(identity, {"o": end, "rules": snap.revision}, cursor_revision)
+            if end < len(hits)
+            else None
+        )
+        warnings = []
+        for w in result.warnings[:MAX_WARNINGS]:
+            w = dict(w)
+            if "offset" in w:
+                line, col = view.positions.line_col(w.pop("offset"))
+                w["line"], w["column"] = line, col
+            warnings.append(w)
+        return {
+            "schemaVersion": SCHEMA_VERSION,
+            "rulesRevision": snap.revision,
+            "workspaceId": workspace_id,
+            "revision": revision,
+            "textRevision": text_rev,
+            "contentSource": "workspace",
+            "filePath": norm_path,
+            "pvfVersion": pvf_version,
+            "pathContext": result.path_context,
+            "annotations": page,
+            "totalMatches": len(hits),
+            "nextCursor": next_cursor,
+            "truncated": truncated,
+            "warnings": warnings,
+            "warningCount": len(result.warnings),
+        }
+
+
+def _render_hit(hit: Hit, view: Any, resolver: Resolver) -> dict[str, Any]:
+    item = dict(hit.payload)
+    if hit.ref is not None:
+        relation, ref_id, context = hit.ref
+        if relation == "@list":
+            ref = dict(item.get("reference") or {})
+            ref["resolutionStatus"] = resolver.exists(ref_id)
+            item["reference"] = ref
+        else:
+            item["reference"] = resolver.resolve(relation, ref_id, context)
+    item.update(view.positions.locate(hit.start, hit.end))
+    return item
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _extension_verdict(rule_exts: Sequence[str], glob: str | None, wanted: list[str]) -> bool | None:
+    """True: provably applies; False: may apply (unknown); None: provably does not."""
+    if rule_exts:
+        if not any(e in wanted for e in rule_exts):
+            return None
+        return glob is None or glob_literal_extension(glob) is not None
+    if glob is None:
+        return True
+    literal = glob_literal_extension(glob)
+    if literal is None:
+        return False
+    return True if literal in wanted else None
+
+
+def _expand_relations(snap: Snapshot, name: str | None) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """This document's relation and the members it needs, with cycles and missing names reported."""
+    out: list[dict[str, Any]] = []
+    issues: list[dict[str, str]] = []
+    if name is None:
+        return out, issues
+    seen: set[str] = set()
+
+    def visit(rel: str, path: tuple[str, ...]) -> None:
+        if rel in path:
+            issues.append({"relation": rel, "issue": "cycle", "message": " -> ".join((*path, rel))})
+            return
+        if rel in seen:
+            return
+        seen.add(rel)
+        entry = snap.relations.get(rel)
+        if entry is None:
+            issues.append(
+                {"relation": rel, "issue": "missing", "message": f"relation {rel!r} is not defined"}
+            )
+            return
+        spec = entry.spec
+        lists = [spec.list_path] if spec.list_path else []
+        lists += [p for _, p in spec.context_paths]
+        out.append(
+            {
+                "name": rel,
+                "source": entry.layer if entry.layer in LAYER_ORDER else "unknown",
+                "definition": spec.to_json(),
+                "contextRequired": spec.kind == "contextual",
+                "listPaths": lists,
+            }
+        )
+        for member in spec.relations:
+            visit(member, (*path, rel))
+
+    visit(name, ())
+    return out, issues
+
+
+def _rules_invalid(exc: RuleValidationError) -> ServiceError:
+    issues = [i.to_dict() for i in exc.issues[:MAX_ISSUES_REPORTED]]
+    return ServiceError(
+        "RULES_INVALID",
+        str(exc),
+        hint="Fix the listed JSON paths; the previously active rules stay in use.",
+        issues=issues,
+        issueCount=len(exc.issues),
+    )
+
+
+def parse_user_texts(sources: Sequence[tuple[str, str]]) -> list[RuleDocument]:
+    """Parse (label, JSON text) pairs; every file's issues are reported together as RULES_INVALID."""
+    docs: list[RuleDocument] = []
+    problems: list[Any] = []
+    for label, text in sources:
+        try:
+            docs.append(parse_document_text(text, label))
+        except RuleValidationError as exc:
+            problems.extend(type(i)(f"{label}:{i.path}", i.message) for i in exc.issues)
+    if problems:
+        raise _rules_invalid(RuleValidationError("user rules", problems))
+    return docs
