@@ -1,0 +1,792 @@
+"""``Archive``: a ``Script.pvf`` you open, list, read, edit and save, in the style of ``zipfile.ZipFile``.
+
+    with Archive.open("Script.pvf") as pvf:
+        for entry in pvf.entries: ...
+        text = pvf.read_text("equipment/character/common/amulet/100300068.equ")
+        pvf.write_text("equipment/...equ", text.replace("[grade]\\n\\t74", "[grade]\\n\\t75"))
+        pvf.save()
+
+Opening reads only the directory (classic tree; NKPI table, pools and chunk index); file data is
+decrypted and decoded per entry on demand. Saving an unchanged archive writes the same bytes;
+saving with changes copies every unchanged entry's stored (encrypted) bytes and rebuilds only
+offsets, checksums, the tree / chunk index. Script *text* is not byte-exact: ``write_text``
+recompiles only when the text differs from what ``read_text`` returns (see ``format.text``).
+Every failure is a :class:`PvfFormatError` with a code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+from moddesk.pvf.format import classic as classic_fmt
+from moddesk.pvf.format import nkpi as nkpi_fmt
+from moddesk.pvf.format.crypto import align4, crc32_seeded, name_hash
+from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD, detect
+from moddesk.pvf.format.encodings import (
+    NAME_ENCODING,
+    decode_bytes,
+    detect_region,
+    encode_text,
+    region_encoding,
+)
+from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.lists import N_STRING_PATHS, parse_list, parse_str
+from moddesk.pvf.format.source import ByteSource
+from moddesk.pvf.format.strings import STRINGTABLE_PATH, StringPools, StringTable
+from moddesk.pvf.format.text import StringSink, compile_script, render_script
+from moddesk.pvf.format.tokens import Family, TokenStream, decode_tokens, encode_tokens, is_classic_script
+
+__all__ = ["FORMATS", "Archive", "ArchiveEntry", "PvfFormatError", "normalize_path"]
+
+#: Container formats an Archive can read and write.
+FORMATS = (CLASSIC, NKPI_STANDARD, NKPI_PROTECTED)
+
+#: Extensions whose content is plain text (region code page; ``.nut`` is CP949).
+TEXT_EXTENSIONS = frozenset({".str", ".nut", ".txt", ".xml", ".csv", ".ini", ".cfg", ".json"})
+
+#: How many decompressed NKPI chunks to keep (a chunk holds many small files).
+CHUNK_CACHE = 16
+
+ProgressFn = Callable[[int, int], None]
+
+
+def normalize_path(path: str) -> str:
+    """The lookup key of an archive path: ``/`` separators, lower case, no leading ``/`` or ``./``."""
+    p = path.replace("\\", "/").strip()
+    while p.startswith("./"):
+        p = p[2:]
+    return p.lstrip("/").lower()
+
+
+def _ext(path: str) -> str:
+    name = path.rsplit("/", 1)[-1].lower()
+    dot = name.rfind(".")
+    return name[dot:] if dot > 0 else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveEntry:
+    """One file of an archive (a snapshot; edits create new entries)."""
+
+    path: str
+    index: int
+    size: int
+    kind: str  # "script" | "text" | "binary" (from NKPI data type or the extension)
+    modified: bool
+    data_type: int | None = None  # NKPI DataType (1 script, 3 UTF-16 text); None for classic
+
+
+def _atomic_write(
+    path: Path, parts: Iterable[bytes], before_replace: Callable[[], None] | None = None
+) -> int:
+    """Stream ``parts`` to a temp file beside ``path``, fsync, then rename over it; returns bytes written."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    written = 0
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for part in parts:
+                f.write(part)
+                written += len(part)
+            f.flush()
+            os.fsync(f.fileno())
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    if os.name == "posix":
+        dfd = os.open(path.parent or ".", os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    return written
+
+
+class Archive:
+    """An open PVF archive of any supported format: see the module docstring."""
+
+    def __init__(self, src: ByteSource | None, fmt: str, *, region: str | None = None) -> None:
+        self._src = src
+        self.format = fmt
+        self.family = Family.CLASSIC if fmt == CLASSIC else Family.NKPI
+        self._closed = False
+        self._overlay: dict[int, bytes] = {}
+        self._deleted: set[int] = set()
+        self._paths: list[str] = []
+        self._lookup: dict[str, int] | None = None
+        self._region = region
+        self._strings: StringTable | None = None
+        self._links: dict[int, str] | None = None
+        self._str_files: dict[str, dict[str, str]] = {}
+        self._chunks: OrderedDict[int, bytes] = OrderedDict()
+        self._types: list[int] = []  # NKPI data types of added files
+        self._source_count = 0
+        self._classic: classic_fmt.ClassicDirectory | None = None
+        self._nkpi: nkpi_fmt.NkpiDirectory | None = None
+
+    # ------------------------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, region: str | None = None) -> Archive:
+        """Open an archive file (any supported format), reading only its directory."""
+        src = ByteSource.from_path(path)
+        try:
+            return cls._from_source(src, region=region)
+        except BaseException:
+            src.close()
+            raise
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, region: str | None = None) -> Archive:
+        """Open an archive held in memory."""
+        return cls._from_source(ByteSource.from_bytes(data), region=region)
+
+    @classmethod
+    def new(cls, fmt: str = CLASSIC, *, region: str = "tw") -> Archive:
+        """An empty archive of ``fmt`` (``classic``, ``90US`` or ``90CN``) to fill and ``save_as``."""
+        if fmt not in FORMATS:
+            raise PvfFormatError(
+                "UNSUPPORTED_FORMAT", f"cannot create {fmt!r}; formats: {', '.join(FORMATS)}"
+            )
+        region_encoding(region)
+        a = cls(None, fmt, region=region)
+        if fmt == CLASSIC:
+            a._classic = classic_fmt.empty_directory()
+        else:
+            a._nkpi = nkpi_fmt.empty_directory(nkpi_fmt.VARIANTS[fmt])
+        return a
+
+    @classmethod
+    def _from_source(cls, src: ByteSource, *, region: str | None) -> Archive:
+        found = detect(src, path=src.path)
+        a = cls(src, found.format, region=region)
+        if found.format == CLASSIC:
+            d = classic_fmt.read_classic_directory(src)
+            a._classic = d
+            a._paths = [decode_bytes(n.rstrip(b"\0"), NAME_ENCODING) for n in d.names]
+        else:
+            assert found.nkpi is not None
+            nd = nkpi_fmt.read_nkpi_directory(src, found.nkpi)
+            a._nkpi = nd
+            a._paths = _nkpi_paths(nd)
+        a._source_count = len(a._paths)
+        if region is not None:
+            region_encoding(region)
+        return a
+
+    # ----------------------------------------------------------------------------- context manager
+
+    def __enter__(self) -> Archive:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the file; unsaved changes are discarded."""
+        if self._src is not None:
+            self._src.close()
+        self._closed = True
+        self._chunks.clear()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PvfFormatError("CLOSED", "the archive is closed")
+
+    # ----------------------------------------------------------------------------------- metadata
+
+    @property
+    def path(self) -> Path | None:
+        """The file this archive was opened from or last saved to."""
+        return self._src.path if self._src is not None else None
+
+    @property
+    def region(self) -> str:
+        """Region of classic text (``tw``, ``cn``, ``kr``, ``jp``), detected from the string table if not given."""
+        if self._region is None:
+            if self.family is Family.NKPI:
+                self._region = "utf8"
+            else:
+                idx = self._find(STRINGTABLE_PATH)
+                samples: list[bytes] = []
+                if idx is not None:
+                    raw = self._read_index(idx)
+                    try:
+                        samples = StringTable.parse(raw, "latin-1").raw[:5000]
+                    except PvfFormatError:
+                        samples = []
+                self._region = detect_region(samples) if samples else "tw"
+        return self._region
+
+    @property
+    def encoding(self) -> str:
+        """Code page of text content (classic: the region's; NKPI pools are UTF-8/UTF-16)."""
+        return region_encoding(self.region)
+
+    @property
+    def version(self) -> dict[str, object]:
+        """Version facts: format, family, region, classic file version / NKPI padding and guard."""
+        info: dict[str, object] = {"format": self.format, "family": self.family.value, "region": self.region}
+        if self._classic is not None:
+            info["fileVersion"] = self._classic.version
+            info["guid"] = self._classic.guid.decode("latin-1")
+        if self._nkpi is not None:
+            info["guard"] = self._nkpi.guard
+            info["padding"] = self._nkpi.header.padding
+            info["chunks"] = self._nkpi.header.group_count
+        return info
+
+    @property
+    def modified(self) -> bool:
+        """Whether there are unsaved changes."""
+        return (
+            bool(self._overlay or self._deleted or len(self._paths) != self._source_count)
+            or self._tables_changed()
+        )
+
+    def _tables_changed(self) -> bool:
+        if self.family is Family.CLASSIC:
+            return self._strings is not None and self._strings.added > 0
+        assert self._nkpi is not None
+        return self._nkpi.pools.changed
+
+    @property
+    def problems(self) -> list[str]:
+        """Non-fatal problems noticed while opening (e.g. a directory checksum mismatch)."""
+        if self._classic is not None:
+            return list(self._classic.problems)
+        assert self._nkpi is not None
+        return list(self._nkpi.problems)
+
+    # -------------------------------------------------------------------------------------- listing
+
+    def _live(self) -> Iterator[int]:
+        deleted = self._deleted
+        for i in range(len(self._paths)):
+            if i not in deleted:
+                yield i
+
+    def namelist(self) -> list[str]:
+        """Paths of all entries in directory order (duplicates included)."""
+        self._check_open()
+        if not self._deleted:
+            return list(self._paths)
+        return [self._paths[i] for i in self._live()]
+
+    def __len__(self) -> int:
+        return len(self._paths) - len(self._deleted)
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._find(path) is not None
+
+    def __iter__(self) -> Iterator[ArchiveEntry]:
+        return iter(self.entries)
+
+    @property
+    def entries(self) -> list[ArchiveEntry]:
+        """Every entry in directory order."""
+        self._check_open()
+        return [self._entry(i) for i in self._live()]
+
+    def getinfo(self, path: str) -> ArchiveEntry:
+        """The entry of ``path`` or NOT_FOUND."""
+        return self._entry(self._require(path))
+
+    def _entry(self, i: int) -> ArchiveEntry:
+        path = self._paths[i]
+        modified = i in self._overlay or i >= self._source_count
+        if i in self._overlay:
+            size = len(self._overlay[i])
+        elif self._classic is not None:
+            size = int(self._classic.sizes[i])
+        else:
+            assert self._nkpi is not None
+            size = int(self._nkpi.rows["size"][i])
+        data_type = None
+        if self._nkpi is not None:
+            data_type = (
+                int(self._nkpi.rows["type"][i])
+                if i < self._source_count
+                else self._types[i - self._source_count]
+            )
+            kind = (
+                "script"
+                if data_type == nkpi_fmt.DATA_SCRIPT
+                else "text"
+                if data_type == nkpi_fmt.DATA_TEXT
+                else "binary"
+            )
+        else:
+            kind = _classic_kind(path)
+        return ArchiveEntry(path, i, size, kind, modified, data_type)
+
+    def _index(self) -> dict[str, int]:
+        if self._lookup is None:
+            lookup: dict[str, int] = {}
+            for i, p in enumerate(self._paths):
+                if i not in self._deleted:
+                    lookup.setdefault(normalize_path(p), i)
+            self._lookup = lookup
+        return self._lookup
+
+    def _find(self, path: str) -> int | None:
+        return self._index().get(normalize_path(path))
+
+    def _require(self, path: str) -> int:
+        self._check_open()
+        i = self._find(path)
+        if i is None:
+            raise PvfFormatError("NOT_FOUND", "no such entry", path=path)
+        return i
+
+    # -------------------------------------------------------------------------------------- reading
+
+    def read(self, path: str | ArchiveEntry) -> bytes:
+        """The decoded bytes of an entry (classic: decrypted; NKPI: inflated)."""
+        i = path.index if isinstance(path, ArchiveEntry) else self._require(path)
+        return self._read_index(i)
+
+    def _read_index(self, i: int) -> bytes:
+        self._check_open()
+        data = self._overlay.get(i)
+        if data is not None:
+            return data
+        assert self._src is not None and i < self._source_count
+        if self._classic is not None:
+            return classic_fmt.read_classic_block(self._src, self._classic, i)
+        assert self._nkpi is not None
+        row = self._nkpi.rows[i]
+        chunk = self._chunk(int(row["chunk"]))
+        off = int(row["offset"])
+        return chunk[off : off + int(row["size"])]
+
+    def _chunk(self, c: int) -> bytes:
+        data = self._chunks.get(c)
+        if data is None:
+            assert self._src is not None and self._nkpi is not None
+            data = nkpi_fmt.read_chunk(self._src, self._nkpi, c)
+            self._chunks[c] = data
+            if len(self._chunks) > CHUNK_CACHE:
+                self._chunks.popitem(last=False)
+        else:
+            self._chunks.move_to_end(c)
+        return data
+
+    def iter_bytes(self, progress: ProgressFn | None = None) -> Iterator[tuple[ArchiveEntry, bytes]]:
+        """Every entry with its bytes, in storage order (each NKPI chunk is inflated once)."""
+        self._check_open()
+        live = list(self._live())
+        if self._nkpi is not None:
+            src_count = self._source_count
+            chunks = self._nkpi.rows["chunk"]
+            live.sort(key=lambda i: (int(chunks[i]) if i < src_count else 1 << 40, i))
+        elif self._classic is not None:
+            offsets = self._classic.offsets
+            live.sort(key=lambda i: int(offsets[i]) if i < self._source_count else 1 << 62)
+        total = len(live)
+        for n, i in enumerate(live):
+            yield self._entry(i), self._read_index(i)
+            if progress is not None and (n % 1024 == 0 or n + 1 == total):
+                progress(n + 1, total)
+
+    def is_script(self, path: str | ArchiveEntry) -> bool:
+        """Whether the entry is a token script (classic: B0 D0 magic; NKPI: data type 1)."""
+        i = path.index if isinstance(path, ArchiveEntry) else self._require(path)
+        if self._nkpi is not None:
+            return self._entry(i).data_type == nkpi_fmt.DATA_SCRIPT
+        data = self._read_index(i)
+        return is_classic_script(data)
+
+    def tokens(self, path: str | ArchiveEntry) -> TokenStream:
+        """The decoded token units of a script entry."""
+        i = path.index if isinstance(path, ArchiveEntry) else self._require(path)
+        if not self.is_script(self._entry(i)):
+            raise PvfFormatError("NOT_TEXT", "not a script", path=self._paths[i])
+        return decode_tokens(self._read_index(i), self.family)
+
+    @property
+    def strings(self) -> StringSink:
+        """The archive's string store: classic ``stringtable.bin`` or the NKPI pools."""
+        if self._nkpi is not None:
+            return self._nkpi.pools
+        if self._strings is None:
+            idx = self._find(STRINGTABLE_PATH)
+            if idx is None:
+                self._strings = StringTable.new(self.encoding)
+            else:
+                self._strings = StringTable.parse(self._read_index(idx), self.encoding)
+        return self._strings
+
+    def render(self, path: str, data: bytes) -> str:
+        """Text of ``data`` as if it were stored at ``path`` (scripts rendered, text decoded)."""
+        kind = self._kind_of(path, data)
+        if kind == "script":
+            stream = decode_tokens(data, self.family)
+            return render_script(stream, self.strings, path=path, links=self._link_text)
+        if kind == "text":
+            if self.family is Family.NKPI:
+                return data.decode("utf-16-le", errors="surrogatepass")
+            enc = NAME_ENCODING if path.lower().endswith(".nut") else self.encoding
+            return decode_bytes(data, enc)
+        if normalize_path(path) == STRINGTABLE_PATH and self.family is Family.CLASSIC:
+            return StringTable.parse(data, self.encoding).dump()
+        raise PvfFormatError("NOT_TEXT", "binary entry has no text form", path=path)
+
+    def read_text(self, path: str | ArchiveEntry) -> str:
+        """The text form: scripts rendered as ``#PVF_File`` text, ``.str``/text decoded; else NOT_TEXT."""
+        i = path.index if isinstance(path, ArchiveEntry) else self._require(path)
+        return self.render(self._paths[i], self._read_index(i))
+
+    def _kind_of(self, path: str, data: bytes) -> str:
+        if self._nkpi is not None:
+            i = self._find(path)
+            if i is not None:
+                dt = self._entry(i).data_type
+                return (
+                    "script"
+                    if dt == nkpi_fmt.DATA_SCRIPT
+                    else "text"
+                    if dt == nkpi_fmt.DATA_TEXT
+                    else "binary"
+                )
+            return _nkpi_kind_for_new(path)
+        if is_classic_script(data):
+            return "script"
+        if _ext(path) in TEXT_EXTENSIONS:
+            return "text"
+        return "binary"
+
+    def _link_text(self, link_id: int, key: str) -> str | None:
+        """Resolve a classic string link through ``n_string.lst`` and its ``.str`` file."""
+        if self._links is None:
+            self._links = {}
+            for candidate in N_STRING_PATHS:
+                idx = self._find(candidate)
+                if idx is None:
+                    continue
+                try:
+                    stream = decode_tokens(self._read_index(idx), self.family)
+                    self._links = {r.id: r.path for r in parse_list(stream, self.strings, path=candidate)}
+                except PvfFormatError:
+                    self._links = {}
+                break
+        target = self._links.get(link_id)
+        if target is None:
+            return None
+        table = self._str_files.get(target)
+        if table is None:
+            idx = self._find(target)
+            table = {}
+            if idx is not None:
+                try:
+                    table = parse_str(self.render(self._paths[idx], self._read_index(idx)))
+                except PvfFormatError:
+                    table = {}
+            self._str_files[target] = table
+        return table.get(key)
+
+    # -------------------------------------------------------------------------------------- writing
+
+    def write_bytes(self, path: str, data: bytes, *, data_type: int | None = None) -> None:
+        """Replace or add an entry's bytes (NKPI: ``data_type`` for a new file, default by extension)."""
+        self._check_open()
+        data = bytes(data)
+        i = self._find(path)
+        if i is None:
+            i = self._add(path, data_type)
+        self._overlay[i] = data
+        self._invalidate_caches(self._paths[i])
+
+    def _add(self, path: str, data_type: int | None) -> int:
+        clean = path.replace("\\", "/").strip().lstrip("/")
+        if not clean or clean.endswith("/"):
+            raise PvfFormatError("NOT_FOUND", "an entry needs a file name", path=path)
+        if self.family is Family.CLASSIC:
+            clean = clean.lower()  # classic names are lower-case CP949 (pvfUtility)
+            encode_text(clean, NAME_ENCODING, path=path)
+        else:
+            self._types.append(data_type if data_type is not None else _nkpi_type_for_new(clean))
+        self._paths.append(clean)
+        i = len(self._paths) - 1
+        self._index()[normalize_path(clean)] = i
+        return i
+
+    def write_text(self, path: str, text: str) -> bool:
+        """Store text (scripts compiled, text encoded); returns False when it equals the current text."""
+        self._check_open()
+        i = self._find(path)
+        if i is not None:
+            try:
+                if self.read_text(self._entry(i)) == text:
+                    return False
+            except PvfFormatError as exc:
+                if exc.code != "NOT_TEXT":
+                    raise
+        data = self.encode_text(path, text)
+        if i is not None and self._read_index(i) == data:
+            return False
+        self.write_bytes(path, data)
+        return True
+
+    def encode_text(self, path: str, text: str) -> bytes:
+        """The bytes ``text`` compiles/encodes to when stored at ``path``."""
+        i = self._find(path)
+        if self.family is Family.NKPI:
+            kind = self._entry(i).kind if i is not None else _nkpi_kind_for_new(path)
+        else:
+            kind = _classic_kind(path)
+            if i is not None and kind != "text":
+                kind = "script" if is_classic_script(self._read_index(i)) or kind == "script" else kind
+            if kind == "binary" and normalize_path(path) != STRINGTABLE_PATH:
+                kind = "script"
+        if kind == "script":
+            return encode_tokens(compile_script(text, self.family, self.strings))
+        if kind == "text":
+            if self.family is Family.NKPI:
+                return text.encode("utf-16-le", errors="surrogatepass")
+            enc = NAME_ENCODING if path.lower().endswith(".nut") else self.encoding
+            return encode_text(text, enc, path=path)
+        raise PvfFormatError("NOT_TEXT", "this entry cannot be written as text", path=path)
+
+    def delete(self, path: str) -> None:
+        """Remove an entry (the first one with that path)."""
+        i = self._require(path)
+        self._deleted.add(i)
+        self._overlay.pop(i, None)
+        self._lookup = None
+        self._invalidate_caches(self._paths[i])
+
+    def _invalidate_caches(self, path: str) -> None:
+        key = normalize_path(path)
+        if key in N_STRING_PATHS:
+            self._links = None
+        if key.endswith(".str"):
+            self._str_files.clear()
+        if key == STRINGTABLE_PATH and self.family is Family.CLASSIC:
+            self._strings = None
+
+    # --------------------------------------------------------------------------------------- saving
+
+    def iter_archive_bytes(self) -> Iterator[bytes]:
+        """The bytes of the archive as it would be saved, streamed in pieces."""
+        self._check_open()
+        if not self.modified and self._src is not None:
+            view = self._src.view()
+            yield from classic_fmt.copy_slices(view, 0, len(view))
+            return
+        if self.family is Family.CLASSIC:
+            yield from self._classic_parts()
+        else:
+            yield from self._nkpi_parts()
+
+    def _classic_parts(self) -> Iterator[bytes]:
+        d = self._classic
+        assert d is not None
+        if self._strings is not None and self._strings.added:
+            idx = self._find(STRINGTABLE_PATH)
+            data = self._strings.to_bytes()
+            if idx is None:
+                idx = self._add(STRINGTABLE_PATH, None)
+            self._overlay[idx] = data
+            self._strings = StringTable.parse(data, self.encoding)
+        out: list[classic_fmt.ClassicOutEntry] = []
+        for i in self._live():
+            if i in self._overlay or i >= self._source_count:
+                name = d.names[i] if i < self._source_count else encode_text(self._paths[i], NAME_ENCODING)
+                h = int(d.hashes[i]) if i < self._source_count else name_hash(name)
+                data = self._overlay[i]
+                padded = data + b"\0" * (align4(len(data)) - len(data))
+                out.append(
+                    classic_fmt.ClassicOutEntry(name, h, len(data), crc32_seeded(padded, h), data=padded)
+                )
+            else:
+                out.append(
+                    classic_fmt.ClassicOutEntry(
+                        d.names[i],
+                        int(d.hashes[i]),
+                        int(d.sizes[i]),
+                        int(d.crcs[i]),
+                        d.base + int(d.offsets[i]),
+                    )
+                )
+        trailing = b""
+        if self._src is not None and d.trailing_offset < self._src.size:
+            trailing = self._src.read(d.trailing_offset, self._src.size - d.trailing_offset)
+        yield from classic_fmt.write_classic(self._src, d.guid, d.version, out, trailing)
+
+    def _nkpi_parts(self) -> Iterator[bytes]:
+        d = self._nkpi
+        assert d is not None
+        files: list[nkpi_fmt.NkpiOutFile] = []
+        for i in self._live():
+            if i < self._source_count:
+                row = d.rows[i]
+                files.append(
+                    nkpi_fmt.NkpiOutFile(
+                        int(row["name"]), int(row["path"]), int(row["type"]), i, self._overlay.get(i)
+                    )
+                )
+            else:
+                path = self._paths[i]
+                folder, _, name = path.rpartition("/")
+                name_magic = d.pools.intern(name)
+                path_magic = d.pools.intern(folder) if folder else nkpi_fmt.ROOT_PATH
+                files.append(
+                    nkpi_fmt.NkpiOutFile(
+                        name_magic, path_magic, self._types[i - self._source_count], None, self._overlay[i]
+                    )
+                )
+        files_changed = bool(self._deleted) or len(self._paths) != self._source_count
+        yield from nkpi_fmt.write_nkpi(self._src, d, files, files_changed=files_changed)
+
+    def to_bytes(self) -> bytes:
+        """The whole archive as bytes (for small archives and tests)."""
+        return b"".join(self.iter_archive_bytes())
+
+    def write_to(self, f: BinaryIO) -> int:
+        """Stream the archive into an open binary file; returns bytes written."""
+        n = 0
+        for part in self.iter_archive_bytes():
+            f.write(part)
+            n += len(part)
+        return n
+
+    def save(self) -> int:
+        """Write changes back to the file this archive came from (atomically); returns bytes written."""
+        self._check_open()
+        if self.path is None:
+            raise PvfFormatError("NOT_FOUND", "a new or in-memory archive needs save_as(path)")
+        if not self.modified:
+            return 0
+        return self.save_as(self.path)
+
+    def save_as(self, path: str | os.PathLike[str]) -> int:
+        """Write the archive to ``path`` atomically (replacing it) and continue working on that file."""
+        self._check_open()
+        target = Path(path)
+        src = self._src
+
+        def release() -> None:
+            # Windows cannot replace a file that is still mapped
+            if src is not None and src.path is not None and src.path.resolve() == target.resolve():
+                src.close()
+
+        written = _atomic_write(target, self.iter_archive_bytes(), release)
+        if src is not None:
+            src.close()
+        reopened = Archive.open(target, region=self._region)
+        self.__dict__.update(reopened.__dict__)
+        return written
+
+    # ------------------------------------------------------------------------------------- checking
+
+    def verify(self, progress: ProgressFn | None = None) -> list[str]:
+        """Check hashes, checksums, chunk and tree consistency; every problem found, empty when sound."""
+        self._check_open()
+        from moddesk.pvf.format.verify import verify_classic, verify_nkpi
+
+        if self._src is None:
+            return []
+        if self._classic is not None:
+            return verify_classic(self._src, self._classic, progress)
+        assert self._nkpi is not None
+        return verify_nkpi(self._src, self._nkpi, progress)
+
+
+SCRIPT_EXTENSIONS = frozenset(
+    [
+        ".equ",
+        ".stk",
+        ".skl",
+        ".chr",
+        ".lst",
+        ".act",
+        ".ai",
+        ".aic",
+        ".key",
+        ".obj",
+        ".mob",
+        ".map",
+        ".dgn",
+        ".twn",
+        ".etc",
+        ".shp",
+        ".atk",
+        ".til",
+        ".ptl",
+        ".cre",
+        ".apd",
+        ".npc",
+        ".qst",
+        ".als",
+        ".ora",
+        ".lay",
+        ".tbl",
+        ".gdata",
+        ".cdt",
+        ".cwk",
+        ".mgr",
+        ".dlg",
+    ]
+)
+
+
+def _classic_kind(path: str) -> str:
+    ext = _ext(path)
+    if ext in TEXT_EXTENSIONS:
+        return "text"
+    if ext in SCRIPT_EXTENSIONS:
+        return "script"
+    return "binary"
+
+
+def _nkpi_type_for_new(path: str) -> int:
+    return nkpi_fmt.DATA_TEXT if _ext(path) in TEXT_EXTENSIONS else nkpi_fmt.DATA_SCRIPT
+
+
+def _nkpi_kind_for_new(path: str) -> str:
+    return "text" if _nkpi_type_for_new(path) == nkpi_fmt.DATA_TEXT else "script"
+
+
+def _nkpi_paths(d: nkpi_fmt.NkpiDirectory) -> list[str]:
+    pools: StringPools = d.pools
+    cache: dict[int, str] = {}
+
+    def text(magic: int, row: int) -> str:
+        s = cache.get(magic)
+        if s is None:
+            r = pools.string_at(magic)
+            if r is None:
+                raise PvfFormatError(
+                    "BAD_OFFSET",
+                    f"file table row {row} names a string outside the pools",
+                    offset=48 + 24 * row,
+                )
+            cache[magic] = s = r
+        return s
+
+    out: list[str] = []
+    names = d.rows["name"].tolist()
+    folders = d.rows["path"].tolist()
+    for row, (n, p) in enumerate(zip(names, folders, strict=True)):
+        name = text(n, row)
+        if p == nkpi_fmt.ROOT_PATH:
+            out.append(name)
+        else:
+            folder = text(p, row)
+            out.append(f"{folder}/{name}" if folder else name)
+    return out

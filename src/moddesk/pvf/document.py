@@ -1,0 +1,533 @@
+"""A parsed script document: sections (with occurrence numbers and nesting), typed values, end tags.
+
+    doc = Document.parse(text)
+    doc.get("grade")                          # Value(kind="integer", value=74, …)
+    doc.set("price", 500)                     # first [price], first value
+    doc.section("dungeon/level info").values()
+    doc.append_section("usable job", ["[all]"], end_tag=True)
+    text = doc.render()
+
+Paths are section names joined by ``/`` (brackets optional): ``"dungeon/level info"``. A section
+is a *block* (has children and an end tag) when its ``[/name]`` closes it; other sections end at
+the next tag. Occurrences count same-named siblings from 0. Values keep their line grouping, so
+``render()`` reproduces the source layout except blank lines inside sections, comments and
+trailing tabs. Parse warnings (never errors):
+
+* ``orphan-close``: ``[/x]`` with no open ``[x]``;
+* ``mismatched-close``: ``[/x]`` closes ``[x]`` while an inner block (a name closed elsewhere in the
+  file) is still open — the inner one is closed implicitly;
+* ``missing-close``: a section whose name is closed elsewhere in the file is never closed.
+
+Text that cannot be lexed at all (an unterminated string, an unknown token) raises
+``PvfFormatError("BAD_TEXT")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.text import (
+    HEADER,
+    Lexeme,
+    escape_parts,
+    format_float,
+    lex,
+    link_parts,
+    parse_float_bits,
+    quote,
+)
+
+__all__ = ["Document", "ParseWarning", "Section", "Value", "ValueKind"]
+
+ValueKind = Literal["integer", "float", "string", "command", "separator", "intex", "link", "escape"]
+
+#: Escape type numbers (classic view) with their own value kind.
+_ESCAPE_KINDS: dict[int, ValueKind] = {6: "command", 8: "separator", 3: "intex"}
+
+
+@dataclass(eq=False)
+class Value:
+    """A typed value: ``integer``/``float``/``string``, ``command`` ({6=`…`}), ``separator`` ({8=`…`}),
+    ``intex`` ({3=n}), ``link`` (<id::key`…`>, value = (id, key, display)) or another ``escape``
+    (value = payload, ``type`` = its number, ``raw`` = an NKPI raw ``{#N=…}``)."""
+
+    kind: ValueKind
+    value: int | float | str | tuple[int, str, str | None]
+    type: int | None = None
+    raw: bool = False
+    source: str | None = None  # text as written in the source, reused when rendering unchanged values
+    line: int = 0
+    col: int = 0
+    start: int = -1
+    end: int = -1
+
+    @classmethod
+    def of(cls, v: int | float | str | Value) -> Value:
+        """A value from a Python int (integer), float, or str (backquoted string)."""
+        if isinstance(v, Value):
+            return v
+        if isinstance(v, bool):
+            raise TypeError("booleans are not PVF values")
+        if isinstance(v, int):
+            return cls("integer", v)
+        if isinstance(v, float):
+            return cls("float", v)
+        if isinstance(v, str):
+            return cls("string", v)
+        raise TypeError(f"cannot store {type(v).__name__} in a PVF value")
+
+    @classmethod
+    def command(cls, text: str) -> Value:
+        """A ``{6=`text`}`` command value."""
+        return cls("command", text, type=6)
+
+    @classmethod
+    def separator(cls, text: str) -> Value:
+        """A ``{8=`text`}`` separator value."""
+        return cls("separator", text, type=8)
+
+    def render(self) -> str:
+        """The value's text."""
+        if self.source is not None:
+            return self.source
+        v = self.value
+        if self.kind == "integer":
+            return str(v)
+        if self.kind == "float":
+            assert isinstance(v, float)
+            bits = parse_float_bits(repr(v))
+            text = format_float(bits)
+            return text if text is not None else f"{{4={bits - (1 << 32) if bits & 0x80000000 else bits}}}"
+        if self.kind == "string":
+            assert isinstance(v, str)
+            return quote(v)
+        if self.kind == "link":
+            assert isinstance(v, tuple)
+            link_id, key, display = v
+            return f"<{link_id}::{key}{quote(display or '')}>"
+        number = f"#{self.type}" if self.raw else str(self.type)
+        payload = quote(v) if isinstance(v, str) else str(v)
+        return f"{{{number}={payload}}}"
+
+    def __repr__(self) -> str:
+        return f"Value({self.kind}, {self.value!r})"
+
+
+@dataclass(frozen=True)
+class ParseWarning:
+    """A structural problem found while parsing (the document is still usable)."""
+
+    code: Literal["orphan-close", "missing-close", "mismatched-close"]
+    message: str
+    line: int
+    col: int
+    section: str | None = None
+
+
+Line = list[Value]
+
+
+@dataclass(eq=False)
+class Section:
+    """A ``[name]`` section: its value lines and (for blocks) child sections, in source order."""
+
+    name: str
+    parent: Section | None = None
+    occurrence: int = 0
+    has_end_tag: bool = False
+    body: list[Line | Section] = field(default_factory=list)
+    line: int = 0
+    col: int = 0
+    start: int = -1
+    end: int = -1  # end of the section's last token (its end tag when it has one)
+
+    @property
+    def tag(self) -> str:
+        """The opening tag ``[name]``."""
+        return f"[{self.name}]"
+
+    @property
+    def path(self) -> str:
+        """Names from the top level down, joined by ``/``."""
+        return self.name if self.parent is None else f"{self.parent.path}/{self.name}"
+
+    def values(self) -> list[Value]:
+        """All direct values, in order."""
+        return [v for item in self.body if isinstance(item, list) for v in item]
+
+    def lines(self) -> list[Line]:
+        """The direct value lines as laid out."""
+        return [item for item in self.body if isinstance(item, list)]
+
+    def children(self, name: str | None = None) -> list[Section]:
+        """Direct child sections (only those called ``name`` when given)."""
+        key = _name(name) if name is not None else None
+        return [s for s in self.body if isinstance(s, Section) and (key is None or s.name == key)]
+
+    def get(self, index: int = 0) -> Value | None:
+        """The value at ``index`` (None when there is none)."""
+        vals = self.values()
+        return vals[index] if -len(vals) <= index < len(vals) else None
+
+    def get_value(self, index: int = 0) -> int | float | str | tuple[int, str, str | None] | None:
+        """The Python value at ``index``."""
+        v = self.get(index)
+        return v.value if v is not None else None
+
+    def set(self, value: int | float | str | Value, index: int = 0) -> None:
+        """Replace the value at ``index``; ``index == len(values)`` appends. Numbers keep a float's type."""
+        new = Value.of(value)
+        count = 0
+        for item in self.body:
+            if isinstance(item, list):
+                for j, old in enumerate(item):
+                    if count == index:
+                        if old.kind == "float" and new.kind == "integer":
+                            new = Value("float", float(new.value))  # type: ignore[arg-type]
+                        item[j] = new
+                        return
+                    count += 1
+        if index == count:
+            self.append(new)
+            return
+        raise IndexError(f"[{self.name}] has {count} values; cannot set index {index}")
+
+    def set_values(self, values: Sequence[int | float | str | Value]) -> None:
+        """Replace all direct values with ``values`` on one line (child sections stay)."""
+        self.body = [item for item in self.body if isinstance(item, Section)]
+        if values:
+            self.body.insert(0, [Value.of(v) for v in values])
+
+    def append(self, value: int | float | str | Value) -> None:
+        """Append a value to the last value line (a string starts a new line, as the renderer does)."""
+        v = Value.of(value)
+        last = self.body[-1] if self.body else None
+        if isinstance(last, list) and last and v.kind not in ("string", "command", "separator", "link"):
+            last.append(v)
+        else:
+            self.body.append([v])
+
+    def append_section(
+        self, name: str, values: Sequence[int | float | str | Value] | None = None, *, end_tag: bool = False
+    ) -> Section:
+        """Add a child section (this section becomes a block with an end tag)."""
+        child = _new_section(self, name, values, end_tag, self.children(_name(name)))
+        self.has_end_tag = True
+        self.body.append(child)
+        return child
+
+    def remove_children(self, name: str) -> int:
+        """Remove child sections called ``name``; returns how many."""
+        key = _name(name)
+        before = len(self.body)
+        self.body = [s for s in self.body if not (isinstance(s, Section) and s.name == key)]
+        _renumber(self.body)
+        return before - len(self.body)
+
+    def walk(self) -> Iterator[Section]:
+        """This section and all its descendants, depth first."""
+        yield self
+        for child in self.children():
+            yield from child.walk()
+
+    def __repr__(self) -> str:
+        return f"Section({self.path!r}, occurrence={self.occurrence}, values={len(self.values())})"
+
+
+def _name(name: str) -> str:
+    n = name.strip()
+    return n[1:-1] if n.startswith("[") and n.endswith("]") else n
+
+
+def _new_section(
+    parent: Section | None,
+    name: str,
+    values: Sequence[int | float | str | Value] | None,
+    end_tag: bool,
+    siblings: list[Section],
+) -> Section:
+    s = Section(_name(name), parent=parent, occurrence=len(siblings), has_end_tag=end_tag)
+    if values:
+        s.body.append([Value.of(v) for v in values])
+    return s
+
+
+def _renumber(body: list[Line | Section]) -> None:
+    seen: dict[str, int] = {}
+    for item in body:
+        if isinstance(item, Section):
+            item.occurrence = seen.get(item.name, 0)
+            seen[item.name] = item.occurrence + 1
+
+
+class Document:
+    """A parsed ``#PVF_File`` script."""
+
+    def __init__(self) -> None:
+        self.body: list[Line | Section] = []
+        self.warnings: list[ParseWarning] = []
+
+    # ---------------------------------------------------------------------------------- parsing
+
+    @classmethod
+    def parse(cls, text: str) -> Document:
+        """Parse script text; structural problems become ``warnings``, unlexable text BAD_TEXT."""
+        lexemes = list(lex(text))
+        paired, closed_names = _pairing(lexemes)
+        doc = cls()
+        containers: list[Section] = []
+        open_stack: list[Section] = []  # every open section, for warnings
+        current: list[Line | Section] = doc.body
+        last_line = -1
+        target: list[Line | Section] = doc.body
+        for idx, lx in enumerate(lexemes):
+            if lx.kind == "section":
+                tag = str(lx.value)
+                if tag.startswith("[/"):
+                    name = tag[2:-1]
+                    hit = next(
+                        (k for k in range(len(containers) - 1, -1, -1) if containers[k].name == name), None
+                    )
+                    if hit is None:
+                        doc.warnings.append(
+                            ParseWarning("orphan-close", f"{tag} closes nothing", lx.line, lx.col, name)
+                        )
+                    else:
+                        closing = containers[hit]
+                        closing.has_end_tag = True
+                        closing.end = lx.end
+                        del containers[hit:]
+                    # sections implicitly closed by this tag
+                    for k in range(len(open_stack) - 1, -1, -1):
+                        if open_stack[k].name == name:
+                            for inner in open_stack[k + 1 :]:
+                                if inner.name in closed_names and not inner.has_end_tag:
+                                    doc.warnings.append(
+                                        ParseWarning(
+                                            "mismatched-close",
+                                            f"{tag} closes [{name}] while [{inner.name}] is still open",
+                                            lx.line,
+                                            lx.col,
+                                            inner.path,
+                                        )
+                                    )
+                                    inner.has_end_tag = False
+                            del open_stack[k:]
+                            break
+                    current = containers[-1].body if containers else doc.body
+                    target = current
+                    last_line = -1
+                    continue
+                parent = containers[-1] if containers else None
+                siblings = parent.body if parent is not None else doc.body
+                occ = sum(1 for s in siblings if isinstance(s, Section) and s.name == tag[1:-1])
+                sec = Section(
+                    tag[1:-1], parent=parent, occurrence=occ, line=lx.line, col=lx.col, start=lx.start
+                )
+                sec.end = lx.end
+                siblings.append(sec)
+                open_stack.append(sec)
+                if idx in paired:
+                    containers.append(sec)
+                target = sec.body
+                last_line = -1
+                continue
+            value = _value(lx, text)
+            if lx.line != last_line or not target or not isinstance(target[-1], list):
+                target.append([value])
+                last_line = lx.line + text.count("\n", lx.start, lx.end)
+            else:
+                last = target[-1]
+                assert isinstance(last, list)
+                last.append(value)
+                last_line = lx.line + text.count("\n", lx.start, lx.end)
+            _extend_end(containers, open_stack, lx.end)
+        for sec in open_stack:
+            if sec.name in closed_names and not sec.has_end_tag:
+                doc.warnings.append(
+                    ParseWarning(
+                        "missing-close", f"[{sec.name}] is never closed", sec.line, sec.col, sec.path
+                    )
+                )
+        return doc
+
+    # ---------------------------------------------------------------------------------- queries
+
+    @property
+    def sections(self) -> list[Section]:
+        """Top-level sections."""
+        return [s for s in self.body if isinstance(s, Section)]
+
+    @property
+    def preamble(self) -> list[Value]:
+        """Values before the first section (a ``.lst`` file is all preamble)."""
+        out: list[Value] = []
+        for item in self.body:
+            if isinstance(item, Section):
+                break
+            out.extend(item)
+        return out
+
+    def walk(self) -> Iterator[Section]:
+        """Every section, depth first."""
+        for s in self.sections:
+            yield from s.walk()
+
+    def find_all(self, path: str) -> list[Section]:
+        """All sections at ``path`` (every occurrence at every level of the path)."""
+        parts = [_name(p) for p in path.split("/") if p.strip()]
+        if not parts:
+            return []
+        level = [s for s in self.sections if s.name == parts[0]]
+        for part in parts[1:]:
+            level = [c for s in level for c in s.children(part)]
+        return level
+
+    def section(self, path: str, occurrence: int = 0) -> Section | None:
+        """The ``occurrence``-th section at ``path`` (counted over the whole path), or None."""
+        found = self.find_all(path)
+        return found[occurrence] if -len(found) <= occurrence < len(found) else None
+
+    def get(self, path: str, occurrence: int = 0, index: int = 0) -> Value | None:
+        """A value by section path, occurrence and value index."""
+        s = self.section(path, occurrence)
+        return s.get(index) if s is not None else None
+
+    def get_value(self, path: str, occurrence: int = 0, index: int = 0) -> object:
+        """The Python value of :meth:`get`."""
+        v = self.get(path, occurrence, index)
+        return v.value if v is not None else None
+
+    # ---------------------------------------------------------------------------------- edits
+
+    def set(
+        self,
+        path: str,
+        value: int | float | str | Value,
+        *,
+        occurrence: int = 0,
+        index: int = 0,
+        create: bool = False,
+        end_tag: bool = False,
+    ) -> Section:
+        """Set a value; with ``create`` a missing section is appended (under its parent path)."""
+        s = self.section(path, occurrence)
+        if s is None:
+            if not create:
+                raise KeyError(f"no section {path!r} (occurrence {occurrence})")
+            parent_path, _, name = path.rstrip("/").rpartition("/")
+            if parent_path:
+                parent = self.section(parent_path)
+                if parent is None:
+                    raise KeyError(f"no parent section {parent_path!r}")
+                s = parent.append_section(name, end_tag=end_tag)
+            else:
+                s = self.append_section(name, end_tag=end_tag)
+        s.set(value, index)
+        return s
+
+    def delete(self, path: str, occurrence: int | None = None) -> int:
+        """Delete the section(s) at ``path`` (one occurrence, or all when None); returns how many."""
+        found = self.find_all(path)
+        if occurrence is not None:
+            found = found[occurrence : occurrence + 1] if -len(found) <= occurrence < len(found) else []
+        for s in found:
+            body = s.parent.body if s.parent is not None else self.body
+            body.remove(s)
+            _renumber(body)
+        return len(found)
+
+    def append_section(
+        self, name: str, values: Sequence[int | float | str | Value] | None = None, *, end_tag: bool = False
+    ) -> Section:
+        """Append a top-level section."""
+        s = _new_section(None, name, values, end_tag, [x for x in self.sections if x.name == _name(name)])
+        self.body.append(s)
+        return s
+
+    # ---------------------------------------------------------------------------------- output
+
+    def render(self, newline: str = "\n") -> str:
+        """The document as ``#PVF_File`` text."""
+        lines: list[str] = [HEADER, ""]
+        first = True
+        for item in self.body:
+            if isinstance(item, Section):
+                if not first:
+                    lines.append("")
+                first = False
+                _render_section(item, 0, lines)
+            else:
+                lines.append("\t".join(v.render() for v in item))
+        preamble_only = all(isinstance(i, list) for i in self.body) and bool(self.body)
+        text = newline.join(lines)
+        return text if preamble_only else text + newline
+
+    def __repr__(self) -> str:
+        return f"Document(sections={len(self.sections)}, warnings={len(self.warnings)})"
+
+
+def _render_section(s: Section, depth: int, lines: list[str]) -> None:
+    lines.append("\t" * depth + s.tag)
+    for item in s.body:
+        if isinstance(item, Section):
+            _render_section(item, depth + 1, lines)
+        else:
+            lines.append("\t" * (depth + 1) + "\t".join(v.render() for v in item))
+    if s.has_end_tag:
+        lines.append("\t" * depth + f"[/{s.name}]")
+
+
+def _extend_end(containers: list[Section], open_stack: list[Section], end: int) -> None:
+    if open_stack:
+        open_stack[-1].end = max(open_stack[-1].end, end)
+
+
+def _pairing(lexemes: list[Lexeme]) -> tuple[set[int], set[str]]:
+    """Indexes of opening tags that have a matching close, and every name that is closed somewhere."""
+    paired: set[int] = set()
+    closed: set[str] = set()
+    stack: list[tuple[str, int]] = []
+    for idx, lx in enumerate(lexemes):
+        if lx.kind != "section":
+            continue
+        tag = str(lx.value)
+        if tag.startswith("[/"):
+            name = tag[2:-1]
+            closed.add(name)
+            for pos in range(len(stack) - 1, -1, -1):
+                if stack[pos][0] == name:
+                    paired.add(stack[pos][1])
+                    del stack[pos:]
+                    break
+        else:
+            stack.append((tag[1:-1], idx))
+    return paired, closed
+
+
+def _value(lx: Lexeme, text: str) -> Value:
+    src = text[lx.start : lx.end]
+    common = {"source": src, "line": lx.line, "col": lx.col, "start": lx.start, "end": lx.end}
+    if lx.kind == "int":
+        assert isinstance(lx.value, int)
+        return Value("integer", lx.value, **common)  # type: ignore[arg-type]
+    if lx.kind == "float":
+        assert isinstance(lx.value, str)
+        import struct
+
+        bits = parse_float_bits(lx.value)
+        return Value("float", struct.unpack("<f", struct.pack("<I", bits))[0], **common)  # type: ignore[arg-type]
+    if lx.kind == "string":
+        assert isinstance(lx.value, str)
+        return Value("string", lx.value, **common)  # type: ignore[arg-type]
+    if lx.kind == "link":
+        link_id, key, display = link_parts(lx)
+        return Value("link", (link_id, key, display), type=9, **common)  # type: ignore[arg-type]
+    if lx.kind == "escape":
+        number, raw, payload = escape_parts(lx)
+        kind: ValueKind = "escape" if raw else _ESCAPE_KINDS.get(number, "escape")
+        return Value(kind, payload, type=number, raw=raw, **common)  # type: ignore[arg-type]
+    raise PvfFormatError("BAD_TEXT", f"unexpected {lx.kind}", offset=lx.start)

@@ -1,0 +1,117 @@
+"""Ciphers, checksums and hashes of both container families, vectorised with numpy."""
+
+from __future__ import annotations
+
+import zlib
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+M32 = 0xFFFFFFFF
+
+#: Classic block cipher key (spec §1.5).
+CLASSIC_KEY = 0x81A79011
+
+#: NKPI LCG multiplier and the two increments ("magics", spec §4.3).
+LCG_MULTIPLIER = 0x343FD
+MAGIC_MAIN = 0x269EC3
+MAGIC_POOL = 0x269EC9
+
+U32 = npt.NDArray[np.uint32]
+
+
+def name_hash(name: bytes) -> int:
+    """Classic file-name hash: djb2 over the raw name bytes with one extra ×33 (spec §1.3)."""
+    h = 0x1505
+    for b in name:
+        h = (h * 33 + b) & M32
+    return (h * 33) & M32
+
+
+def crc32_seeded(data: bytes | bytearray | memoryview, seed: int) -> int:
+    """Standard CRC-32 continued from ``seed`` (pvfUtility's ``CreateBuffKey``; spec §1.4)."""
+    return zlib.crc32(data, seed & M32) & M32
+
+
+def align4(n: int) -> int:
+    """Round up to a multiple of four."""
+    return (n + 3) & ~3
+
+
+def _words(data: bytes | bytearray | memoryview) -> U32:
+    if len(data) % 4:
+        raise ValueError("classic cipher blocks are a multiple of 4 bytes")
+    return np.frombuffer(data, dtype="<u4")
+
+
+def classic_decrypt(data: bytes | bytearray | memoryview, checksum: int) -> bytes:
+    """Decrypt a classic block: each u32 ``w`` becomes ``ror32(w ^ KEY ^ checksum, 6)``."""
+    w = _words(data) ^ np.uint32((CLASSIC_KEY ^ checksum) & M32)
+    return ((w >> np.uint32(6)) | (w << np.uint32(26))).astype("<u4", copy=False).tobytes()
+
+
+def classic_encrypt(data: bytes | bytearray | memoryview, checksum: int) -> bytes:
+    """Encrypt a classic block: each u32 ``w`` becomes ``rol32(w, 6) ^ checksum ^ KEY``."""
+    w = _words(data)
+    r = (w << np.uint32(6)) | (w >> np.uint32(26))
+    return (r ^ np.uint32((CLASSIC_KEY ^ checksum) & M32)).astype("<u4", copy=False).tobytes()
+
+
+def seed_ascii(key: str) -> int:
+    """Seed of a standard-NKPI section key (four ASCII characters)."""
+    k = [ord(c) for c in key]
+    return (0x76826701 * k[0] + 0x1C1 * (k[3] + 0x1C1 * (k[2] + 0x1C1 * k[1]))) & M32
+
+
+def seed_wide(key: str) -> int:
+    """Seed of a protected-NKPI / Paged110 section key (four UTF-16 units)."""
+    u = [ord(c) for c in key]
+    return (0x339E9711 * u[0] + 0x393 * (u[3] + 0x393 * (u[2] + 0x393 * u[1]))) & M32
+
+
+def _lcg_states(seed: int, magic: int, steps: int) -> U32:
+    """The first ``steps`` LCG states after ``seed`` (x1..x_steps), by affine doubling."""
+    out = np.empty(max(steps, 1), dtype=np.uint64)
+    out[0] = (LCG_MULTIPLIER * seed + magic) & M32
+    filled = 1
+    # (p, q): the affine map of `filled` steps, x -> p*x + q (mod 2^32)
+    p, q = LCG_MULTIPLIER, magic
+    while filled < steps:
+        take = min(filled, steps - filled)
+        # uint64 products wrap mod 2^64, which keeps the low 32 bits exact
+        out[filled : filled + take] = (out[:take] * np.uint64(p) + np.uint64(q)) & np.uint64(M32)
+        filled += take
+        p, q = (p * p) & M32, (p * q + q) & M32
+    return out[:steps].astype(np.uint32)
+
+
+#: Keystreams up to 1 MiB are cached (body chunks all restart the same stream); larger ones are not.
+_CACHE_LIMIT_WORDS = 1 << 18
+
+
+@lru_cache(maxsize=32)
+def _keystream_cached(seed: int, magic: int, words: int) -> bytes:
+    states = _lcg_states(seed, magic, 2 * words)
+    t1 = states[0::2]
+    s = states[1::2]
+    return ((t1 & np.uint32(0xFFFF0000)) | (s >> np.uint32(16))).astype("<u4").tobytes()
+
+
+def lcg_keystream(seed: int, magic: int, length: int) -> bytes:
+    """The NKPI keystream of ``length`` bytes (spec §4.3); XOR with it both encrypts and decrypts."""
+    words = (length + 3) // 4
+    # round the cached size up so that many chunks of similar length share one keystream
+    bucket = 1 << max(words - 1, 1).bit_length()
+    if bucket > _CACHE_LIMIT_WORDS:
+        return _keystream_cached.__wrapped__(seed & M32, magic, words)[:length]
+    return _keystream_cached(seed & M32, magic, bucket)[:length]
+
+
+def lcg_crypt(data: bytes | bytearray | memoryview, seed: int, magic: int) -> bytes:
+    """XOR ``data`` with the NKPI keystream of (``seed``, ``magic``)."""
+    n = len(data)
+    if n == 0:
+        return b""
+    ks = np.frombuffer(lcg_keystream(seed, magic, n), dtype=np.uint8)
+    return (np.frombuffer(data, dtype=np.uint8) ^ ks).tobytes()

@@ -1,0 +1,63 @@
+"""Which container family a file is (spec §0 detection order)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from moddesk.pvf.format.classic import MAX_GUID_LEN
+from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.nkpi import PAGED110, NkpiHeader, NkpiVariant, probe_header, unsupported_paged110
+from moddesk.pvf.format.source import ByteSource
+
+CLASSIC = "classic"
+NKPI_STANDARD = "90US"
+NKPI_PROTECTED = "90CN"
+PAGED = "110US"
+
+#: Paged110 keeps its page keys in this sidecar next to the archive.
+PAGED110_SIDECAR = "sk.dat"
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The recognised format and, for NKPI, the keys that opened its header."""
+
+    format: str
+    nkpi: tuple[NkpiVariant, int, bool, NkpiHeader] | None = None
+
+
+def _classic_plausible(src: ByteSource) -> bool:
+    if src.size < 20:
+        return False
+    (guid_len,) = struct.unpack("<i", src.read(0, 4))
+    if not 0 <= guid_len <= MAX_GUID_LEN or 20 + guid_len > src.size:
+        return False
+    fields: tuple[int, int, int, int] = struct.unpack("<iiIi", src.read(4 + guid_len, 16))
+    _version, tree_len, _crc, count = fields
+    return (
+        tree_len >= 0
+        and tree_len % 4 == 0
+        and 20 + guid_len + tree_len <= src.size
+        and 0 <= count * 20 <= tree_len
+    )
+
+
+def detect(src: ByteSource, *, path: Path | None = None) -> Detection:
+    """Recognise the container or raise UNKNOWN_FORMAT / UNSUPPORTED_FORMAT."""
+    probe = probe_header(src)
+    if probe is not None:
+        if probe[0] is PAGED110:
+            raise unsupported_paged110()
+        return Detection(probe[0].name, probe)
+    if _classic_plausible(src):
+        return Detection(CLASSIC)
+    if path is not None and (path.parent / PAGED110_SIDECAR).exists():
+        raise unsupported_paged110()
+    raise PvfFormatError(
+        "UNKNOWN_FORMAT",
+        "not a classic (GUID header) or NKPI (90US/90CN) archive; a Paged110 (110US) archive is recognised "
+        f"only with its {PAGED110_SIDECAR} next to it",
+        offset=0,
+    )

@@ -1,0 +1,216 @@
+"""String tables: classic ``stringtable.bin`` (spec §3.1) and the NKPI UTF-8/UTF-16 pools (spec §4.5)."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from moddesk.pvf.format.encodings import decode_bytes, encode_text
+from moddesk.pvf.format.errors import PvfFormatError
+
+STRINGTABLE_PATH = "stringtable.bin"
+
+
+class StringTable:
+    """A classic ``stringtable.bin``: raw entries kept as read, new strings appended."""
+
+    def __init__(self, raw: list[bytes], encoding: str, *, source: bytes | None = None) -> None:
+        self.raw = raw
+        self.encoding = encoding
+        self._source = source
+        self._decoded: dict[int, str] = {}
+        self._index: dict[str, int] | None = None
+        self.added = 0
+
+    @classmethod
+    def parse(cls, data: bytes, encoding: str) -> StringTable:
+        """Read ``stringtable.bin`` bytes (count, count+1 offsets, string bytes)."""
+        if len(data) < 4:
+            raise PvfFormatError(
+                "BAD_STRING_TABLE", "string table shorter than its count", path=STRINGTABLE_PATH
+            )
+        (count,) = struct.unpack_from("<I", data, 0)
+        if 4 + 4 * (count + 1) > len(data):
+            raise PvfFormatError(
+                "BAD_STRING_TABLE", f"string table announces {count} strings in {len(data)} bytes", offset=0
+            )
+        offs = np.frombuffer(data, dtype="<u4", count=count + 1, offset=4).astype(np.int64) + 4
+        if count and (np.any(np.diff(offs) < 0) or offs[0] < 4 + 4 * (count + 1) or offs[-1] > len(data)):
+            raise PvfFormatError("BAD_STRING_TABLE", "string table offsets are out of order or out of range")
+        bounds = offs.tolist()
+        raw = [data[bounds[i] : bounds[i + 1]] for i in range(count)]
+        return cls(raw, encoding, source=data)
+
+    @classmethod
+    def new(cls, encoding: str, strings: list[str] | None = None) -> StringTable:
+        """An empty (or pre-filled) table."""
+        table = cls([], encoding)
+        for s in strings or []:
+            table.raw.append(encode_text(s, encoding, path=STRINGTABLE_PATH))
+        table.added = len(table.raw)
+        return table
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def string_at(self, ref: int) -> str | None:
+        """The string at index ``ref`` (trailing NULs stripped), or None when out of range."""
+        if not 0 <= ref < len(self.raw):
+            return None
+        s = self._decoded.get(ref)
+        if s is None:
+            s = decode_bytes(self.raw[ref].rstrip(b"\0"), self.encoding)
+            self._decoded[ref] = s
+        return s
+
+    def find(self, text: str) -> int | None:
+        """The first index holding ``text``."""
+        if self._index is None:
+            index: dict[str, int] = {}
+            for i in range(len(self.raw) - 1, -1, -1):
+                s = self.string_at(i)
+                assert s is not None
+                index[s] = i
+            self._index = index
+        return self._index.get(text)
+
+    def intern(self, text: str) -> int:
+        """The first index of ``text``, appending it (region code page) when missing."""
+        i = self.find(text)
+        if i is None:
+            i = len(self.raw)
+            self.raw.append(encode_text(text, self.encoding, path=STRINGTABLE_PATH))
+            self._decoded[i] = text
+            assert self._index is not None
+            self._index[text] = i
+            self.added += 1
+        return i
+
+    @property
+    def changed(self) -> bool:
+        """Whether strings were added since reading."""
+        return self._source is None or self.added > 0
+
+    def to_bytes(self) -> bytes:
+        """The table's bytes: the original bytes when nothing was added."""
+        if self._source is not None and self.added == 0:
+            return self._source
+        count = len(self.raw)
+        offs = np.empty(count + 1, dtype="<u4")
+        lens = np.fromiter((len(r) for r in self.raw), dtype=np.int64, count=count)
+        offs[0] = 4 * (count + 1)
+        if count:
+            offs[1:] = 4 * (count + 1) + np.cumsum(lens)
+        return struct.pack("<I", count) + offs.tobytes() + b"".join(self.raw)
+
+    def dump(self) -> str:
+        """A text view ``index>string`` per line (as pvfVSCode shows it)."""
+        return "\n".join(f"{i}>{self.string_at(i)}" for i in range(len(self.raw)))
+
+
+class StringPools:
+    """The NKPI UTF-8 (``sTrA``) and UTF-16LE (``sTrW``) pools addressed by magic offsets."""
+
+    def __init__(self, pool_a: bytes, pool_w: bytes) -> None:
+        self.pool_a = bytearray(pool_a)
+        self.pool_w = bytearray(pool_w)
+        self.source_lengths = (len(pool_a), len(pool_w))
+        self._cache: dict[int, str | None] = {}
+        self._index: dict[str, int] | None = None
+
+    @classmethod
+    def new(cls) -> StringPools:
+        """Pools holding only the empty string at offset 0 (pvfine's convention)."""
+        return cls(b"\0", b"\0\0")
+
+    @property
+    def changed(self) -> bool:
+        """Whether strings were appended since reading."""
+        return (len(self.pool_a), len(self.pool_w)) != self.source_lengths
+
+    def raw_at(self, magic: int) -> bytes | None:
+        """The raw pool bytes of the string at ``magic`` (without its terminator)."""
+        if magic & 1:
+            pos = (magic >> 1) * 2
+            pool = self.pool_w
+            if pos >= len(pool):
+                return None
+            end = pos
+            while True:
+                end = pool.find(b"\0\0", end)
+                if end < 0:
+                    end = len(pool)
+                    break
+                if (end - pos) % 2 == 0:
+                    break
+                end += 1
+            return bytes(pool[pos:end])
+        pos = magic >> 1
+        if pos >= len(self.pool_a):
+            return None
+        end = self.pool_a.find(b"\0", pos)
+        return bytes(self.pool_a[pos : end if end >= 0 else len(self.pool_a)])
+
+    def string_at(self, ref: int) -> str | None:
+        """The string at magic offset ``ref`` (even: UTF-8 pool, odd: UTF-16 pool)."""
+        ref &= 0xFFFFFFFF
+        if ref in self._cache:
+            return self._cache[ref]
+        raw = self.raw_at(ref)
+        s: str | None = None
+        if raw is not None:
+            if ref & 1:
+                s = raw.decode("utf-16-le", errors="surrogatepass")
+            else:
+                # 90CN's UTF-8 pool may hold GB18030 bytes (spec §4.5)
+                try:
+                    s = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    s = decode_bytes(raw, "gb18030")
+        self._cache[ref] = s
+        return s
+
+    def _build_index(self) -> dict[str, int]:
+        index: dict[str, int] = {}
+        a = bytes(self.pool_a)
+        pos = 0
+        while pos < len(a):
+            end = a.find(b"\0", pos)
+            if end < 0:
+                end = len(a)
+            s = self.string_at(pos << 1)
+            if s is not None and s.isascii():
+                index.setdefault(s, pos << 1)
+            pos = end + 1
+        w = bytes(self.pool_w)
+        pos = 0
+        while pos + 1 < len(w):
+            magic = (pos // 2) << 1 | 1
+            raw = self.raw_at(magic) or b""
+            s = self.string_at(magic)
+            if s is not None:
+                index.setdefault(s, magic)
+            pos += len(raw) + 2
+        return index
+
+    def intern(self, text: str) -> int:
+        """The magic of ``text``, appending it (ASCII → UTF-8 pool when it is in use, else UTF-16)."""
+        if self._index is None:
+            self._index = self._build_index()
+        magic = self._index.get(text)
+        if magic is not None:
+            return magic
+        if text.isascii() and len(self.pool_a) > 1:
+            pos = len(self.pool_a)
+            self.pool_a += text.encode("ascii") + b"\0"
+            magic = pos << 1
+        else:
+            if len(self.pool_w) % 2:
+                self.pool_w += b"\0"
+            pos = len(self.pool_w)
+            self.pool_w += text.encode("utf-16-le", errors="surrogatepass") + b"\0\0"
+            magic = pos | 1
+        self._index[text] = magic
+        self._cache[magic] = text
+        return magic

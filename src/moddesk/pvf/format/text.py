@@ -1,0 +1,513 @@
+"""Script text (pvfUtility's ``#PVF_File`` form) for both families: lex, render, compile.
+
+The text form uses the classic type numbers for both families (pvfUtility's classic view of NKPI):
+
+* ``123`` integer, ``1.5`` float (always with a dot), `` `text` `` string (a backtick inside is doubled),
+  ``[tag]`` / ``[/tag]`` section tags, ``{N=value}`` or ``{N=`text`}`` a unit of classic type N,
+  ``<id::key`display`>`` a classic string link (9 + 10; the display text is ignored when compiling).
+* NKPI units with no classic view (raw types 4, 8, 9, 10, 11+) are written ``{#N=value}`` with the raw
+  NKPI type number.
+* Floats render as the shortest decimal that round-trips through float32; NaN, infinities and -0.0
+  render as ``{4=<bits>}``.
+
+Round trip: compile(render(x)) gives the same units as x (the unit *values* of strings may differ
+when a string table holds duplicates: compile picks the first index). Layout — which values share a
+line, indentation, blank lines — is not stored in the binary, so render(compile(text)) equals
+``text`` only up to that layout; :func:`normalize_text` is the documented normalisation.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+import numpy as np
+
+from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.tokens import (
+    CLASSIC_STRING_TYPES,
+    FLOAT,
+    INT,
+    LINK,
+    LINK_INDEX,
+    NKPI_STRING_TYPES,
+    NKPI_TO_VIEW,
+    SECTION,
+    STRING,
+    VIEW_TO_NKPI,
+    Family,
+    TokenStream,
+    make_tokens,
+)
+
+HEADER = "#PVF_File"
+
+
+class StringSource(Protocol):
+    """Resolves a unit's string reference (string-table index or pool magic) to text."""
+
+    def string_at(self, ref: int) -> str | None:
+        """The string for ``ref``, or None when it does not resolve."""
+        ...
+
+
+class StringSink(StringSource, Protocol):
+    """A string source that can also add strings (the compiler's side)."""
+
+    def intern(self, text: str) -> int:
+        """The reference of ``text``, adding it when missing."""
+        ...
+
+
+#: Resolves a classic string link (n_string.lst id, key) to its display text.
+LinkResolver = Callable[[int, str], str | None]
+
+
+class DictStrings:
+    """A simple in-memory string table: references are list positions."""
+
+    def __init__(self, strings: list[str] | None = None) -> None:
+        self.strings: list[str] = list(strings or [])
+        self._index: dict[str, int] = {}
+        for i, s in enumerate(self.strings):
+            self._index.setdefault(s, i)
+
+    def string_at(self, ref: int) -> str | None:
+        """The string at position ``ref``."""
+        return self.strings[ref] if 0 <= ref < len(self.strings) else None
+
+    def intern(self, text: str) -> int:
+        """The first position holding ``text``, appending it when missing."""
+        i = self._index.get(text)
+        if i is None:
+            i = len(self.strings)
+            self.strings.append(text)
+            self._index[text] = i
+        return i
+
+
+# ---------------------------------------------------------------------------------------------- lexer
+
+
+@dataclass(frozen=True, slots=True)
+class Lexeme:
+    """One token of script text with its source span (character offsets, 1-based line/column)."""
+
+    kind: str  # "section" | "int" | "float" | "string" | "escape" | "link"
+    value: object
+    start: int
+    end: int
+    line: int
+    col: int
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
+_SECTION = re.compile(r"\[[^\]\r\n]*\]")
+_ESCAPE_HEAD = re.compile(r"\{(#?)(\d{1,3})=")
+_ESCAPE_INT = re.compile(r"[+-]?\d+")
+_LINK_HEAD = re.compile(r"<(\d+)::([^`>\r\n]*)")
+_SPACE = " \t\r\n"
+_ENDERS = frozenset(" \t\r\n")
+
+
+def _read_backtick(text: str, pos: int) -> tuple[str, int]:
+    """The string opening at ``pos`` (a backtick) and the position after its closing backtick."""
+    parts: list[str] = []
+    j = pos + 1
+    while True:
+        k = text.find("`", j)
+        if k < 0:
+            raise PvfFormatError("BAD_TEXT", "unterminated string", offset=pos)
+        if text.startswith("`", k + 1):
+            parts.append(text[j : k + 1])  # a doubled backtick is one literal backtick
+            j = k + 2
+            continue
+        parts.append(text[j:k])
+        return "".join(parts), k + 1
+
+
+def _is_comment_line(text: str, pos: int) -> bool:
+    line_start = text.rfind("\n", 0, pos) + 1
+    return text[line_start:pos].strip(" \t") == ""
+
+
+def lex(text: str) -> Iterator[Lexeme]:
+    """Split script text into lexemes; ``#`` at the start of a line comments out the line."""
+    pos = 0
+    n = len(text)
+    line = 1
+    line_start = 0
+    while pos < n:
+        c = text[pos]
+        if c in _SPACE:
+            if c == "\n":
+                line += 1
+                line_start = pos + 1
+            pos += 1
+            continue
+        start = pos
+        start_line = line
+        col = pos - line_start + 1
+        kind: str
+        value: object
+        if c == "#" and _is_comment_line(text, pos):
+            nl = text.find("\n", pos)
+            pos = n if nl < 0 else nl
+            continue
+        if c == "`":
+            value, pos = _read_backtick(text, pos)
+            kind = "string"
+        elif c == "[":
+            m = _SECTION.match(text, pos)
+            if not m:
+                raise PvfFormatError("BAD_TEXT", f"unterminated section tag at line {line}", offset=pos)
+            kind, value, pos = "section", m.group(0), m.end()
+        elif c == "{":
+            m = _ESCAPE_HEAD.match(text, pos)
+            if not m:
+                raise PvfFormatError("BAD_TEXT", f"bad {{N=value}} escape at line {line}", offset=pos)
+            raw, number = m.group(1) == "#", int(m.group(2))
+            if number > 255:
+                raise PvfFormatError("BAD_TEXT", f"type {number} is not a byte", offset=pos)
+            pos = m.end()
+            payload: str | int
+            if text.startswith("`", pos):
+                payload, pos = _read_backtick(text, pos)
+            else:
+                mi = _ESCAPE_INT.match(text, pos)
+                if not mi:
+                    raise PvfFormatError("BAD_TEXT", f"bad escape payload at line {line}", offset=pos)
+                payload, pos = int(mi.group(0)), mi.end()
+            if not text.startswith("}", pos):
+                raise PvfFormatError("BAD_TEXT", f"escape not closed by '}}' at line {line}", offset=pos)
+            pos += 1
+            kind, value = "escape", (number, raw, payload)
+        elif c == "<":
+            m = _LINK_HEAD.match(text, pos)
+            if not m:
+                raise PvfFormatError("BAD_TEXT", f"bad <id::key> link at line {line}", offset=pos)
+            pos = m.end()
+            display: str | None = None
+            if text.startswith("`", pos):
+                display, pos = _read_backtick(text, pos)
+            if not text.startswith(">", pos):
+                raise PvfFormatError("BAD_TEXT", f"link not closed by '>' at line {line}", offset=pos)
+            pos += 1
+            kind, value = "link", (int(m.group(1)), m.group(2), display)
+        else:
+            m = _NUMBER.match(text, pos)
+            if not m or (m.end() < n and text[m.end()] not in _ENDERS):
+                end = pos
+                while end < n and text[end] not in _ENDERS:
+                    end += 1
+                raise PvfFormatError(
+                    "BAD_TEXT", f"unknown token {text[pos:end][:40]!r} at line {line}", offset=pos
+                )
+            word = m.group(0)
+            pos = m.end()
+            if any(ch in word for ch in ".eE"):
+                kind, value = "float", word
+            else:
+                kind, value = "int", int(word)
+        if kind == "string":
+            # strings may span lines: keep the line counter honest
+            nls = text.count("\n", start, pos)
+            if nls:
+                line += nls
+                line_start = text.rfind("\n", start, pos) + 1
+        yield Lexeme(kind, value, start, pos, start_line, col)
+
+
+def link_parts(lx: Lexeme) -> tuple[int, str, str | None]:
+    """(id, key, display) of a ``link`` lexeme."""
+    return cast("tuple[int, str, str | None]", lx.value)
+
+
+def escape_parts(lx: Lexeme) -> tuple[int, bool, str | int]:
+    """(type number, raw NKPI type?, payload) of an ``escape`` lexeme."""
+    return cast("tuple[int, bool, str | int]", lx.value)
+
+
+# --------------------------------------------------------------------------------------------- values
+
+
+def format_float(bits: int) -> str | None:
+    """Shortest positional float32 text with a dot, or None for NaN/inf/-0.0 (use ``{4=bits}``)."""
+    f = np.frombuffer(struct.pack("<I", bits & 0xFFFFFFFF), dtype="<f4")[0]
+    if not np.isfinite(f) or (f == 0 and np.signbit(f)):
+        return None
+    s = np.format_float_positional(f, unique=True, trim="0")
+    return s if "." in s else s + ".0"
+
+
+def parse_float_bits(word: str) -> int:
+    """The float32 bits of a decimal text."""
+    try:
+        f = np.float32(float(word))
+    except (ValueError, OverflowError) as exc:
+        raise PvfFormatError("BAD_TEXT", f"bad float {word!r}") from exc
+    return int(np.frombuffer(f.tobytes(), dtype="<u4")[0])
+
+
+def int_value(v: int) -> int:
+    """A 4-byte unit value from a text integer (i32 or u32 range)."""
+    if not -(2**31) <= v <= 0xFFFFFFFF:
+        raise PvfFormatError("BAD_TEXT", f"integer {v} does not fit in 32 bits")
+    return v & 0xFFFFFFFF
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def quote(s: str) -> str:
+    """A string in backticks, doubling any backtick inside."""
+    return "`" + s.replace("`", "``") + "`"
+
+
+def _is_tag(s: str) -> bool:
+    return (
+        len(s) >= 2
+        and s[0] == "["
+        and s[-1] == "]"
+        and "]" not in s[1:-1]
+        and "\n" not in s
+        and "\r" not in s
+    )
+
+
+# ------------------------------------------------------------------------------------------- rendering
+
+#: Per-section line layouts: values per line, or ("first", n) = the first value alone, then n per line,
+#: or "index" = the first value is the count per line (pvfine's rendering rules).
+SECTION_LAYOUT: dict[str, int | str] = {
+    "[level info]": "index",
+    "[skill data up]": 7,
+    "[skill levelup]": 3,
+    "[input item]": 2,
+    "[output item]": 2,
+}
+
+
+@dataclass(slots=True)
+class _Item:
+    kind: str  # "open" | "close" | "num" | "str"
+    text: str
+
+
+def _view_items(stream: TokenStream, strings: StringSource, links: LinkResolver | None) -> list[_Item]:
+    items: list[_Item] = []
+    types = stream.tokens["type"].tolist()
+    values = stream.tokens["value"].tolist()
+    classic = stream.family is Family.CLASSIC
+    i, n = 0, len(types)
+    while i < n:
+        raw, v = types[i], values[i]
+        if classic:
+            view = raw
+            is_str = raw in CLASSIC_STRING_TYPES
+            prefix = ""
+        else:
+            view = NKPI_TO_VIEW.get(raw, -1)
+            is_str = raw in NKPI_STRING_TYPES
+            prefix = "#" if view < 0 else ""
+        if classic and raw == LINK_INDEX and i + 1 < n and types[i + 1] == LINK:
+            key = strings.string_at(values[i + 1])
+            if key is not None and "`" not in key and ">" not in key and "\n" not in key and "\r" not in key:
+                shown = links(_signed(v), key) if links else None
+                items.append(_Item("str", f"<{_signed(v)}::{key}{quote(shown or '')}>"))
+                i += 2
+                continue
+        if view == INT:
+            items.append(_Item("num", str(_signed(v))))
+        elif view == FLOAT:
+            f = format_float(v)
+            items.append(_Item("num", f if f is not None else f"{{4={_signed(v)}}}"))
+        elif is_str:
+            s = strings.string_at(v)
+            if s is None:
+                items.append(_Item("str", f"{{{prefix}{view if view >= 0 else raw}={_signed(v)}}}"))
+            elif view == SECTION and _is_tag(s):
+                items.append(_Item("close" if s.startswith("[/") else "open", s))
+            elif view == STRING:
+                items.append(_Item("str", quote(s)))
+            else:
+                items.append(_Item("str", f"{{{prefix}{view if view >= 0 else raw}={quote(s)}}}"))
+        else:
+            number = view if view >= 0 else raw
+            items.append(_Item("num" if view >= 0 else "str", f"{{{prefix}{number}={_signed(v)}}}"))
+        i += 1
+    return items
+
+
+def _pairing(items: list[_Item]) -> set[int]:
+    """Indexes of opening tags that have a matching close tag (the block sections)."""
+    paired: set[int] = set()
+    stack: list[tuple[str, int]] = []
+    for idx, it in enumerate(items):
+        if it.kind == "open":
+            stack.append((it.text, idx))
+        elif it.kind == "close":
+            want = "[" + it.text[2:]
+            for pos in range(len(stack) - 1, -1, -1):
+                if stack[pos][0] == want:
+                    paired.add(stack[pos][1])
+                    del stack[pos:]
+                    break
+    return paired
+
+
+def render_script(
+    stream: TokenStream,
+    strings: StringSource,
+    *,
+    path: str | None = None,
+    links: LinkResolver | None = None,
+    newline: str = "\n",
+) -> str:
+    """Render a decoded script as ``#PVF_File`` text (layout as pvfUtility's pretty exporter)."""
+    items = _view_items(stream, strings, links)
+    is_list = path is not None and path.lower().rsplit("/", 1)[-1].endswith(".lst")
+    paired = _pairing(items)
+    lines: list[str] = [HEADER, ""]
+    cur: list[str] = []
+    stack: list[str] = []
+    value_indent = 0
+    layout: int | str | None = None
+    per_line = 0
+    count_in_section = 0
+    seen_section = False
+    index_seen = False
+
+    def flush() -> None:
+        if cur:
+            lines.append("\t" * value_indent + "\t".join(cur))
+            cur.clear()
+
+    for idx, it in enumerate(items):
+        if it.kind == "open":
+            flush()
+            depth = len(stack)
+            if depth == 0 and seen_section:
+                lines.append("")
+            seen_section = True
+            lines.append("\t" * depth + it.text)
+            value_indent = depth + 1
+            if idx in paired:
+                stack.append(it.text)
+            layout = SECTION_LAYOUT.get(it.text)
+            per_line = layout if isinstance(layout, int) else 0
+            count_in_section = 0
+            index_seen = False
+        elif it.kind == "close":
+            flush()
+            want = "[" + it.text[2:]
+            if want in stack:
+                del stack[len(stack) - 1 - stack[::-1].index(want) :]
+            lines.append("\t" * len(stack) + it.text)
+            value_indent = len(stack) + 1 if stack else (1 if seen_section else 0)
+            layout, per_line, count_in_section = None, 0, 0
+        else:
+            if is_list:
+                value_indent = 0
+                cur.append(it.text)
+                flush()
+                continue
+            if it.kind == "str" and cur:
+                flush()
+            cur.append(it.text)
+            count_in_section += 1
+            if layout == "index" and not index_seen:
+                index_seen = True
+                try:
+                    per_line = max(int(it.text), 0)
+                except ValueError:
+                    per_line = 0
+                flush()
+                count_in_section = 0
+            elif per_line and len(cur) >= per_line:
+                flush()
+    flush()
+    body = newline.join(lines)
+    return body if is_list else body + newline
+
+
+# ------------------------------------------------------------------------------------------- compiling
+
+
+def compile_script(text: str, family: Family, strings: StringSink) -> TokenStream:
+    """Compile ``#PVF_File`` text into units of ``family``, interning strings into ``strings``."""
+    pairs: list[tuple[int, int]] = []
+    classic = family is Family.CLASSIC
+    for lx in lex(text):
+        kind = lx.kind
+        try:
+            if kind == "int":
+                assert isinstance(lx.value, int)
+                pairs.append((INT if classic else 0, int_value(lx.value)))
+            elif kind == "float":
+                assert isinstance(lx.value, str)
+                pairs.append((FLOAT if classic else 2, parse_float_bits(lx.value)))
+            elif kind == "section":
+                assert isinstance(lx.value, str)
+                pairs.append((SECTION if classic else 3, strings.intern(lx.value)))
+            elif kind == "string":
+                assert isinstance(lx.value, str)
+                pairs.append((STRING if classic else 6, strings.intern(lx.value)))
+            elif kind == "link":
+                if not classic:
+                    raise PvfFormatError("BAD_TEXT", "NKPI has no <id::key> links; write {#8=`<t::key>`}")
+                link_id, key, _ = link_parts(lx)
+                pairs.append((LINK_INDEX, int_value(link_id)))
+                pairs.append((LINK, strings.intern(key)))
+            else:
+                number, raw, payload = escape_parts(lx)
+                pairs.append(_escape_unit(number, raw, payload, family, strings))
+        except PvfFormatError as exc:
+            if exc.offset is None:
+                raise PvfFormatError(exc.code, f"{exc.message} (line {lx.line})", offset=lx.start) from exc
+            raise
+    return TokenStream(family, make_tokens(pairs))
+
+
+def _escape_unit(
+    number: int, raw: bool, payload: str | int, family: Family, strings: StringSink
+) -> tuple[int, int]:
+    if family is Family.CLASSIC:
+        if raw:
+            raise PvfFormatError("BAD_TEXT", f"{{#{number}=…}} is an NKPI raw type; classic uses {{N=…}}")
+        unit_type = number
+    elif raw:
+        unit_type = number
+    else:
+        if number not in VIEW_TO_NKPI:
+            raise PvfFormatError("BAD_TEXT", f"classic type {number} has no NKPI equivalent; use {{#N=…}}")
+        unit_type = VIEW_TO_NKPI[number]
+    if isinstance(payload, str):
+        return unit_type, strings.intern(payload)
+    return unit_type, int_value(payload)
+
+
+# -------------------------------------------------------------------------------------- normalisation
+
+
+def normalize_text(text: str) -> list[tuple[str, object]]:
+    """The layout-free content of script text: its lexemes' kinds and values, floats as float32 bits.
+
+    Two texts with equal normalisations compile to the same units; this is the documented
+    equivalence for text round trips (layout and comments are not stored in the binary).
+    """
+    out: list[tuple[str, object]] = []
+    for lx in lex(text):
+        if lx.kind == "float":
+            assert isinstance(lx.value, str)
+            out.append(("float", parse_float_bits(lx.value)))
+        elif lx.kind == "link":
+            link_id, key, _ = link_parts(lx)
+            out.append(("link", (link_id, key)))
+        else:
+            out.append((lx.kind, lx.value))
+    return out
