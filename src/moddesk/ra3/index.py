@@ -1,0 +1,625 @@
+"""`ModIndex`: builds and maintains the index of one project, with a status machine and last-good data.
+
+The build walks each stream from its entry like BinaryAssetBuilder: `all` keeps the including
+document's mode, `instance` lowers it to *visible* (seen for inheritFrom / weak references, emitted
+only when referenced), `reference` to *external* (a compiled manifest stands in when one exists).
+The mode lattice is emitted > visible > external and a file is re-walked when reached more strongly.
+Phase `xml` publishes `ready_xml`; phase `art` shallow-scans `.w3x` files and publishes `ready`.
+Incremental updates re-parse only changed files; a change that alters includes re-walks the graph.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lxml import etree
+
+from moddesk.ra3.art import scan_w3x
+from moddesk.ra3.errors import Ra3Error
+from moddesk.ra3.manifest import read_manifest
+from moddesk.ra3.model import (
+    EMITTED,
+    EXTERNAL,
+    INCLUDE_MODE,
+    VISIBLE,
+    AssetDef,
+    DefineDef,
+    FileInfo,
+    IncludeEdge,
+    IndexData,
+)
+from moddesk.ra3.parse import Diagnostic, Extractor, FileRecord, RefSite, fragment_nodes, parse_xml_bytes
+from moddesk.ra3.project import ProjectConfig, display_path, file_key, manifest_for_reference, resolve_source
+from moddesk.ra3.schema import SchemaModel, load_schema
+
+NO_INDEX, BUILDING, READY_XML, READY, STALE, ERROR = (
+    "no_index",
+    "building",
+    "ready_xml",
+    "ready",
+    "stale",
+    "error",
+)
+MAX_WALK_DEPTH = 300
+_XML_EXT = (".xml",)
+_ART_EXT = (".w3x",)
+
+
+@dataclass(slots=True)
+class IndexStatus:
+    """The status block every answer carries."""
+
+    state: str
+    complete: bool
+    stale: bool
+    build_id: int
+    generated_at: str | None
+    project_dir: str
+    phase: str | None = None
+    error: str | None = None
+    source: str = "live"
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire shape (`state, complete, stale, buildId, generatedAt, projectDir`, ...)."""
+        return {
+            "state": self.state,
+            "complete": self.complete,
+            "stale": self.stale,
+            "buildId": self.build_id,
+            "generatedAt": self.generated_at,
+            "projectDir": self.project_dir,
+            "phase": self.phase,
+            "error": self.error,
+            "source": self.source,
+        }
+
+
+@dataclass(slots=True)
+class BuildProgress:
+    """Counters reported while building (for progress bars and task status)."""
+
+    phase: str
+    files_parsed: int = 0
+    files_total: int = 0
+    assets: int = 0
+    references: int = 0
+    errors: int = 0
+
+
+@dataclass(slots=True)
+class UpdateResult:
+    """What an incremental update did."""
+
+    files: list[str]
+    structural: bool
+    build_id: int
+    seconds: float
+    reparsed: list[str] = field(default_factory=list)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _sniff_xml(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return False
+    return b"\0" not in head and head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<")
+
+
+class ModIndex:
+    """The live index of one project: build, incremental update, status; queries read `data`."""
+
+    def __init__(
+        self, config: ProjectConfig, schema: SchemaModel | None = None, cache_dir: Path | None = None
+    ):
+        self.config = config
+        self.schema = schema
+        self.cache_dir = cache_dir
+        self.project_dir = str(config.project_dir)
+        self._lock = threading.RLock()
+        self._final = threading.Condition(self._lock)
+        self._data: IndexData | None = None
+        self._state = NO_INDEX
+        self._stale = False
+        self._error: str | None = None
+        self._phase: str | None = None
+        self._build_id = 0
+        self._generated_at: str | None = None
+        self._records: dict[str, tuple[tuple[int, int] | None, FileRecord]] = {}
+        self._fragments: dict[str, tuple[tuple[int, int] | None, etree._Element | None]] = {}
+        self._includers: dict[str, set[str]] = {}
+        self._art: dict[str, tuple[tuple[int, int] | None, Any]] = {}
+        self._display: dict[str, str] = {}
+        self._walk_modes: dict[str, dict[str, int]] = {}
+        self._dirty: set[str] = set()
+        self._building = False
+
+    # --- status -----------------------------------------------------------------------------
+    @property
+    def data(self) -> IndexData | None:
+        """The last published (last good) index, or None before the first build."""
+        return self._data
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while the index mutates; queries take it to read a consistent view."""
+        return self._lock
+
+    def status(self) -> IndexStatus:
+        """The current status block."""
+        with self._lock:
+            state = self._state
+            if state in (READY, READY_XML) and (self._stale or self._dirty):
+                state = STALE
+            return IndexStatus(
+                state=state,
+                complete=self._state == READY and not self._stale and not self._dirty,
+                stale=self._stale or bool(self._dirty),
+                build_id=self._build_id,
+                generated_at=self._generated_at,
+                project_dir=self.project_dir,
+                phase=self._phase,
+                error=self._error,
+            )
+
+    def mark_dirty(self, paths: Iterable[str | Path]) -> None:
+        """Note files changed on disk (watcher events) so answers say `stale` until re-indexed."""
+        with self._lock:
+            for p in paths:
+                self._dirty.add(file_key(p))
+            if self._building:
+                self._stale = True
+
+    def wait_until_final(self, timeout: float) -> bool:
+        """Block until a complete, non-stale index is published (or timeout)."""
+        deadline = time.monotonic() + timeout
+        with self._final:
+            while not self.status().complete:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._final.wait(left)
+            return True
+
+    # --- build ------------------------------------------------------------------------------
+    def build(self, progress: Callable[[BuildProgress], None] | None = None) -> IndexData:
+        """Full (re)build; on failure the last good index stays published and the state is `error`."""
+        with self._lock:
+            self._state = BUILDING if self._data is None else self._state
+            self._building = True
+            self._stale = False
+            self._dirty.clear()
+            self._phase = "xml"
+        try:
+            if self.schema is None and self.config.schema_path is not None:
+                self.schema = load_schema(self.config.schema_path, self.cache_dir)
+            data = self._build_xml(progress)
+            with self._lock:
+                self._publish(data, READY_XML, "xml")
+            self._build_art(data, progress)
+            with self._lock:
+                self._publish(data, READY, "art")
+                self._building = False
+                self._final.notify_all()
+            return data
+        except Exception as exc:
+            with self._lock:
+                self._building = False
+                self._state = ERROR
+                self._error = f"{type(exc).__name__}: {exc}"
+                self._final.notify_all()
+            raise
+
+    def _publish(self, data: IndexData, state: str, phase: str) -> None:
+        self._data = data
+        self._state = state
+        self._phase = phase
+        self._error = None
+        self._build_id += 1
+        self._generated_at = _now()
+
+    def _show(self, path: str) -> str:
+        hit = self._display.get(path)
+        if hit is None:
+            hit = display_path(self.config, path)
+            self._display[path] = hit
+        return hit
+
+    def _origin(self, path: str) -> str:
+        root = self.project_dir + os.sep
+        if path.startswith(root):
+            return "project"
+        sdk = self.config.sdk_dir
+        if sdk is not None and path.startswith(str(sdk) + os.sep):
+            return "sdk"
+        return "project"
+
+    def _new_data(self) -> IndexData:
+        bases: dict[str, str | None] = {}
+        targets: frozenset[str] = frozenset()
+        if self.schema is not None:
+            bases = dict(self.schema.asset_type_bases())
+            targets = self.schema.reference_target_types()
+        data = IndexData(self.project_dir, bases, targets)
+        cfg = self.config
+        data.search_roots = {
+            "data": [str(p) for p in cfg.data_paths],
+            "art": [str(p) for p in cfg.art_paths],
+            "audio": [str(p) for p in cfg.audio_paths],
+            "root": [str(p) for p in cfg.root_paths],
+        }
+        data.streams = [e.stream for e in cfg.entries]
+        return data
+
+    def _build_xml(self, progress: Callable[[BuildProgress], None] | None) -> IndexData:
+        data = self._new_data()
+        prog = BuildProgress("xml")
+        if not self.config.entries:
+            raise Ra3Error(
+                "PROJECT_NOT_FOUND",
+                f"no entry documents found under {self.project_dir}",
+                hint="expected Data/Mod.xml, Data/additionalmaps/mapmetadata_*.xml or a *.babproj; or pass --entry",
+            )
+        if self.schema is None:
+            data.diagnostics.append(
+                Diagnostic(
+                    "SCHEMA_NOT_FOUND",
+                    self.project_dir,
+                    0,
+                    "no CnC3Types.xsd found: only inheritFrom references are indexed",
+                    "error",
+                )
+            )
+        self._walk_all(data, prog, progress)
+        self._fill(data, prog, progress)
+        return data
+
+    def _walk_all(
+        self, data: IndexData, prog: BuildProgress, progress: Callable[[BuildProgress], None] | None
+    ) -> None:
+        modes: dict[str, dict[str, int]] = {}
+        edges: dict[str, list[tuple[IncludeEdge, str | None]]] = {}
+        manifests: dict[str, str] = {}
+        seen_missing: set[tuple[str, int]] = set()
+        for entry in self.config.entries:
+            stream = entry.stream
+            stack: list[tuple[str, int, int]] = [(str(entry.path), EMITTED, 0)]
+            while stack:
+                path, mode, depth = stack.pop()
+                per = modes.setdefault(path, {})
+                if per.get(stream, -1) >= mode:
+                    continue
+                per[stream] = mode
+                if depth > MAX_WALK_DEPTH:
+                    data.diagnostics.append(
+                        Diagnostic("INCLUDE_CYCLE", self._show(path), 0, "include depth > 300")
+                    )
+                    continue
+                lower = path.lower()
+                if not lower.endswith(_XML_EXT) and (lower.endswith(_ART_EXT) or not _sniff_xml(path)):
+                    continue
+                record = self._record(path)
+                prog.files_parsed = len(self._records)
+                if progress is not None and prog.files_parsed % 25 == 0:
+                    progress(prog)
+                for frag in record.fragments:
+                    fper = modes.setdefault(frag, {})
+                    fper[stream] = max(fper.get(stream, -1), mode)
+                file_edges = edges.get(path)
+                if file_edges is None:
+                    file_edges = self._edges(record, data, manifests, seen_missing)
+                    edges[path] = file_edges
+                for edge, target_abs in file_edges:
+                    if edge.type == "xi" or edge.manifest is not None or target_abs is None:
+                        continue
+                    stack.append((target_abs, min(mode, INCLUDE_MODE[edge.type]), depth + 1))
+        self._walk_modes = modes
+        for path_edges in edges.values():
+            data.includes.extend(edge for edge, _target in path_edges)
+        for path, per in modes.items():
+            record_entry = self._records.get(path)
+            lower = path.lower()
+            if record_entry is not None:
+                role = "document"
+            elif path in self._fragments:
+                role = "fragment"
+            elif lower.endswith(_ART_EXT):
+                role = "art"
+            else:
+                role = "binary"
+            info = FileInfo(self._show(path), role, dict(per))
+            if record_entry is not None:
+                info.errors = sum(1 for d in record_entry[1].diagnostics if d.code == "XML_MALFORMED")
+            data.add_file(info)
+        for mpath, stream in manifests.items():
+            self._load_manifest(data, Path(mpath), stream)
+
+    def _edges(
+        self, record: FileRecord, data: IndexData, manifests: dict[str, str], seen: set[tuple[str, int]]
+    ) -> list[tuple[IncludeEdge, str | None]]:
+        out: list[tuple[IncludeEdge, str | None]] = []
+        shown = self._show(record.path)
+        for inc in record.includes:
+            res = resolve_source(self.config, inc.source, Path(record.path))
+            edge = IncludeEdge(
+                shown, self._show(str(res.path)) if res.path else None, inc.type, inc.source, inc.line
+            )
+            if inc.type == "reference" and self.config.use_manifests:
+                manifest = manifest_for_reference(self.config, inc.source)
+                if manifest is not None:
+                    edge.manifest = self._show(str(manifest))
+                    manifests.setdefault(str(manifest), inc.source)
+            if res.path is None and edge.manifest is None and (shown, inc.line) not in seen:
+                seen.add((shown, inc.line))
+                why = res.error or "no candidate exists"
+                data.diagnostics.append(
+                    Diagnostic(
+                        "INCLUDE_NOT_FOUND", shown, inc.line, f"include {inc.source!r} not found ({why})"
+                    )
+                )
+            out.append((edge, str(res.path) if res.path is not None else None))
+        for xi in record.xi_includes:
+            out.append(
+                (
+                    IncludeEdge(shown, self._show(xi.target) if xi.target else None, "xi", xi.href, xi.line),
+                    xi.target,
+                )
+            )
+        return out
+
+    def _load_manifest(self, data: IndexData, path: Path, source: str) -> None:
+        try:
+            manifest = read_manifest(path)
+        except Ra3Error as exc:
+            data.diagnostics.append(
+                Diagnostic("MANIFEST_INVALID", self._show(str(path)), 0, exc.message, "error")
+            )
+            return
+        shown = self._show(str(path))
+        assets: list[AssetDef] = []
+        for a in manifest.assets:
+            typ = data.canonical(a.type_name)
+            assets.append(
+                AssetDef(typ, a.id, a.source, 0, "manifest", f"manifest:{path.stem}", EXTERNAL, shown)
+            )
+        data.set_record("manifest:" + shown, assets, [], [])
+        data.manifests.append(
+            {
+                "path": shown,
+                "source": source,
+                "version": manifest.version,
+                "assets": len(manifest.assets),
+                "references": manifest.reference_count,
+            }
+        )
+
+    # --- records ------------------------------------------------------------------------------
+    def _record(self, path: str) -> FileRecord:
+        stamp = _stamp(path)
+        cached = self._records.get(path)
+        if cached is not None and cached[0] == stamp and stamp is not None:
+            return cached[1]
+        record = self._extract(path)
+        self._records[path] = (stamp, record)
+        for frag in record.fragments:
+            self._includers.setdefault(frag, set()).add(path)
+        return record
+
+    def _extract(self, path: str) -> FileRecord:
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            rec = FileRecord(path=path, root=None)
+            rec.diagnostics.append(Diagnostic("FILE_UNREADABLE", path, 0, str(exc), "error"))
+            return rec
+        extractor = Extractor(self.schema, self._load_fragment)
+        return extractor.extract(path, raw)
+
+    def _load_fragment(self, href: str, container: str | None, from_file: str) -> tuple[str, list[Any]] | str:
+        res = resolve_source(self.config, href, Path(from_file))
+        if res.path is None:
+            return f"xi:include {href!r} not found ({res.error or 'no candidate exists'})"
+        path = str(res.path)
+        stamp = _stamp(path)
+        cached = self._fragments.get(path)
+        if cached is None or cached[0] != stamp:
+            try:
+                with open(path, "rb") as fh:
+                    root, _diags = parse_xml_bytes(fh.read(), path)
+            except OSError:
+                root = None
+            self._fragments[path] = (stamp, root)
+            cached = self._fragments[path]
+        root = cached[1]
+        if root is None:
+            return f"xi:include target {href!r} is not well-formed XML"
+        nodes = fragment_nodes(root, container)
+        if nodes is None:
+            return f"xi:include xpointer container {container!r} not found in {href!r}"
+        return path, nodes
+
+    # --- filling maps -----------------------------------------------------------------------
+    def _fill(
+        self, data: IndexData, prog: BuildProgress, progress: Callable[[BuildProgress], None] | None
+    ) -> None:
+        for path, per in self._walk_modes.items():
+            entry = self._records.get(path)
+            if entry is None:
+                continue
+            self._fill_record(data, path, entry[1], per)
+            prog.assets = data.stats()["assetCount"]
+        stats = data.stats()
+        prog.assets, prog.references = stats["assetCount"], stats["referenceCount"]
+        prog.errors = len(data.diagnostics)
+        if progress is not None:
+            progress(prog)
+
+    def _fill_record(self, data: IndexData, path: str, record: FileRecord, per: dict[str, int]) -> None:
+        mode = max(per.values())
+        stream = max(per.items(), key=lambda kv: (kv[1], kv[0] == "static"))[0]
+        origin = self._origin(path)
+        shown = self._show(path)
+        assets = [
+            AssetDef(
+                a.type,
+                a.id,
+                self._show(a.file),
+                a.line,
+                origin if a.file == path else self._origin(a.file),
+                stream,
+                mode,
+                shown,
+                a.inherit_from,
+            )
+            for a in record.assets
+        ]
+        refs = [self._display_ref(r) for r in record.refs]
+        exprs = [self._display_ref(r) for r in record.expressions]
+        defines = [DefineDef(d, self._show(d.file), stream) for d in record.defines]
+        data.set_record(shown, assets, refs, defines, exprs)
+        data.unknown_elements += record.unknown_elements
+        for d in record.diagnostics:
+            data.diagnostics.append(Diagnostic(d.code, self._show(d.file), d.line, d.message, d.severity))
+
+    def _display_ref(self, r: RefSite) -> RefSite:
+        r.file = self._show(r.file)
+        return r
+
+    def _build_art(self, data: IndexData, progress: Callable[[BuildProgress], None] | None) -> None:
+        prog = BuildProgress("art")
+        arts = [p for p in self._walk_modes if p.lower().endswith(_ART_EXT)]
+        prog.files_total = len(arts)
+        for i, path in enumerate(arts):
+            self._fill_art(data, path)
+            prog.files_parsed = i + 1
+            if progress is not None and (i % 25 == 0 or i + 1 == len(arts)):
+                progress(prog)
+
+    def _fill_art(self, data: IndexData, path: str) -> None:
+        stamp = _stamp(path)
+        cached = self._art.get(path)
+        if cached is None or cached[0] != stamp:
+            try:
+                with open(path, "rb") as fh:
+                    scan = scan_w3x(fh.read(), path)
+            except OSError as exc:
+                data.diagnostics.append(Diagnostic("FILE_UNREADABLE", self._show(path), 0, str(exc), "error"))
+                return
+            self._art[path] = (stamp, scan)
+            cached = self._art[path]
+        scan = cached[1]
+        per = self._walk_modes.get(path, {})
+        mode = max(per.values()) if per else EXTERNAL
+        stream = next(iter(per), "art")
+        shown = self._show(path)
+        assets = [
+            AssetDef(a.type, a.id, shown, a.line, self._origin(path), stream, mode, shown)
+            for a in scan.assets
+        ]
+        refs = []
+        for r in scan.refs:
+            r.file = shown
+            refs.append(r)
+        data.set_record(shown, assets, refs, [])
+        for d in scan.diagnostics:
+            data.diagnostics.append(Diagnostic(d.code, shown, d.line, d.message, d.severity))
+
+    # --- incremental ------------------------------------------------------------------------
+    def update_files(self, paths: Iterable[str | Path]) -> UpdateResult:
+        """Re-index changed (or deleted / created) files; cheap when includes did not change."""
+        t0 = time.perf_counter()
+        with self._lock:
+            data = self._data
+            if data is None:
+                raise Ra3Error(
+                    "NO_INDEX", "cannot update before a first build", hint="run a full build first"
+                )
+            changed = [file_key(p) for p in paths]
+            structural = False
+            reparse: set[str] = set()
+            for path in changed:
+                if path in self._records:
+                    reparse.add(path)
+                elif path in self._fragments:
+                    self._fragments.pop(path, None)
+                    reparse.update(self._includers.get(path, set()))
+                elif path in self._art:
+                    pass
+                else:
+                    structural = True  # a new or previously missing file may now satisfy an include
+            for path in sorted(reparse):
+                old = self._records[path][1]
+                if _stamp(path) is None:
+                    structural = True
+                    continue
+                new = self._extract(path)
+                self._records[path] = (_stamp(path), new)
+                for frag in new.fragments:
+                    self._includers.setdefault(frag, set()).add(path)
+                if [(i.type, i.source) for i in old.includes] != [
+                    (i.type, i.source) for i in new.includes
+                ] or (old.fragments != new.fragments):
+                    structural = True
+            if structural:
+                new_data = self._build_xml(None)
+                self._build_art(new_data, None)
+                self._publish(new_data, READY, "art")
+            else:
+                self._patch(data, reparse, changed)
+                self._build_id += 1
+                self._generated_at = _now()
+            for path in changed:
+                self._dirty.discard(path)
+            self._final.notify_all()
+            return UpdateResult(
+                [self._show(p) for p in changed],
+                structural,
+                self._build_id,
+                time.perf_counter() - t0,
+                [self._show(p) for p in sorted(reparse)],
+            )
+
+    def _patch(self, data: IndexData, reparse: set[str], changed: list[str]) -> None:
+        touched = {self._show(p) for p in reparse}
+        data.diagnostics = [d for d in data.diagnostics if d.file not in touched]
+        for path in reparse:
+            per = self._walk_modes.get(path)
+            if per:
+                self._fill_record(data, path, self._records[path][1], per)
+                info = data.files.get(self._show(path))
+                if info is not None:
+                    info.errors = sum(
+                        1 for d in self._records[path][1].diagnostics if d.code == "XML_MALFORMED"
+                    )
+        for path in changed:
+            if path in self._art:
+                self._art.pop(path, None)
+                if _stamp(path) is not None:
+                    self._fill_art(data, path)
+                else:
+                    data.drop_record(self._show(path))
+
+
+def visible_modes() -> tuple[int, int, int]:
+    """The mode constants, strongest first (for adapters that render them)."""
+    return (EMITTED, VISIBLE, EXTERNAL)

@@ -1,0 +1,342 @@
+"""The index model: assets, references, defines, includes and files, with BAB reference resolution.
+
+One `IndexData` is what both a live build and a loaded snapshot produce, so every query answers
+the same from either. Reference resolution is lazy and cached per lookup key: a reference to
+`(refType, id)` resolves to the exact type first, else to every type derived from refType; more
+than one hit is ambiguous (BAB `ResolveReference`). `inheritFrom` resolves to the exact handle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from moddesk.ra3.parse import DefineSite, Diagnostic, RefSite
+from moddesk.ra3.schema import FILE, INHERIT
+
+EMITTED, VISIBLE, EXTERNAL = 2, 1, 0
+MODE_NAMES = {EMITTED: "emitted", VISIBLE: "visible", EXTERNAL: "external"}
+INCLUDE_MODE = {"all": EMITTED, "instance": VISIBLE, "reference": EXTERNAL}
+ORIGIN_RANK = {"project": 0, "sdk": 1, "manifest": 2}
+
+RESOLVED, UNRESOLVED, AMBIGUOUS, NOT_A_REF = "resolved", "unresolved", "ambiguous", "not-a-reference"
+
+Key = tuple[str, str]  # (type, lower-cased id)
+
+
+@dataclass(slots=True)
+class AssetDef:
+    """One definition of an asset: where it is written and how the build sees it."""
+
+    type: str
+    id: str
+    file: str
+    line: int
+    origin: str
+    stream: str
+    mode: int
+    record: str
+    inherit_from: str | None = None
+
+    @property
+    def key(self) -> Key:
+        """`(type, lower id)`: ids are case-insensitive, types are not."""
+        return (self.type, self.id.lower())
+
+    @property
+    def via_instance(self) -> bool:
+        """Reached only through `instance` includes: visible, emitted only if referenced."""
+        return self.mode == VISIBLE
+
+    def to_json(self) -> dict[str, Any]:
+        """The snapshot / query shape of a definition."""
+        out: dict[str, Any] = {
+            "type": self.type,
+            "id": self.id,
+            "file": self.file,
+            "line": self.line,
+            "origin": self.origin,
+            "stream": self.stream,
+            "mode": MODE_NAMES[self.mode],
+            "viaInstance": self.via_instance,
+        }
+        if self.inherit_from:
+            out["inheritFrom"] = self.inherit_from
+        return out
+
+
+@dataclass(slots=True)
+class DefineDef:
+    """A `$DEFINE` with the stream that sees it."""
+
+    site: DefineSite
+    file: str
+    stream: str
+
+
+@dataclass(slots=True)
+class IncludeEdge:
+    """One include edge of the graph (`Include` or `xi:include`), resolved or not."""
+
+    source_file: str
+    target: str | None
+    type: str
+    source: str
+    line: int
+    manifest: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Snapshot / query shape."""
+        out: dict[str, Any] = {
+            "from": self.source_file,
+            "to": self.target,
+            "type": self.type,
+            "source": self.source,
+            "line": self.line,
+        }
+        if self.manifest:
+            out["manifest"] = self.manifest
+        return out
+
+
+@dataclass(slots=True)
+class FileInfo:
+    """A file the build touched: its role and its mode per stream."""
+
+    path: str
+    role: str  # document | fragment | art | binary | missing
+    streams: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+
+    @property
+    def mode(self) -> int:
+        """The strongest mode over all streams."""
+        return max(self.streams.values()) if self.streams else -1
+
+    def to_json(self) -> dict[str, Any]:
+        """Snapshot / query shape."""
+        return {
+            "path": self.path,
+            "role": self.role,
+            "streams": {s: MODE_NAMES[m] for s, m in sorted(self.streams.items())},
+            "errors": self.errors,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Where a reference points: zero, one or several asset keys, and why."""
+
+    status: str
+    keys: tuple[Key, ...] = ()
+
+
+class IndexData:
+    """The published index: per-record assets and references plus lookup maps."""
+
+    def __init__(
+        self, project_dir: str, type_bases: dict[str, str | None], target_types: Iterable[str]
+    ) -> None:
+        self.project_dir = project_dir
+        self.type_bases = dict(type_bases)
+        self.target_types = frozenset(target_types)
+        self.assets_by_record: dict[str, list[AssetDef]] = {}
+        self.refs_by_record: dict[str, list[RefSite]] = {}
+        self.defines_by_record: dict[str, list[DefineDef]] = {}
+        self.expressions_by_record: dict[str, list[RefSite]] = {}
+        self.includes: list[IncludeEdge] = []
+        self.files: dict[str, FileInfo] = {}
+        self.diagnostics: list[Diagnostic] = []
+        self.streams: list[str] = []
+        self.search_roots: dict[str, list[str]] = {}
+        self.manifests: list[dict[str, Any]] = []
+        self.unknown_elements = 0
+        self._canonical = {t.lower(): t for t in self.type_bases}
+        self._derived: dict[str, frozenset[str]] = {}
+        self.by_key: dict[Key, list[AssetDef]] = {}
+        self.by_id: dict[str, list[AssetDef]] = {}
+        self.refs_by_id: dict[str, list[RefSite]] = {}
+        self.refs_by_owner: dict[Key, list[RefSite]] = {}
+        self.defines_by_name: dict[str, list[DefineDef]] = {}
+        self.files_by_lower: dict[str, str] = {}
+        self._resolution: dict[tuple[Any, ...], Resolution] = {}
+
+    # --- building ---------------------------------------------------------------------------
+    def set_record(
+        self,
+        record: str,
+        assets: list[AssetDef],
+        refs: list[RefSite],
+        defines: list[DefineDef],
+        expressions: list[RefSite] | None = None,
+    ) -> None:
+        """Replace everything one document record contributes, keeping the lookup maps in step."""
+        self.drop_record(record)
+        if expressions:
+            self.expressions_by_record[record] = expressions
+        self.assets_by_record[record] = assets
+        self.refs_by_record[record] = refs
+        self.defines_by_record[record] = defines
+        for a in assets:
+            self.by_key.setdefault(a.key, []).append(a)
+            self.by_id.setdefault(a.id.lower(), []).append(a)
+            self._canonical.setdefault(a.type.lower(), a.type)
+        for r in refs:
+            self.refs_by_id.setdefault(r.target_key, []).append(r)
+            self.refs_by_owner.setdefault((r.owner_type, r.owner_id.lower()), []).append(r)
+        for d in defines:
+            self.defines_by_name.setdefault(d.site.name, []).append(d)
+        self._resolution.clear()
+
+    def drop_record(self, record: str) -> None:
+        """Remove one record's contributions (incremental update)."""
+        old_assets = self.assets_by_record.pop(record, None)
+        old_refs = self.refs_by_record.pop(record, None)
+        old_defines = self.defines_by_record.pop(record, None)
+        self.expressions_by_record.pop(record, None)
+        if old_assets:
+            gone = {id(a) for a in old_assets}
+            for a in old_assets:
+                _prune(self.by_key, a.key, gone)
+                _prune(self.by_id, a.id.lower(), gone)
+        if old_refs:
+            gone = {id(r) for r in old_refs}
+            for r in old_refs:
+                _prune(self.refs_by_id, r.target_key, gone)
+                _prune(self.refs_by_owner, (r.owner_type, r.owner_id.lower()), gone)
+        if old_defines:
+            gone = {id(d) for d in old_defines}
+            for d in old_defines:
+                _prune(self.defines_by_name, d.site.name, gone)
+        self._resolution.clear()
+
+    def add_file(self, info: FileInfo) -> None:
+        """Register a file the build touched."""
+        self.files[info.path] = info
+        self.files_by_lower[info.path.lower()] = info.path
+
+    # --- iteration --------------------------------------------------------------------------
+    def assets(self) -> Iterator[AssetDef]:
+        """Every asset definition, record by record."""
+        for items in self.assets_by_record.values():
+            yield from items
+
+    def refs(self) -> Iterator[RefSite]:
+        """Every reference occurrence."""
+        for items in self.refs_by_record.values():
+            yield from items
+
+    def expressions(self) -> Iterator[RefSite]:
+        """Every `=$DEFINE` expression value (reference-typed or not)."""
+        for items in self.expressions_by_record.values():
+            yield from items
+        for r in self.refs():
+            if r.expression:
+                yield r
+
+    def defines(self) -> Iterator[DefineDef]:
+        """Every define."""
+        for items in self.defines_by_record.values():
+            yield from items
+
+    def stats(self) -> dict[str, int]:
+        """Counts for status and snapshots."""
+        return {
+            "assetCount": sum(len(v) for v in self.assets_by_record.values()),
+            "referenceCount": sum(len(v) for v in self.refs_by_record.values()),
+            "defineCount": sum(len(v) for v in self.defines_by_record.values()),
+            "streamCount": len(self.streams),
+            "fileCount": len(self.files),
+            "activeFileCount": sum(1 for f in self.files.values() if f.streams),
+            "includeCount": len(self.includes),
+            "diagnosticCount": len(self.diagnostics),
+        }
+
+    # --- types ------------------------------------------------------------------------------
+    def canonical(self, name: str) -> str:
+        """A type name in the schema's spelling (case-insensitive match)."""
+        return self._canonical.get(name.lower(), name)
+
+    def chain(self, name: str) -> list[str]:
+        """The type and its bases, nearest first."""
+        out: list[str] = []
+        current: str | None = name
+        while current is not None and current not in out:
+            out.append(current)
+            current = self.type_bases.get(current)
+        return out
+
+    def is_assignable(self, actual: str, target: str) -> bool:
+        """True when `actual` is or derives from `target`."""
+        return target in self.chain(actual)
+
+    def derived_types(self, name: str) -> frozenset[str]:
+        """`name` and every known type deriving from it."""
+        hit = self._derived.get(name)
+        if hit is None:
+            found = {t for t in self.type_bases if name in self.chain(t)}
+            found.update(t for (t, _i) in self.by_key if name in self.chain(t))
+            found.add(name)
+            hit = frozenset(found)
+            self._derived[name] = hit
+        return hit
+
+    def is_inheritable(self, name: str) -> bool:
+        """True for `BaseInheritableAsset` types."""
+        return "BaseInheritableAsset" in self.chain(name)
+
+    # --- resolution -------------------------------------------------------------------------
+    def resolve(self, ref: RefSite) -> Resolution:
+        """Resolve a reference per BAB: exact (type, id), else derived types; >1 hit is ambiguous."""
+        if ref.kind == FILE or ref.expression:
+            return Resolution(NOT_A_REF)
+        idl = ref.target_key
+        if ref.kind == INHERIT:
+            typ = self.canonical(ref.target_type) if ref.target_type else ref.owner_type
+            cache_key: tuple[Any, ...] = (INHERIT, typ, idl, ref.owner_id.lower() == idl, ref.file)
+            hit = self._resolution.get(cache_key)
+            if hit is not None:
+                return hit
+            defs = self.by_key.get((typ, idl), [])
+            if typ == ref.owner_type and ref.owner_id.lower() == idl:
+                # the override idiom: inheritFrom its own id finds the other (vanilla) copy
+                defs = [d for d in defs if d.file != ref.file]
+            result = Resolution(RESOLVED, ((typ, idl),)) if defs else Resolution(UNRESOLVED)
+            self._resolution[cache_key] = result
+            return result
+        target = self.canonical(ref.target_type) if ref.target_type else ref.ref_type
+        cache_key = (ref.kind, target, idl)
+        hit = self._resolution.get(cache_key)
+        if hit is not None:
+            return hit
+        result = self._lookup(target, idl)
+        self._resolution[cache_key] = result
+        return result
+
+    def _lookup(self, typ: str | None, idl: str) -> Resolution:
+        if typ is None:
+            types = sorted({d.type for d in self.by_id.get(idl, [])})
+        else:
+            if (typ, idl) in self.by_key:
+                return Resolution(RESOLVED, ((typ, idl),))
+            types = sorted(t for t in self.derived_types(typ) if (t, idl) in self.by_key)
+        if not types:
+            return Resolution(UNRESOLVED)
+        keys = tuple((t, idl) for t in types)
+        return Resolution(RESOLVED if len(keys) == 1 else AMBIGUOUS, keys)
+
+    def matches_type(self, actual: str, wanted: str | None) -> bool:
+        """Query-side type filter: no type, the same type, or a derived type."""
+        return wanted is None or self.is_assignable(actual, self.canonical(wanted))
+
+
+def _prune(table: dict[Any, list[Any]], key: Any, gone: set[int]) -> None:
+    items = table.get(key)
+    if items is None:
+        return
+    kept = [x for x in items if id(x) not in gone]
+    if kept:
+        table[key] = kept
+    else:
+        del table[key]

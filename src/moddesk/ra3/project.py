@@ -1,0 +1,387 @@
+"""SAGE project layout: detection, stream entries, search roots and BAB path-alias resolution.
+
+Paths follow BinaryAssetBuilder's `FileNameResolver`: no `:` means relative to the including file,
+`alias:rest` with alias in DATA / ART / AUDIO / ROOT (case-insensitive) searches that alias's roots
+in order, `ART:` without a folder looks only in the two-letter subfolder (`ART:JUTank.w3x` ->
+`ju/JUTank.w3x`), and every path component is matched case-insensitively so a Windows mod resolves
+the same on Linux.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path, PureWindowsPath
+
+from lxml import etree
+
+ALIASES = ("data", "art", "audio", "root")
+_SKIP_DOWN = frozenset({"data", "art", "art1", "audio", "audio1", "builtmods", "schemas", "xsd", ".git"})
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stream's entry document: `static` for Data/Mod.xml, `global:<name>` per map-metadata file."""
+
+    stream: str
+    path: Path
+
+
+@dataclass(slots=True)
+class ProjectConfig:
+    """Everything the indexer needs to know about where a project's files live."""
+
+    project_dir: Path
+    sdk_dir: Path | None = None
+    schema_path: Path | None = None
+    entries: list[Entry] = field(default_factory=list)
+    data_paths: list[Path] = field(default_factory=list)
+    art_paths: list[Path] = field(default_factory=list)
+    audio_paths: list[Path] = field(default_factory=list)
+    root_paths: list[Path] = field(default_factory=list)
+    manifest_dirs: list[Path] = field(default_factory=list)
+    stream_references: dict[str, Path] = field(default_factory=dict)
+    use_manifests: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Where an include source resolved to (or None) and every candidate path tried, in order."""
+
+    path: Path | None
+    candidates: tuple[str, ...]
+    error: str | None = None
+
+
+# --- case-insensitive file system -----------------------------------------------------------
+@lru_cache(maxsize=8192)
+def _listing_cached(directory: str, _stamp: int) -> dict[str, str]:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return {}
+    return {n.lower(): n for n in sorted(names)}
+
+
+def _listing(directory: str) -> dict[str, str]:
+    try:
+        stamp = os.stat(directory).st_mtime_ns
+    except OSError:
+        return {}
+    return _listing_cached(directory, stamp)
+
+
+def resolve_case_insensitive(base: Path, relative: str) -> Path | None:
+    """Resolve `relative` under `base`, matching each path component case-insensitively."""
+    current = str(base)
+    for part in relative.replace("\\", "/").split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, part)
+        if os.path.exists(candidate):
+            current = candidate
+            continue
+        found = _listing(current).get(part.lower())
+        if found is None:
+            return None
+        current = os.path.join(current, found)
+    return Path(current) if os.path.exists(current) else None
+
+
+def find_child(directory: Path, name: str) -> Path | None:
+    """A direct child of `directory` named `name`, case-insensitively."""
+    found = _listing(str(directory)).get(name.lower())
+    return directory / found if found is not None else None
+
+
+def file_key(path: Path | str) -> str:
+    """The identity of a file inside an index: absolute, normalised, OS case rules."""
+    return os.path.normcase(os.path.abspath(str(path)))
+
+
+# --- detection --------------------------------------------------------------------------------
+def is_project_root(directory: Path) -> bool:
+    """True when the folder holds Data/Mod.xml, a *.babproj, or Data/additionalmaps/mapmetadata_*.xml."""
+    if not directory.is_dir():
+        return False
+    data = find_child(directory, "data")
+    if data is not None and find_child(data, "mod.xml") is not None:
+        return True
+    if any(n.endswith(".babproj") for n in _listing(str(directory))):
+        return True
+    return bool(data is not None and _map_metadata(data))
+
+
+def find_project_root(start: Path, up: int = 12, down: int = 3) -> Path | None:
+    """The nearest project root above `start` (12 levels), else below it (3 levels)."""
+    current = start.resolve()
+    for _ in range(up + 1):
+        if is_project_root(current):
+            return current
+        if current.parent == current:
+            break
+        current = current.parent
+    frontier = [start.resolve()]
+    for _ in range(down):
+        nxt: list[Path] = []
+        for folder in frontier:
+            try:
+                kids = sorted(p for p in folder.iterdir() if p.is_dir() and p.name.lower() not in _SKIP_DOWN)
+            except OSError:
+                continue
+            for kid in kids:
+                if is_project_root(kid):
+                    return kid
+                nxt.append(kid)
+        frontier = nxt
+    return None
+
+
+def _map_metadata(data_dir: Path) -> list[Path]:
+    maps = find_child(data_dir, "additionalmaps")
+    if maps is None or not maps.is_dir():
+        return []
+    return sorted(
+        (maps / n for n in _listing(str(maps)).values() if re.fullmatch(r"(?i)mapmetadata_.*\.xml", n)),
+        key=lambda p: p.name.lower(),
+    )
+
+
+def _find_sdk(project: Path) -> Path | None:
+    for folder in [project, *project.parents][:6]:
+        schemas = resolve_case_insensitive(folder, "Schemas/xsd/CnC3Types.xsd")
+        if schemas is not None:
+            return folder
+        if find_child(folder, "sagexml") is not None or find_child(folder, "builtmods") is not None:
+            return folder
+    return None
+
+
+def _find_schema(project: Path, sdk: Path | None) -> Path | None:
+    # a project-level schema (Corona ships its own CnC3Types.xsd) overrides the SDK one
+    for rel in ("xsd/CnC3Types.xsd", "Schemas/xsd/CnC3Types.xsd", "Data/xsd/CnC3Types.xsd"):
+        hit = resolve_case_insensitive(project, rel)
+        if hit is not None:
+            return hit
+    if sdk is not None:
+        return resolve_case_insensitive(sdk, "Schemas/xsd/CnC3Types.xsd")
+    return None
+
+
+def windows_path_under(project: Path, windows_path: str) -> Path | None:
+    """Map an absolute Windows path from a .babproj onto the project tree by its longest matching tail."""
+    parts = PureWindowsPath(windows_path).parts[1:]
+    for start in range(len(parts)):
+        hit = resolve_case_insensitive(project, "/".join(parts[start:]))
+        if hit is not None and hit.is_file():
+            return hit
+    return None
+
+
+def _babproj(project: Path) -> tuple[list[Path], dict[str, str]]:
+    """Stream sources and StreamReference name -> manifest path from every *.babproj."""
+    sources: list[Path] = []
+    refs: dict[str, str] = {}
+    for name in sorted(_listing(str(project)).values()):
+        if not name.lower().endswith(".babproj"):
+            continue
+        try:
+            root = etree.parse(str(project / name), etree.XMLParser(recover=True, no_network=True)).getroot()
+        except (OSError, etree.XMLSyntaxError):
+            continue
+        if root is None:
+            continue
+        for node in root.iter("{*}Stream"):
+            src = node.get("Source")
+            if src:
+                local = windows_path_under(project, src) if _DRIVE.match(src) else project / src
+                if local is not None and local.is_file():
+                    sources.append(local)
+        for node in root.iter("{*}StreamReference"):
+            ref_name, manifest = node.get("ReferenceName"), node.get("ReferenceManifest")
+            if ref_name and manifest:
+                refs[ref_name.lower()] = manifest
+    return sources, refs
+
+
+def _existing(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    seen: set[str] = set()
+    for p in paths:
+        key = file_key(p)
+        if key not in seen and p.is_dir():
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def detect_project(
+    project_dir: Path,
+    *,
+    sdk_dir: Path | None = None,
+    schema_path: Path | None = None,
+    entries: list[Path] | None = None,
+    extra_data_paths: list[Path] | None = None,
+    use_manifests: bool = True,
+) -> ProjectConfig:
+    """Work out entries, search roots, schema and manifests for a project folder (BAB/SDK conventions)."""
+    project = project_dir.resolve()
+    sdk = sdk_dir.resolve() if sdk_dir is not None else _find_sdk(project)
+    cfg = ProjectConfig(project_dir=project, sdk_dir=sdk, use_manifests=use_manifests)
+    cfg.schema_path = schema_path.resolve() if schema_path is not None else _find_schema(project, sdk)
+
+    bab_sources, bab_refs = _babproj(project)
+    if entries:
+        for i, e in enumerate(entries):
+            full = e if e.is_absolute() else project / e
+            found = resolve_case_insensitive(full.parent, full.name) or full
+            cfg.entries.append(Entry(_stream_name(project, found, i), found))
+    else:
+        data = find_child(project, "data")
+        mod = find_child(data, "mod.xml") if data is not None else None
+        if mod is not None:
+            cfg.entries.append(Entry("static", mod))
+        if data is not None:
+            for meta in _map_metadata(data):
+                cfg.entries.append(Entry(f"global:{meta.stem}", meta))
+        known = {file_key(e.path) for e in cfg.entries}
+        for src in bab_sources:
+            if file_key(src) not in known:
+                known.add(file_key(src))
+                cfg.entries.append(Entry(f"babproj:{src.stem}", src))
+
+    parent, grand = project.parent, project.parent.parent
+    near = [grand] if sdk is None or file_key(sdk) != file_key(project) else []
+    near_parent = [parent] if sdk is None or file_key(sdk) != file_key(project) else []
+    sdk_roots = [sdk] if sdk is not None else []
+
+    def under_sdk(*names: str) -> list[Path]:
+        hits = [find_child(sdk, n) for n in names] if sdk is not None else []
+        return [h for h in hits if h is not None]
+
+    data_dir = find_child(project, "data")
+    cfg.data_paths = _existing(
+        [
+            *sdk_roots,
+            *near,
+            *([data_dir] if data_dir is not None else []),
+            *under_sdk("mods"),
+            *near_parent,
+            *under_sdk("sagexml", "cnc3xml"),
+            *(extra_data_paths or []),
+        ]
+    )
+    art = [find_child(project, n) for n in ("art1", "art")]
+    audio = [find_child(project, n) for n in ("audio1", "audio")]
+    cfg.art_paths = _existing(
+        [*sdk_roots, *near, *[a for a in art if a], *under_sdk("mods"), *near_parent, *under_sdk("art")]
+    )
+    cfg.audio_paths = _existing(
+        [*sdk_roots, *near, *[a for a in audio if a], *under_sdk("mods"), *near_parent, *under_sdk("audio")]
+    )
+    cfg.root_paths = _existing([*sdk_roots, project])
+
+    built = under_sdk("builtmods", "builtmods-quantum")
+    dirs: list[Path] = []
+    for b in built:
+        dirs.append(b)
+        for sub in ("sagexml", "cnc3xml"):
+            hit = find_child(b, sub)
+            if hit is not None:
+                dirs.append(hit)
+    cfg.manifest_dirs = _existing(dirs)
+    for name, manifest in bab_refs.items():
+        local = _manifest_local(cfg, manifest)
+        if local is not None:
+            cfg.stream_references[name] = local
+    return cfg
+
+
+def _manifest_local(cfg: ProjectConfig, manifest: str) -> Path | None:
+    base = PureWindowsPath(manifest).name
+    for folder in cfg.manifest_dirs:
+        hit = find_child(folder, base)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _stream_name(project: Path, entry: Path, index: int) -> str:
+    if entry.name.lower() == "mod.xml" or (index == 0 and entry.stem.lower() == "static"):
+        return "static"
+    return f"global:{entry.stem}" if entry.stem.lower().startswith("mapmetadata") else f"entry:{entry.stem}"
+
+
+# --- resolution -----------------------------------------------------------------------------
+def resolve_source(cfg: ProjectConfig, source: str, from_file: Path) -> Resolution:
+    """Resolve an Include@source / xi:include@href the way BAB's FileNameResolver does."""
+    src = source.strip()
+    if not src:
+        return Resolution(None, (), "empty source")
+    if _DRIVE.match(src) or src.startswith(("/", "\\")):
+        p = Path(src)
+        return Resolution(p if p.exists() else None, (src,))
+    if ":" not in src:
+        hit = resolve_case_insensitive(from_file.parent, src)
+        return Resolution(hit, (str(from_file.parent / src),))
+    if src.count(":") > 1:
+        return Resolution(None, (), "ILLEGAL_PATH: more than one ':'")
+    alias, rest = src.split(":", 1)
+    alias = alias.lower()
+    rest = rest.lstrip("\\/")
+    if alias not in ALIASES:
+        return Resolution(None, (), f"ILLEGAL_PATH_ALIAS: '{alias}:' (only DATA, ART, AUDIO, ROOT)")
+    roots = {"data": cfg.data_paths, "art": cfg.art_paths, "audio": cfg.audio_paths, "root": cfg.root_paths}[
+        alias
+    ]
+    rels = [rest]
+    if alias == "art" and "/" not in rest.replace("\\", "/"):
+        # BAB: only <art>/<first two chars>/<file>; the direct path is the extension's fallback
+        rels = [f"{rest[:2].lower()}/{rest}", rest]
+    tried: list[str] = []
+    for rel in rels:
+        for root in roots:
+            tried.append(str(root / rel))
+            hit = resolve_case_insensitive(root, rel)
+            if hit is not None and hit.is_file():
+                return Resolution(hit, tuple(tried))
+    return Resolution(None, tuple(tried))
+
+
+def manifest_for_reference(cfg: ProjectConfig, source: str) -> Path | None:
+    """The compiled manifest that stands for a `reference` include (babproj StreamReference, then builtmods)."""
+    base = PureWindowsPath(source.split(":", 1)[-1].replace("/", "\\")).name.lower()
+    for name, manifest in cfg.stream_references.items():
+        if base.endswith(name) or name.endswith(base):
+            return manifest
+    stem = base.rsplit(".", 1)[0]
+    for folder in cfg.manifest_dirs:
+        hit = find_child(folder, f"{stem}.manifest")
+        if hit is not None:
+            return hit
+    return None
+
+
+def display_path(cfg: ProjectConfig, path: Path | str) -> str:
+    """A path relative to the project (forward slashes) when inside it, else absolute."""
+    full = os.path.abspath(str(path))
+    root = str(cfg.project_dir)
+    if full == root or full.startswith(root + os.sep):
+        return os.path.relpath(full, root).replace(os.sep, "/")
+    return full.replace(os.sep, "/")
+
+
+def project_slug(project_dir: Path | str) -> str:
+    """`<slug>-<sha1-12>`: the per-project file name for snapshots and endpoint files."""
+    norm = os.path.normcase(os.path.abspath(str(project_dir))).replace("\\", "/")
+    digest = hashlib.sha1(norm.encode("utf-8")).hexdigest()[:12]
+    name = Path(os.path.abspath(str(project_dir))).name or "project"
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "project"
+    return f"{slug}-{digest}"

@@ -1,0 +1,385 @@
+"""Public snapshot schema v1 (seed §4.1): gzip JSON, atomic, `current` + `previous` per project.
+
+Files live under `~/.ra3modxml/snapshots/` (or `$RA3MODXML_HOME/snapshots/`) as
+`<slug>-<sha1-12>.json.gz`, with `<name>.previous.json.gz` kept for fallback during a rewrite and a
+small `<name>.meta.json` sidecar so listing projects never decompresses a whole snapshot. A loaded
+snapshot becomes the same `IndexData` a live build produces, so queries answer identically;
+provenance for forward references is stored per reference, so `get_asset_references` works offline.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from moddesk.kit.files import atomic_write_bytes
+from moddesk.ra3.errors import Ra3Error
+from moddesk.ra3.index import READY, IndexStatus
+from moddesk.ra3.model import MODE_NAMES, AssetDef, DefineDef, FileInfo, IncludeEdge, IndexData
+from moddesk.ra3.parse import DefineSite, Diagnostic, RefSite
+from moddesk.ra3.project import project_slug
+
+SCHEMA_VERSION = 1
+_MODE_VALUES = {v: k for k, v in MODE_NAMES.items()}
+
+
+def ra3_home() -> Path:
+    """`$RA3MODXML_HOME`, else `~/.ra3modxml` (the seed's stable location)."""
+    env = os.environ.get("RA3MODXML_HOME")
+    return Path(env) if env else Path.home() / ".ra3modxml"
+
+
+def snapshot_path(project_dir: str | Path, home: Path | None = None) -> Path:
+    """The `current` snapshot file of a project."""
+    return (home or ra3_home()) / "snapshots" / f"{project_slug(project_dir)}.json.gz"
+
+
+def previous_path(current: Path) -> Path:
+    """The `previous` snapshot kept beside `current`."""
+    return current.with_name(current.name.replace(".json.gz", ".previous.json.gz"))
+
+
+def meta_path(current: Path) -> Path:
+    """The small sidecar with status and stats."""
+    return current.with_name(current.name.replace(".json.gz", ".meta.json"))
+
+
+# --- export -------------------------------------------------------------------------------------
+def _ref_json(r: RefSite) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "from": [r.owner_type, r.owner_id],
+        "kind": r.kind,
+        "refType": r.ref_type,
+        "value": r.value,
+        "targetType": r.target_type,
+        "targetId": r.target_id,
+        "file": r.file,
+        "line": r.line,
+        "character": r.col,
+        "element": r.element,
+        "parent": r.parent,
+        "attribute": r.attribute,
+    }
+    if r.expression:
+        out["expression"] = True
+    return out
+
+
+def _ref_from_json(r: dict[str, Any]) -> RefSite:
+    return RefSite(
+        r["from"][0],
+        r["from"][1],
+        r["kind"],
+        r["refType"],
+        r["value"],
+        r["targetType"],
+        r["targetId"],
+        r["file"],
+        int(r["line"]),
+        int(r["character"]),
+        r["element"],
+        r["parent"],
+        r["attribute"],
+        bool(r.get("expression", False)),
+    )
+
+
+def to_snapshot(data: IndexData, status: IndexStatus) -> dict[str, Any]:
+    """The public v1 document for an index (arrays, not maps)."""
+    assets = []
+    for record, items in data.assets_by_record.items():
+        for a in items:
+            row = a.to_json()
+            row["record"] = record
+            assets.append(row)
+    references = [_ref_json(r) for r in data.refs()]
+    defines = [
+        {
+            "name": d.site.name,
+            "value": d.site.value,
+            "file": d.file,
+            "line": d.site.line,
+            "override": d.site.override,
+            "stream": d.stream,
+        }
+        for d in data.defines()
+    ]
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "project": data.project_dir,
+        "generatedAt": status.generated_at,
+        "buildId": status.build_id,
+        "state": status.state,
+        "phase": status.phase,
+        "complete": status.complete,
+        "stale": status.stale,
+        "stats": data.stats(),
+        "streams": data.streams,
+        "assets": assets,
+        "defines": defines,
+        "references": references,
+        "expressions": [_ref_json(r) for items in data.expressions_by_record.values() for r in items],
+        "includeGraph": [e.to_json() for e in data.includes],
+        "sourceCandidates": [{"alias": k, "roots": v} for k, v in sorted(data.search_roots.items())],
+        "files": [f.to_json() for f in data.files.values()],
+        "diagnostics": [
+            {"code": d.code, "file": d.file, "line": d.line, "message": d.message, "severity": d.severity}
+            for d in data.diagnostics
+        ],
+        "types": [[t, b] for t, b in sorted(data.type_bases.items())],
+        "targetTypes": sorted(data.target_types),
+        "manifests": data.manifests,
+        "unknownElements": data.unknown_elements,
+    }
+
+
+def from_snapshot(doc: dict[str, Any]) -> tuple[IndexData, IndexStatus]:
+    """Rebuild `IndexData` and the recorded status from a v1 document."""
+    if not isinstance(doc, dict) or doc.get("schemaVersion") != SCHEMA_VERSION:
+        raise Ra3Error(
+            "SNAPSHOT_INVALID",
+            f"unsupported snapshot schemaVersion {doc.get('schemaVersion')!r}"
+            if isinstance(doc, dict)
+            else "snapshot is not a JSON object",
+            hint="rebuild it with `moddesk ra3 index PROJECT --snapshot`",
+        )
+    try:
+        data = IndexData(str(doc["project"]), {t: b for t, b in doc["types"]}, doc["targetTypes"])
+        assets: dict[str, list[AssetDef]] = {}
+        for a in doc["assets"]:
+            assets.setdefault(a["record"], []).append(
+                AssetDef(
+                    a["type"],
+                    a["id"],
+                    a["file"],
+                    int(a["line"]),
+                    a["origin"],
+                    a["stream"],
+                    _MODE_VALUES[a["mode"]],
+                    a["record"],
+                    a.get("inheritFrom"),
+                )
+            )
+        refs: dict[str, list[RefSite]] = {}
+        for r in doc["references"]:
+            site = _ref_from_json(r)
+            # grouped by the file holding the text; the grouping only matters to incremental updates
+            refs.setdefault(site.file, []).append(site)
+        defines: dict[str, list[DefineDef]] = {}
+        for d in doc["defines"]:
+            site_d = DefineSite(d["name"], d["value"], d["file"], int(d["line"]), bool(d["override"]))
+            defines.setdefault(d["file"], []).append(DefineDef(site_d, d["file"], d["stream"]))
+        exprs: dict[str, list[RefSite]] = {}
+        for r in doc.get("expressions", []):
+            exprs.setdefault(r["file"], []).append(_ref_from_json(r))
+        for record in set(assets) | set(refs) | set(defines) | set(exprs):
+            data.set_record(
+                record,
+                assets.get(record, []),
+                refs.get(record, []),
+                defines.get(record, []),
+                exprs.get(record),
+            )
+        data.includes = [
+            IncludeEdge(e["from"], e["to"], e["type"], e["source"], int(e["line"]), e.get("manifest"))
+            for e in doc["includeGraph"]
+        ]
+        for f in doc["files"]:
+            data.add_file(
+                FileInfo(
+                    f["path"],
+                    f["role"],
+                    {s: _MODE_VALUES[m] for s, m in f["streams"].items()},
+                    int(f.get("errors", 0)),
+                )
+            )
+        data.diagnostics = [
+            Diagnostic(d["code"], d["file"], int(d["line"]), d["message"], d.get("severity", "warning"))
+            for d in doc["diagnostics"]
+        ]
+        data.search_roots = {c["alias"]: list(c["roots"]) for c in doc["sourceCandidates"]}
+        data.streams = list(doc["streams"])
+        data.manifests = list(doc.get("manifests", []))
+        data.unknown_elements = int(doc.get("unknownElements", 0))
+        status = IndexStatus(
+            state=str(doc.get("state") or READY),
+            complete=bool(doc["complete"]),
+            stale=bool(doc["stale"]),
+            build_id=int(doc["buildId"]),
+            generated_at=doc.get("generatedAt"),
+            project_dir=str(doc["project"]),
+            phase=doc.get("phase"),
+            source="snapshot",
+        )
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise Ra3Error(
+            "SNAPSHOT_INVALID",
+            f"snapshot is missing or mangles a field: {exc!r}",
+            hint="rebuild it with `moddesk ra3 index PROJECT --snapshot`",
+        ) from exc
+    return data, status
+
+
+def write_snapshot(data: IndexData, status: IndexStatus, home: Path | None = None) -> Path:
+    """Write `current` atomically, keeping the old one as `previous`; returns the path."""
+    current = snapshot_path(data.project_dir, home)
+    current.parent.mkdir(parents=True, exist_ok=True)
+    doc = to_snapshot(data, status)
+    payload = gzip.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), compresslevel=6, mtime=0)
+    if current.exists():
+        os.replace(current, previous_path(current))
+    atomic_write_bytes(current, payload)
+    meta = {
+        k: doc[k]
+        for k in (
+            "schemaVersion",
+            "project",
+            "generatedAt",
+            "buildId",
+            "state",
+            "phase",
+            "complete",
+            "stale",
+            "stats",
+        )
+    }
+    meta["snapshot"] = str(current)
+    meta["bytes"] = len(payload)
+    atomic_write_bytes(meta_path(current), json.dumps(meta, indent=1).encode("utf-8"))
+    return current
+
+
+def read_snapshot_file(path: Path) -> tuple[IndexData, IndexStatus]:
+    """Load one snapshot file."""
+    try:
+        raw = gzip.decompress(path.read_bytes())
+        doc = json.loads(raw)
+    except FileNotFoundError as exc:
+        raise Ra3Error("SNAPSHOT_NOT_FOUND", f"no snapshot at {path}") from exc
+    except (OSError, EOFError, ValueError, gzip.BadGzipFile) as exc:
+        raise Ra3Error(
+            "SNAPSHOT_INVALID",
+            f"cannot read snapshot {path}: {exc}",
+            hint="rebuild it with `moddesk ra3 index PROJECT --snapshot`",
+        ) from exc
+    return from_snapshot(doc)
+
+
+def load_snapshot(project_dir: str | Path, home: Path | None = None) -> tuple[IndexData, IndexStatus]:
+    """Load a project's `current` snapshot, falling back to `previous` when current is absent or broken."""
+    current = snapshot_path(project_dir, home)
+    try:
+        return read_snapshot_file(current)
+    except Ra3Error as first:
+        prev = previous_path(current)
+        if prev.exists():
+            data, status = read_snapshot_file(prev)
+            status.stale = True
+            return data, status
+        if first.code == "SNAPSHOT_NOT_FOUND":
+            raise Ra3Error(
+                "SNAPSHOT_NOT_FOUND",
+                f"no snapshot for project {project_dir}",
+                hint="run `moddesk ra3 index PROJECT --snapshot` or keep `moddesk ra3 watch` running",
+                projectDir=str(project_dir),
+            ) from first
+        raise
+
+
+def list_snapshots(home: Path | None = None) -> list[dict[str, Any]]:
+    """Every project with a snapshot: the sidecar metadata, newest first."""
+    folder = (home or ra3_home()) / "snapshots"
+    out: list[dict[str, Any]] = []
+    if not folder.is_dir():
+        return out
+    for meta in sorted(folder.glob("*.meta.json")):
+        try:
+            out.append(json.loads(meta.read_text("utf-8")))
+        except (OSError, ValueError):
+            continue
+    out.sort(key=lambda m: str(m.get("generatedAt") or ""), reverse=True)
+    return out
+
+
+class SnapshotSource:
+    """A read-only index source backed by a loaded snapshot (what the MCP server falls back to)."""
+
+    def __init__(self, data: IndexData, status: IndexStatus) -> None:
+        self._data = data
+        self._status = status
+        self.project_dir = status.project_dir
+        self.lock = threading.RLock()
+
+    @classmethod
+    def load(cls, project_dir: str | Path, home: Path | None = None) -> SnapshotSource:
+        """Load a project's snapshot."""
+        data, status = load_snapshot(project_dir, home)
+        return cls(data, status)
+
+    @property
+    def data(self) -> IndexData | None:
+        """The snapshot's index."""
+        return self._data
+
+    def status(self) -> IndexStatus:
+        """The status recorded when the snapshot was written (source = snapshot)."""
+        return self._status
+
+    def wait_until_final(self, timeout: float) -> bool:
+        """A snapshot never changes: final iff it was written final."""
+        return self._status.complete
+
+
+class QuietSnapshotWriter:
+    """Writes a snapshot once the index has been final and quiet for `quiet_seconds` (no per-keystroke IO)."""
+
+    def __init__(
+        self,
+        get_state: Callable[[], tuple[IndexData | None, IndexStatus]],
+        home: Path | None = None,
+        quiet_seconds: float = 5.0,
+        on_written: Callable[[Path], None] | None = None,
+    ) -> None:
+        self._get_state = get_state
+        self._home = home
+        self._quiet = quiet_seconds
+        self._on_written = on_written
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+        self._written_build = -1
+        self.last_written: Path | None = None
+
+    def notify(self) -> None:
+        """Call after each publish; (re)starts the quiet-period timer."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(self._quiet, self.flush)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def flush(self) -> Path | None:
+        """Write now if the index is final and not yet written at this build id."""
+        data, status = self._get_state()
+        if data is None or not status.complete or status.build_id == self._written_build:
+            return None
+        path = write_snapshot(data, status, self._home)
+        self._written_build = status.build_id
+        self.last_written = path
+        if self._on_written is not None:
+            self._on_written(path)
+        return path
+
+    def close(self, final_write: bool = True) -> None:
+        """Stop the timer; optionally write a last snapshot (best effort on exit)."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        if final_write:
+            self.flush()
