@@ -1,0 +1,112 @@
+"""`moddesk ra3 …` commands: watch (live indexer), mcp (stdio server), enable / disable (agent setup)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from moddesk.kit.errors import ServiceError
+
+app = typer.Typer(help="SAGE (Red Alert 3, C&C3) mod XML index.", no_args_is_help=True)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(exc: ServiceError) -> typer.Exit:
+    err_console.print(f"[red]error[/red] {exc.code}: {exc.message}")
+    if exc.hint:
+        err_console.print(f"hint: {exc.hint}")
+    return typer.Exit(2)
+
+
+@app.command()
+def watch(
+    projects: Annotated[list[Path], typer.Argument(help="Project folders (the ones holding Data/Mod.xml)")],
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one)")] = 0,
+    quiet: Annotated[
+        float, typer.Option(help="Seconds of quiet after a final index before a snapshot")
+    ] = 5.0,
+    snapshot: Annotated[bool, typer.Option(help="Write quiet-period snapshots")] = True,
+    schema: Annotated[Path | None, typer.Option(help="Schema root (CnC3Types.xsd) to use")] = None,
+) -> None:
+    """Index projects, keep the index live while files change, and serve it to MCP servers."""
+    from moddesk.ra3.watch import run_watch
+
+    try:
+        run_watch(
+            projects, console=console, port=port, quiet_seconds=quiet, snapshots=snapshot, schema=schema
+        )
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def mcp(
+    project: Annotated[Path, typer.Option("--project", help="The project this server answers about")],
+) -> None:
+    """Run the stdio MCP server for one project (launched by an AI client)."""
+    from moddesk.ra3.mcp import serve
+
+    serve(project)
+
+
+@app.command()
+def enable(
+    project: Annotated[Path, typer.Argument(help="The mod project folder")],
+    client: Annotated[
+        list[str] | None,
+        typer.Option("--client", help="claude-desktop, claude-code, cursor, codex, vscode (repeatable)"),
+    ] = None,
+    skill: Annotated[bool, typer.Option(help="Also install the ra3-mod-xml Agent Skill")] = True,
+    skill_dir: Annotated[
+        list[Path] | None, typer.Option("--skill-dir", help="Install the skill here instead of the default")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking")] = False,
+) -> None:
+    """One-step setup: stable launcher, MCP client configs (with consent) and the Agent Skill."""
+    from moddesk.ra3.setup import run_enable
+
+    try:
+        run_enable(
+            project, clients=client or [], skill=skill, skill_dirs=skill_dir or [], yes=yes, console=console
+        )
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command()
+def disable(
+    project: Annotated[Path | None, typer.Argument(help="Only this project's entries (default: all)")] = None,
+    client: Annotated[
+        list[str] | None, typer.Option("--client", help="Only these clients (repeatable)")
+    ] = None,
+    skill: Annotated[bool, typer.Option(help="Also uninstall the Agent Skill")] = True,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking")] = False,
+) -> None:
+    """Reverse `enable`: remove the MCP config entries and the installed skill."""
+    from moddesk.ra3.setup import run_disable
+
+    try:
+        run_disable(project, clients=client or [], skill=skill, yes=yes, console=console)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+
+
+def _register_index_commands() -> None:
+    """`index` and `query` come from the index core's CLI module when it is installed."""
+    if importlib.util.find_spec("moddesk.ra3.index_cli") is None:
+        return
+    module = importlib.import_module("moddesk.ra3.index_cli")
+    module.register(app)
+
+
+_register_index_commands()
+
+if __name__ == "__main__":  # pragma: no cover - `python -m moddesk.ra3.cli`
+    sys.exit(app())

@@ -1,0 +1,363 @@
+"""The live query HTTP API served by `moddesk ra3 watch` (127.0.0.1, bearer token, `?project=`).
+
+Routes (all JSON; every answer carries `index` with the `projectDir` it is about, so a client
+can refuse an answer about another project):
+
+- `GET  /projects` — every project this process indexes, with its status;
+- `GET  /status?project=DIR` — one project's status;
+- `POST /query/<verb>?project=DIR` — body: the query's parameters as a JSON object.
+
+Errors are the structured payload `{"ok": false, "error": CODE, "message", "hint", "index"}`
+with a matching HTTP status. The server never answers for a project it does not index.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import secrets
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from moddesk.kit.errors import ServiceError, register_codes
+from moddesk.kit.http import LoopbackServer, guard
+from moddesk.ra3.endpoints import (
+    Endpoint,
+    is_process_alive,
+    normalize_project_dir,
+    read_endpoint_for_project,
+    same_project,
+)
+from moddesk.ra3.errors import Ra3Error
+from moddesk.ra3.query import QueryApi
+
+API_VERSION = 1
+MAX_BODY_BYTES = 1 << 20
+
+register_codes(
+    {
+        "UNKNOWN_PROJECT": "This live server does not index the requested project.",
+        "UNKNOWN_QUERY": "The live server has no query of this name.",
+        "PROJECT_MISMATCH": "A live answer was about another project and was refused.",
+        "LIVE_UNAVAILABLE": "No live indexer answered for this project.",
+    }
+)
+
+_STATUS_BY_CODE = {
+    "UNKNOWN_PROJECT": 404,
+    "UNKNOWN_QUERY": 404,
+    "NOT_FOUND": 404,
+    "INVALID_ARGUMENT": 400,
+    "INVALID_CURSOR": 400,
+    "STALE_CURSOR": 409,
+    "INTERNAL_ERROR": 500,
+}
+
+
+class LiveProject(Protocol):
+    """What the HTTP layer needs from one indexed project (implemented by the watcher)."""
+
+    @property
+    def project_dir(self) -> str:
+        """Normalized absolute project folder."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """Index status: state, complete, stale, buildId, generatedAt, projectDir, …"""
+        ...
+
+    def query(self, verb: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer one query; raises ServiceError for expected failures."""
+        ...
+
+
+def new_token() -> str:
+    """A random bearer token for one live server."""
+    return secrets.token_urlsafe(32)
+
+
+class ProjectRegistry:
+    """The projects one live server answers for, keyed by normalized folder."""
+
+    def __init__(self) -> None:
+        self._projects: dict[str, LiveProject] = {}
+
+    def add(self, project: LiveProject) -> None:
+        """Serve a project."""
+        self._projects[normalize_project_dir(project.project_dir)] = project
+
+    def get(self, project_dir: str | None) -> LiveProject:
+        """The project for `?project=`; the only one when omitted and there is exactly one."""
+        if project_dir:
+            found = self._projects.get(normalize_project_dir(project_dir))
+            if found is None:
+                raise ServiceError(
+                    "UNKNOWN_PROJECT",
+                    f"this live server does not index {project_dir}",
+                    hint="Start `moddesk ra3 watch` for that project.",
+                    served=sorted(self._projects),
+                )
+            return found
+        if len(self._projects) == 1:
+            return next(iter(self._projects.values()))
+        raise ServiceError(
+            "INVALID_ARGUMENT",
+            "the `project` query parameter is required when several projects are served",
+            served=sorted(self._projects),
+        )
+
+    def all(self) -> list[LiveProject]:
+        """Every served project."""
+        return list(self._projects.values())
+
+    def dirs(self) -> list[str]:
+        """Normalized folders of every served project."""
+        return list(self._projects)
+
+
+def _error_response(error: ServiceError, index: dict[str, Any] | None) -> JSONResponse:
+    payload = error.to_payload()
+    if index is not None:
+        payload["index"] = index
+    return JSONResponse(payload, status_code=_STATUS_BY_CODE.get(error.code, 422))
+
+
+def _ok(index: dict[str, Any], result: Any) -> JSONResponse:
+    return JSONResponse({"ok": True, "apiVersion": API_VERSION, "index": index, "result": result})
+
+
+def build_live_app(registry: ProjectRegistry, verbs: Callable[[], frozenset[str]]) -> Starlette:
+    """The unguarded Starlette app; wrap it with the kit's Host/token guard before serving."""
+
+    async def projects(request: Request) -> JSONResponse:
+        statuses = [await run_in_threadpool(p.status) for p in registry.all()]
+        return JSONResponse({"ok": True, "apiVersion": API_VERSION, "projects": statuses})
+
+    async def status(request: Request) -> JSONResponse:
+        try:
+            project = registry.get(request.query_params.get("project"))
+        except ServiceError as exc:
+            return _error_response(exc, None)
+        index = await run_in_threadpool(project.status)
+        return _ok(index, index)
+
+    async def query(request: Request) -> JSONResponse:
+        verb = request.path_params["verb"]
+        try:
+            project = registry.get(request.query_params.get("project"))
+        except ServiceError as exc:
+            return _error_response(exc, None)
+        if verb not in verbs():
+            index = await run_in_threadpool(project.status)
+            return _error_response(
+                ServiceError("UNKNOWN_QUERY", f"no query named {verb!r}", known=sorted(verbs())), index
+            )
+        body = await request.body()
+        try:
+            if len(body) > MAX_BODY_BYTES:
+                raise ServiceError("INVALID_ARGUMENT", "request body too large")
+            params = json.loads(body) if body.strip() else {}
+            if not isinstance(params, dict):
+                raise ServiceError("INVALID_ARGUMENT", "the request body must be a JSON object")
+        except ValueError as exc:
+            return _error_response(ServiceError("INVALID_ARGUMENT", f"invalid JSON body: {exc}"), None)
+        except ServiceError as exc:
+            return _error_response(exc, None)
+        try:
+            answer = await run_in_threadpool(project.query, verb, params)
+        except ServiceError as exc:
+            return _error_response(exc, await run_in_threadpool(project.status))
+        return _ok(answer.pop("index", None) or await run_in_threadpool(project.status), answer)
+
+    return Starlette(
+        routes=[
+            Route("/projects", projects, methods=["GET"]),
+            Route("/status", status, methods=["GET"]),
+            Route("/query/{verb}", query, methods=["POST"]),
+        ]
+    )
+
+
+class LiveServer:
+    """The guarded live query API on 127.0.0.1 with an ephemeral port and a random token."""
+
+    def __init__(self, registry: ProjectRegistry, verbs: Callable[[], frozenset[str]], port: int = 0) -> None:
+        self.registry = registry
+        self.token = new_token()
+        app = build_live_app(registry, verbs)
+        self._server = LoopbackServer(lambda bound: guard(app, bound, bearer_token=self.token), port=port)
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. `http://127.0.0.1:54321`."""
+        return self._server.url
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        return self._server.port
+
+    def start(self) -> LiveServer:
+        """Serve in a background thread."""
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving."""
+        self._server.stop()
+
+
+class LiveClient:
+    """The MCP side of the live API for one project: endpoint file → pid alive → HTTP, with checks.
+
+    `request` returns the decoded answer, or None when no live server is usable (the caller then
+    falls back to the snapshot). After a failure, live is not tried again for `negative_ttl`
+    seconds. An answer whose `index.projectDir` is not our project raises PROJECT_MISMATCH: it is
+    refused, never passed on.
+    """
+
+    def __init__(
+        self,
+        project_dir: str | os.PathLike[str],
+        *,
+        timeout: float = 1.5,
+        negative_ttl: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.project_dir = normalize_project_dir(project_dir)
+        self.timeout = timeout
+        self.negative_ttl = negative_ttl
+        self._clock = clock
+        self._down_until = 0.0
+        self.last_failure: str | None = None
+        # never route loopback requests through a proxy from the environment
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def _fail(self, reason: str) -> None:
+        self.last_failure = reason
+        self._down_until = self._clock() + self.negative_ttl
+
+    def reset(self) -> None:
+        """Forget the negative cache (used while waiting for an index)."""
+        self._down_until = 0.0
+
+    def endpoint(self) -> Endpoint | None:
+        """The usable endpoint record for our project, or None (with `last_failure` set)."""
+        record = read_endpoint_for_project(self.project_dir)
+        if record is None:
+            self._fail("no endpoint file for this project")
+            return None
+        if not is_process_alive(record.processId, record.processCreateTime):
+            self._fail(f"the indexer process {record.processId} is not running")
+            return None
+        return record
+
+    def request(
+        self, verb: str, params: Mapping[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any] | None:
+        """POST one query; None when live is unavailable, the answer otherwise (ok or error)."""
+        if self._clock() < self._down_until:
+            return None
+        record = self.endpoint()
+        if record is None:
+            return None
+        path = "/status" if verb == "get_status" else f"/query/{urllib.parse.quote(verb)}"
+        url = f"{record.url.rstrip('/')}{path}?{urllib.parse.urlencode({'project': self.project_dir})}"
+        body = None if verb == "get_status" else json.dumps(dict(params)).encode()
+        req = urllib.request.Request(url, data=body, method="GET" if body is None else "POST")
+        req.add_header("Authorization", f"Bearer {record.token}")
+        req.add_header("Content-Type", "application/json")
+        try:
+            with self._opener.open(req, timeout=timeout or self.timeout) as response:
+                payload = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                payload = json.loads(exc.read())
+            except ValueError:
+                self._fail(f"live server answered HTTP {exc.code}")
+                return None
+        except (OSError, ValueError) as exc:  # refused, timed out, reset, garbage
+            self._fail(f"live server at {record.url} did not answer: {exc}")
+            return None
+        if not isinstance(payload, dict):
+            self._fail("live server sent a non-object answer")
+            return None
+        if payload.get("ok") is False and payload.get("error") == "UNKNOWN_PROJECT":
+            self._fail(f"the live server at {record.url} does not index this project")
+            return None
+        index = payload.get("index")
+        answered_for = index.get("projectDir") if isinstance(index, dict) else None
+        if not same_project(answered_for, self.project_dir):
+            self._fail("live answer was about another project")
+            raise ServiceError(
+                "PROJECT_MISMATCH",
+                f"the live server answered about {answered_for or 'an unnamed project'}, "
+                f"not {self.project_dir}; the answer was refused",
+                hint="Restart `moddesk ra3 watch` for this project, or run `moddesk ra3 enable` again.",
+                expectedProjectDir=self.project_dir,
+                answeredProjectDir=answered_for,
+            )
+        self.last_failure = None
+        return payload
+
+
+# -- the query verbs shared by the live server and the snapshot fallback -----------------------
+_ARG_NAMES = {"fromFile": "from_file", "targetTypes": "target_types", "maxEdges": "max_edges"}
+_CONSISTENCY = ("waitForIndex", "allowStale", "timeoutSeconds")
+VERBS: frozenset[str] = frozenset(
+    {
+        "get_status",
+        "list_projects",
+        "find_asset",
+        "find_references",
+        "list_assets_by_type",
+        "get_definition",
+        "resolve_include",
+        "is_file_active",
+        "find_define",
+        "unreferenced",
+        "get_asset_references",
+        "list_diagnostics",
+    }
+)
+
+
+def query_verbs() -> frozenset[str]:
+    """Every query the live API and the MCP server know."""
+    return VERBS
+
+
+def dispatch(api: QueryApi, verb: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Call one QueryApi method with wire (camelCase) parameters; Ra3Error becomes ServiceError."""
+    if verb not in VERBS:
+        raise ServiceError("UNKNOWN_QUERY", f"no query named {verb!r}", known=sorted(VERBS))
+    kwargs: dict[str, Any] = {}
+    for key, value in params.items():
+        if key in _CONSISTENCY or value is None:
+            continue
+        kwargs[_ARG_NAMES.get(key, key)] = value
+    if verb in ("get_status", "list_projects") and kwargs:
+        raise ServiceError("INVALID_ARGUMENT", f"{verb} takes no arguments", got=sorted(kwargs))
+    method = getattr(api, verb)
+    if verb not in ("get_status", "list_projects"):
+        kwargs["allow_stale"] = bool(params.get("allowStale", True))
+    try:
+        inspect.signature(method).bind(**kwargs)
+    except TypeError as exc:  # an unknown or missing parameter name from the wire
+        raise ServiceError("INVALID_ARGUMENT", f"bad parameters for {verb}: {exc}") from exc
+    try:
+        result: dict[str, Any] = method(**kwargs)
+    except Ra3Error as exc:
+        raise ServiceError(exc.code, exc.message, hint=exc.hint, **exc.details) from exc
+    return result

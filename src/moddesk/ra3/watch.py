@@ -1,0 +1,419 @@
+"""`moddesk ra3 watch PROJECT…`: the long-running indexer behind the live query API.
+
+One process indexes every project named on the command line, watches their files (watchfiles)
+and re-indexes changed files incrementally, serves the live API on 127.0.0.1 (`live.py`), writes
+the per-project endpoint files, and saves a snapshot once a final index has been quiet for a few
+seconds (never one per keystroke). SIGINT / SIGTERM stop it cleanly: the endpoint files it wrote
+are removed and a pending snapshot is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import watchfiles
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn
+
+from moddesk.kit.errors import ServiceError
+from moddesk.ra3.endpoints import EndpointPublisher, normalize_project_dir
+from moddesk.ra3.index import BuildProgress, ModIndex
+from moddesk.ra3.live import LiveServer, ProjectRegistry, dispatch, query_verbs
+from moddesk.ra3.project import detect_project, is_project_root
+from moddesk.ra3.query import QueryApi
+from moddesk.ra3.snapshot import write_snapshot
+
+logger = logging.getLogger("moddesk.ra3.watch")
+
+WATCHED_SUFFIXES = frozenset({".xml", ".xsd", ".babproj", ".manifest", ".w3x"})
+DEFAULT_QUIET_SECONDS = 5.0
+MAX_WAIT_SECONDS = 120.0
+
+
+def _relevant(change: watchfiles.Change, path: str) -> bool:
+    name = os.path.basename(path)
+    if name.startswith(".") or "moddesk-tmp" in name:
+        return False  # editors' and our own temp files
+    return os.path.splitext(name)[1].lower() in WATCHED_SUFFIXES
+
+
+@dataclass
+class SnapshotInfo:
+    """What the quiet-period snapshot writer has done for one project."""
+
+    path: str | None = None
+    written_at: str | None = None
+    build_id: int | None = None
+    count: int = 0
+    error: str | None = None
+    history: list[int] = field(default_factory=list)
+
+
+class WatchedProject:
+    """One indexed project: the ModIndex, its worker thread, its snapshot timer (a LiveProject)."""
+
+    def __init__(
+        self,
+        project_dir: str | os.PathLike[str],
+        *,
+        schema_path: Path | None = None,
+        quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+        snapshots: bool = True,
+        on_progress: Callable[[str, BuildProgress], None] | None = None,
+        on_event: Callable[[str, str], None] | None = None,
+    ) -> None:
+        folder = Path(project_dir).expanduser().resolve()
+        if not folder.is_dir():
+            raise ServiceError("PROJECT_NOT_FOUND", f"{folder} is not a folder")
+        self._project_dir = normalize_project_dir(folder)
+        self.config = detect_project(folder, schema_path=schema_path)
+        self.index = ModIndex(self.config)
+        self.peers: Callable[[], list[dict[str, Any]]] = lambda: [self.status()]
+        self.api = QueryApi(self.index, projects=lambda: self.peers())
+        self.quiet_seconds = quiet_seconds
+        self.snapshots = snapshots
+        self.snapshot = SnapshotInfo()
+        self._on_progress = on_progress
+        self._on_event = on_event or (lambda project, message: None)
+        self._changes: queue.Queue[set[str] | None] = queue.Queue()
+        self._timer: threading.Timer | None = None
+        self._timer_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._work, name=f"ra3-index-{folder.name}", daemon=True)
+        self.looks_like_project = is_project_root(folder)
+
+    @property
+    def project_dir(self) -> str:
+        """Normalized absolute project folder."""
+        return self._project_dir
+
+    # -- the worker -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the initial build and then the change loop, in the background."""
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the worker (after the change it is applying) and flush a pending snapshot."""
+        self._changes.put(None)
+        self._thread.join(timeout)
+        with self._timer_lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        # best effort on exit (seed §4.6): save a final index that has no snapshot yet
+        self._write_snapshot_if_quiet(force=True)
+
+    def _work(self) -> None:
+        try:
+            self.index.build(self._progress)
+            self._on_event(self.project_dir, f"indexed: {self._stats_line()}")
+        except Exception as exc:  # the index keeps its error state and last good data
+            logger.exception("initial build of %s failed", self.project_dir)
+            self._on_event(self.project_dir, f"build failed: {exc}")
+        self._schedule_snapshot()
+        while True:
+            batch = self._changes.get()
+            if batch is None:
+                return
+            # coalesce everything that queued up meanwhile into one update
+            stop = False
+            while True:
+                try:
+                    more = self._changes.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch |= more
+            self._apply(batch)
+            if stop:
+                return
+
+    def _apply(self, paths: set[str]) -> None:
+        try:
+            if self.index.data is None:
+                self.index.build(self._progress)
+                self._on_event(self.project_dir, f"indexed: {self._stats_line()}")
+            else:
+                result = self.index.update_files(sorted(paths))
+                kind = "re-indexed" if result.structural else "updated"
+                self._on_event(
+                    self.project_dir, f"{kind} {len(result.files)} file(s) in {result.seconds * 1000:.0f} ms"
+                )
+        except Exception as exc:
+            logger.exception("update of %s failed", self.project_dir)
+            self._on_event(self.project_dir, f"update failed: {exc}")
+        self._schedule_snapshot()
+
+    def _progress(self, progress: BuildProgress) -> None:
+        if self._on_progress is not None:
+            self._on_progress(self.project_dir, progress)
+
+    def _stats_line(self) -> str:
+        data = self.index.data
+        if data is None:
+            return "no data"
+        stats = data.stats()
+        return (
+            f"{stats['assetCount']} assets, {stats['referenceCount']} references, {stats['fileCount']} files"
+        )
+
+    def files_changed(self, paths: Iterable[str]) -> None:
+        """Watcher callback: mark the index stale now, re-index in the worker."""
+        batch = set(paths)
+        if not batch:
+            return
+        self.index.mark_dirty(batch)
+        with self._timer_lock:  # a change cancels the pending quiet-period snapshot
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        self._changes.put(batch)
+
+    # -- snapshots ---------------------------------------------------------------------------
+    def _schedule_snapshot(self) -> None:
+        if not self.snapshots or not self.index.status().complete:
+            return
+        with self._timer_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(self.quiet_seconds, self._write_snapshot_if_quiet)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _write_snapshot_if_quiet(self, force: bool = False) -> None:
+        with self._timer_lock:
+            if not force:
+                self._timer = None
+        status = self.index.status()
+        if not status.complete or self.snapshot.build_id == status.build_id:
+            return  # changed again meanwhile, or this build is already saved
+        try:
+            # hold the index lock: an incremental update patches the data in place
+            with self.index.lock:
+                data = self.index.data
+                status = self.index.status()
+                if data is None or not status.complete:
+                    return
+                path = write_snapshot(data, status)
+            self.snapshot = SnapshotInfo(
+                path=str(path),
+                written_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                build_id=status.build_id,
+                count=self.snapshot.count + 1,
+                history=[*self.snapshot.history, status.build_id],
+            )
+            self._on_event(self.project_dir, f"snapshot written: {path}")
+        except Exception as exc:
+            logger.exception("snapshot of %s failed", self.project_dir)
+            self.snapshot.error = f"{type(exc).__name__}: {exc}"
+
+    # -- LiveProject -------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Index status plus what this process adds (snapshot, stats, whether it looks like a mod)."""
+        out = self.index.status().to_json()
+        out["projectDir"] = self.project_dir
+        out["source"] = "live"
+        data = self.index.data
+        if data is not None:
+            out["stats"] = data.stats()
+        out["snapshot"] = {
+            "path": self.snapshot.path,
+            "writtenAt": self.snapshot.written_at,
+            "buildId": self.snapshot.build_id,
+        }
+        out["looksLikeSageProject"] = self.looks_like_project
+        return out
+
+    def query(self, verb: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer one live query; `waitForIndex` waits up to `timeoutSeconds` for a final index."""
+        if params.get("waitForIndex"):
+            timeout = min(max(float(params.get("timeoutSeconds") or 0.0), 0.0), MAX_WAIT_SECONDS)
+            # wait without the lock: the worker needs it to publish
+            if not self.index.wait_until_final(timeout):
+                raise ServiceError(
+                    "INDEX_TIMEOUT",
+                    f"no final index within {timeout:g} s (state: {self.index.status().state})",
+                    hint="Retry later, or call without wait_for_index to get a flagged answer.",
+                )
+        with self.index.lock:  # an incremental update patches the data in place
+            result = dispatch(self.api, verb, params)
+            result["index"] = self.status()
+        return result
+
+
+class Watcher:
+    """Everything `moddesk ra3 watch` runs: projects, file watching, live server, endpoint files."""
+
+    def __init__(
+        self,
+        project_dirs: list[str | os.PathLike[str]],
+        *,
+        port: int = 0,
+        quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+        snapshots: bool = True,
+        schema_path: Path | None = None,
+        on_progress: Callable[[str, BuildProgress], None] | None = None,
+        on_event: Callable[[str, str], None] | None = None,
+    ) -> None:
+        if not project_dirs:
+            raise ServiceError("INVALID_ARGUMENT", "name at least one project folder")
+        self.projects = [
+            WatchedProject(
+                p,
+                schema_path=schema_path,
+                quiet_seconds=quiet_seconds,
+                snapshots=snapshots,
+                on_progress=on_progress,
+                on_event=on_event,
+            )
+            for p in project_dirs
+        ]
+        self.registry = ProjectRegistry()
+        for project in self.projects:
+            self.registry.add(project)
+            project.peers = lambda: [p.status() for p in self.projects]
+        self.server = LiveServer(self.registry, query_verbs, port=port)
+        self.publisher = EndpointPublisher(self.server.url, self.server.token)
+        self._stop = threading.Event()
+        self._watch_thread = threading.Thread(target=self._watch, name="ra3-watch", daemon=True)
+
+    def start(self) -> Watcher:
+        """Serve, publish the endpoint files, build, and watch (all in the background)."""
+        self.server.start()
+        # publish before the first build ends: clients then see `building`, not "no live indexer"
+        self.publisher.publish([p.project_dir for p in self.projects])
+        for project in self.projects:
+            project.start()
+        self._watch_thread.start()
+        return self
+
+    def _owner(self, path: str) -> WatchedProject | None:
+        key = os.path.normcase(path)
+        best: WatchedProject | None = None
+        for project in self.projects:
+            root = project.project_dir.rstrip(os.sep) + os.sep
+            if key.startswith(root) and (best is None or len(root) > len(best.project_dir)):
+                best = project
+        return best
+
+    def _watch(self) -> None:
+        roots = [p.project_dir for p in self.projects]
+        try:
+            for changes in watchfiles.watch(
+                *roots,
+                watch_filter=_relevant,
+                stop_event=self._stop,
+                debounce=400,
+                step=50,
+                raise_interrupt=False,
+            ):
+                by_project: dict[str, set[str]] = {}
+                for _change, path in changes:
+                    owner = self._owner(path)
+                    if owner is not None:
+                        by_project.setdefault(owner.project_dir, set()).add(path)
+                for project in self.projects:
+                    if project.project_dir in by_project:
+                        project.files_changed(by_project[project.project_dir])
+        except Exception:
+            logger.exception("file watching stopped")
+
+    def stop(self) -> list[Path]:
+        """Stop watching and serving; remove our endpoint files; returns the files removed."""
+        self._stop.set()
+        removed = self.publisher.withdraw()
+        self._watch_thread.join(5.0)
+        for project in self.projects:
+            project.stop()
+        self.server.stop()
+        return removed
+
+    def run_until_signal(self) -> list[Path]:
+        """Block until SIGINT / SIGTERM (main thread only), then stop cleanly."""
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            self._stop.set()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while not self._stop.wait(0.5):
+                pass
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return self.stop()
+
+
+def run_watch(
+    project_dirs: list[Path],
+    *,
+    console: Console,
+    port: int = 0,
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+    snapshots: bool = True,
+    schema: Path | None = None,
+) -> None:
+    """The `moddesk ra3 watch` command: progress bars, event lines, run until a signal."""
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn(
+            "{task.completed}/{task.total} files · {task.fields[assets]} assets · {task.fields[errors]} errors"
+        ),
+        console=console,
+        transient=True,
+    )
+    bars: dict[str, TaskID] = {}
+    names = {normalize_project_dir(p): Path(p).name for p in project_dirs}
+
+    def on_progress(project: str, state: BuildProgress) -> None:
+        if project not in bars:
+            bars[project] = progress.add_task(
+                f"{names.get(project, project)} [{state.phase}]", assets=0, errors=0
+            )
+        progress.update(
+            bars[project],
+            description=f"{names.get(project, project)} [{state.phase}]",
+            completed=state.files_parsed,
+            total=max(state.files_total, state.files_parsed, 1),
+            assets=state.assets,
+            errors=state.errors,
+        )
+
+    def on_event(project: str, message: str) -> None:
+        console.print(f"[bold]{names.get(project, project)}[/bold] {message}", highlight=False)
+
+    watcher = Watcher(
+        list(project_dirs),
+        port=port,
+        quiet_seconds=quiet_seconds,
+        snapshots=snapshots,
+        schema_path=schema,
+        on_progress=on_progress,
+        on_event=on_event,
+    )
+    with progress:
+        watcher.start()
+        console.print(f"live query API: {watcher.server.url} (token in the endpoint files)", highlight=False)
+        for path in sorted(watcher.publisher.written):
+            console.print(f"endpoint file: {path}", highlight=False)
+        for project in watcher.projects:
+            if not project.looks_like_project:
+                console.print(
+                    f"[yellow]warning[/yellow] {project.project_dir} has no Data/Mod.xml, "
+                    "mapmetadata_*.xml or *.babproj",
+                    highlight=False,
+                )
+        removed = watcher.run_until_signal()
+    console.print(f"stopped; removed {len(removed)} endpoint file(s)", highlight=False)
