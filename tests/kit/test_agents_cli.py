@@ -1,0 +1,156 @@
+"""`moddesk agents …` end to end: real subprocesses, real files in a substitute home."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from moddesk.agents_cli import app
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "MODDESK_HOME": str(tmp_path / "home"),
+        "MODDESK_AGENTS_PLATFORM": "linux",
+        "COLUMNS": "300",
+    }
+
+
+def _run(
+    args: list[str], env: dict[str, str], cwd: Path, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    cwd.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "moddesk.agents_cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_config_subprocess_merges_and_is_idempotent(tmp_path: Path, env: dict[str, str]) -> None:
+    project = tmp_path / "mod project"
+    cursor = tmp_path / "home" / ".cursor" / "mcp.json"
+    cursor.parent.mkdir(parents=True)
+    cursor.write_text('{\n  "mcpServers": {\n    "linear": {"url": "https://mcp.linear.app/mcp"}\n  }\n}\n')
+
+    # no --yes and a "no" answer: nothing is written
+    refused = _run(["config", "cursor", "--system", "xiangqi"], env, project, stdin="n\n")
+    assert refused.returncode == 1 and "Nothing was written" in refused.stderr
+    assert '+    "moddesk-xiangqi": {' in refused.stdout  # the diff was shown first
+    assert json.loads(cursor.read_text())["mcpServers"].keys() == {"linear"}
+
+    done = _run(["config", "cursor", "--system", "xiangqi", "--yes"], env, project)
+    assert done.returncode == 0, done.stderr
+    servers = json.loads(cursor.read_text())["mcpServers"]
+    launcher = tmp_path / "home" / ".local" / "share" / "moddesk" / "bin" / "moddesk-mcp"
+    assert servers == {
+        "linear": {"url": "https://mcp.linear.app/mcp"},
+        "moddesk-xiangqi": {"command": str(launcher), "args": ["xiangqi", "mcp"]},
+    }
+    assert os.access(launcher, os.X_OK)
+    again = _run(["config", "cursor", "--system", "xiangqi"], env, project)
+    assert again.returncode == 0 and "nothing to do" in again.stdout
+
+    # project scope + extra server args after --
+    codex = _run(
+        [
+            "config",
+            "codex",
+            "--system",
+            "ra3",
+            "--scope",
+            "project",
+            "--yes",
+            "--",
+            "--project",
+            str(project),
+        ],
+        env,
+        project,
+    )
+    assert codex.returncode == 0, codex.stderr
+    entry = tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]["ra3-mod-xml"]
+    assert entry["args"] == ["ra3", "mcp", "--project", str(project)]
+
+
+def test_config_print_writes_nothing(tmp_path: Path, env: dict[str, str]) -> None:
+    result = _run(["config", "json", "--system", "ra3", "--print"], env, tmp_path / "p")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["mcpServers"]["ra3-mod-xml"]["args"] == ["ra3", "mcp"]
+    assert not (tmp_path / "home").exists()
+    http = _run(
+        ["config", "vscode", "--system", "pvf", "--url", "http://127.0.0.1:8765/mcp", "--print"],
+        env,
+        tmp_path,
+    )
+    assert json.loads(http.stdout) == {
+        "servers": {"moddesk-pvf": {"type": "http", "url": "http://127.0.0.1:8765/mcp"}}
+    }
+
+
+def test_config_broken_file_prints_the_snippet_and_keeps_the_file(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    path = tmp_path / "home" / ".claude.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"numStartups": 3, "mcpServers": {')
+    result = _run(["config", "claude-code", "--system", "xiangqi", "--yes"], env, tmp_path)
+    assert result.returncode == 1
+    assert "CONFIG_INVALID" in result.stderr
+    assert json.loads(result.stdout)["mcpServers"]["moddesk-xiangqi"]["type"] == "stdio"
+    assert path.read_text() == '{"numStartups": 3, "mcpServers": {'
+
+
+def test_skill_commands(tmp_path: Path, env: dict[str, str]) -> None:
+    src = tmp_path / "skill"
+    (src / "references").mkdir(parents=True)
+    (src / "SKILL.md").write_text("---\nname: cli-skill\ndescription: test\n---\nBody\n")
+    (src / "references" / "guide.md").write_text("guide\n")
+    installed = tmp_path / "home" / ".agents" / "skills" / "cli-skill"
+
+    result = _run(["skill", "install", "--source", str(src), "--yes"], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (installed / "references" / "guide.md").read_text() == "guide\n"
+
+    (installed / "SKILL.md").write_text("---\nname: cli-skill\ndescription: mine\n---\nEdited\n")
+    (src / "references" / "guide.md").write_text("guide v2\n")
+    synced = _run(["skill", "sync", "--yes"], env, tmp_path)
+    assert synced.returncode == 0 and "skip-modified" in synced.stdout and "SKILL_MODIFIED" in synced.stdout
+    assert (installed / "SKILL.md").read_text().endswith("Edited\n")
+
+    listed = _run(["skill", "list", "--json"], env, tmp_path)
+    assert [(row["skill"], row["state"]) for row in json.loads(listed.stdout)] == [("cli-skill", "modified")]
+
+    kept = _run(["skill", "uninstall", "cli-skill", "--yes"], env, tmp_path)
+    assert kept.returncode == 1 and installed.exists()
+    gone = _run(["skill", "uninstall", "cli-skill", "--force", "--yes"], env, tmp_path)
+    assert gone.returncode == 0 and not installed.exists()
+
+
+def test_skill_install_asks_first(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("MODDESK_HOME", "MODDESK_AGENTS_PLATFORM"):
+        monkeypatch.setenv(key, env[key])
+    runner = CliRunner()
+    args = ["skill", "install", "ra3", "--location", "project", "--project-dir", str(tmp_path / "proj")]
+    target = tmp_path / "proj" / ".agents" / "skills" / "ra3-mod-xml"
+    result = runner.invoke(app, args, input="n\n")
+    assert result.exit_code == 1 and "create" in result.output
+    assert not target.exists()
+    result = runner.invoke(app, [*args, "--yes"])
+    assert result.exit_code == 0, result.output
+    assert (target / "SKILL.md").is_file()

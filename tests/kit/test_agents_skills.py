@@ -1,0 +1,155 @@
+"""Agent Skill installer: install, sync an unedited copy, refuse an edited one, uninstall."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from moddesk.kit.agents import (
+    Locations,
+    install_skill,
+    installs_of,
+    list_installs,
+    load_skill,
+    skill_dir,
+    skill_state,
+    sync_skills,
+    system_skill,
+    uninstall_skill,
+)
+from moddesk.kit.agents.skills import MARKER, read_record
+from moddesk.kit.errors import ServiceError
+
+SKILL_MD = """---
+name: demo-skill
+description: Use the demo MCP tools when the user asks about demo data.
+---
+
+# Demo skill
+
+Call `demo_find` before grepping.
+"""
+
+
+def _source(root: Path, body: str = SKILL_MD, guide: str = "# Query guide\n\nStep 1.\n") -> Path:
+    (root / "references").mkdir(parents=True, exist_ok=True)
+    (root / "SKILL.md").write_text(body, encoding="utf-8")
+    (root / "references" / "query-guide.md").write_text(guide, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def loc(tmp_path: Path) -> Locations:
+    return Locations.under(tmp_path / "home", project=tmp_path / "project", platform="linux")
+
+
+def test_full_lifecycle(loc: Locations, tmp_path: Path) -> None:
+    src = _source(tmp_path / "pkg v1" / "skill")
+    skill = load_skill(src)
+    assert skill.name == "demo-skill" and set(skill.files) == {"SKILL.md", "references/query-guide.md"}
+    user = skill_dir(skill.name, loc)
+    assert user == loc.home / ".agents" / "skills" / "demo-skill"
+    claude = skill_dir(skill.name, loc, "claude")
+    project = skill_dir(skill.name, loc, "project")
+    custom = skill_dir(skill.name, loc, custom=tmp_path / "my skills")
+
+    # dry run writes nothing
+    assert install_skill(skill, user, loc, dry_run=True).action == "create"
+    assert not user.exists() and not loc.skill_record.exists()
+
+    for path in (user, claude, project, custom):
+        assert install_skill(skill, path, loc).action == "create"
+        assert (path / "SKILL.md").read_text(encoding="utf-8") == SKILL_MD
+        assert (path / "references" / "query-guide.md").is_file()
+        assert skill_state(path) == "clean"
+    marker = json.loads((user / MARKER).read_text(encoding="utf-8"))
+    assert marker["managedBy"] == "moddesk" and marker["contentHash"] == skill.content_hash
+    assert {Path(item["path"]) for item in read_record(loc)} == {user, claude, project, custom}
+    assert install_skill(skill, user, loc).action == "unchanged"  # idempotent
+
+    # the user edits one install; the package is upgraded with a changed skill
+    edited = "# my own notes\n"
+    (claude / "SKILL.md").write_text(SKILL_MD + edited, encoding="utf-8")
+    assert skill_state(claude) == "modified"
+    _source(src, SKILL_MD + "\nNew in v2.\n", guide="# Query guide v2\n")
+
+    outcomes = {o.path: o.action for o in sync_skills(loc)}
+    assert outcomes == {user: "update", claude: "skip-modified", project: "update", custom: "update"}
+    assert (user / "SKILL.md").read_text(encoding="utf-8").endswith("New in v2.\n")
+    assert (user / "references" / "query-guide.md").read_text(encoding="utf-8") == "# Query guide v2\n"
+    assert (claude / "SKILL.md").read_text(encoding="utf-8").endswith(edited)  # never overwritten
+    assert skill_state(user) == "clean"
+    assert {o.action for o in sync_skills(loc)} == {"unchanged", "skip-modified"}
+
+    # install over the edited copy is refused too
+    assert install_skill(load_skill(src), claude, loc).action == "skip-modified"
+
+    # uninstall: the clean ones go, the edited one stays unless forced
+    assert uninstall_skill(user, loc).action == "remove" and not user.exists()
+    refused = uninstall_skill(claude, loc)
+    assert refused.action == "skip-modified" and claude.exists()
+    assert uninstall_skill(claude, loc, force=True).action == "remove" and not claude.exists()
+    assert sorted(installs_of(loc, "demo-skill")) == sorted([project, custom])
+
+
+def test_removed_source_files_are_removed_from_unedited_installs(loc: Locations, tmp_path: Path) -> None:
+    src = _source(tmp_path / "skill")
+    (src / "references" / "extra.md").write_text("extra\n", encoding="utf-8")
+    path = skill_dir("demo-skill", loc)
+    install_skill(load_skill(src), path, loc)
+    (src / "references" / "extra.md").unlink()
+    assert [o.action for o in sync_skills(loc)] == ["update"]
+    assert not (path / "references" / "extra.md").exists() and skill_state(path) == "clean"
+
+
+def test_unmanaged_skill_is_never_touched(loc: Locations, tmp_path: Path) -> None:
+    skill = load_skill(_source(tmp_path / "skill"))
+    path = skill_dir(skill.name, loc)
+    path.mkdir(parents=True)
+    (path / "SKILL.md").write_text("my own skill with the same name\n", encoding="utf-8")
+    assert skill_state(path) == "unmanaged"
+    assert install_skill(skill, path, loc).action == "skip-unmanaged"
+    assert uninstall_skill(path, loc, force=True).action == "skip-unmanaged"
+    assert (path / "SKILL.md").read_text(encoding="utf-8") == "my own skill with the same name\n"
+
+
+def test_deleted_install_is_dropped_from_the_record_not_recreated(loc: Locations, tmp_path: Path) -> None:
+    skill = load_skill(_source(tmp_path / "skill"))
+    path = skill_dir(skill.name, loc)
+    install_skill(skill, path, loc)
+    for child in sorted(path.rglob("*"), key=lambda p: -len(p.parts)):
+        child.rmdir() if child.is_dir() else child.unlink()
+    path.rmdir()
+    assert [o.action for o in sync_skills(loc)] == ["missing"]
+    assert not path.exists() and list_installs(loc) == []
+
+
+def test_bad_sources_and_damaged_record(loc: Locations, tmp_path: Path) -> None:
+    with pytest.raises(ServiceError) as info:
+        load_skill(tmp_path / "nowhere")
+    assert info.value.code == "SKILL_SOURCE_MISSING"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: Not Valid!\n---\n", encoding="utf-8")
+    with pytest.raises(ServiceError) as info:
+        load_skill(bad)
+    assert info.value.code == "SKILL_INVALID"
+    loc.skill_record.parent.mkdir(parents=True)
+    loc.skill_record.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ServiceError) as info:
+        list_installs(loc)
+    assert info.value.code == "CONFIG_INVALID"
+    assert loc.skill_record.read_text(encoding="utf-8") == "{not json"
+
+
+def test_system_skill_ships_with_the_package(loc: Locations) -> None:
+    skill = system_skill("ra3")
+    assert skill.name == "ra3-mod-xml" and skill.system == "ra3"
+    assert "SKILL.md" in skill.files and any(rel.startswith("references/") for rel in skill.files)
+    path = skill_dir(skill.name, loc)
+    assert install_skill(skill, path, loc).action == "create"
+    assert read_record(loc)[0]["system"] == "ra3"
+    with pytest.raises(ServiceError):
+        system_skill("chess")
