@@ -1,0 +1,281 @@
+"""Parent side of a script run: start the worker, serve it the snapshot, enforce the limits.
+
+A run never touches the archive: the worker reads through ``ScriptHost`` (a frozen snapshot the
+caller provides) and hands back its change set, which the caller turns into a plan.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from moddesk.kit.errors import ServiceError
+
+logger = logging.getLogger("moddesk.pvf.scripting")
+
+MAX_SOURCE_BYTES = 1 << 20
+
+RunState = Literal["succeeded", "failed", "timeout", "cancelled", "crashed"]
+
+
+@dataclass(frozen=True)
+class ScriptLimits:
+    """Limits, outermost first: wall clock (parent kills), CPU and address space, JS heap and stack."""
+
+    wall_seconds: float = 300.0
+    memory_mb: int = 256
+    stack_kb: int = 1024
+    address_space_mb: int = 4096
+    max_log_lines: int = 5000
+    max_line_bytes: int = 4000
+    max_log_bytes: int = 1 << 20
+
+    def job(self) -> dict[str, Any]:
+        return {
+            "memoryMb": self.memory_mb,
+            "stackKb": self.stack_kb,
+            "cpuSeconds": int(self.wall_seconds) + 30,
+            "addressSpaceMb": self.address_space_mb,
+            "limits": {
+                "maxLogLines": self.max_log_lines,
+                "maxLineBytes": self.max_line_bytes,
+                "maxLogBytes": self.max_log_bytes,
+            },
+        }
+
+
+class ScriptHost(Protocol):
+    """What a run may read: a frozen snapshot of the archive (and the user's filesets)."""
+
+    def list_files(self) -> list[tuple[str, int, int]]:
+        """Every (path, type, size), paths normalised (lower case, "/")."""
+
+    def read_text(self, path: str) -> str:
+        """The text of a script or text file; raise ``ServiceError`` for binary or missing files."""
+
+    def ori_str(self, link: str) -> str | None:
+        """The string behind a ``<id::key>`` link, or None."""
+
+    def fileset(self, name: str) -> list[str] | None:
+        """A saved fileset's paths, or None."""
+
+
+@dataclass
+class ScriptOutcome:
+    """How a run ended and what it would change."""
+
+    state: RunState
+    seconds: float
+    changes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    filesets: dict[str, list[str]] = field(default_factory=dict)
+    scanned: int = 0
+    logs_dropped: int = 0
+    error: dict[str, Any] | None = None
+
+
+def check_source(source: str) -> None:
+    """Refuse sources over the size limit before starting anything."""
+    size = len(source.encode("utf-8"))
+    if size > MAX_SOURCE_BYTES:
+        raise ServiceError(
+            "SCRIPT_TOO_LARGE",
+            f"the script is {size} bytes; the limit is {MAX_SOURCE_BYTES}",
+            hint="Split the work into smaller scripts.",
+        )
+
+
+def _worker_command() -> list[str]:
+    return [sys.executable, "-I", "-m", "moddesk.pvf.scripting.worker"]
+
+
+class _Worker:
+    """One worker process with line-oriented pipes, a stdout reader thread and a capped stderr tail."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            _worker_command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.stderr_tail: deque[str] = deque(maxlen=20)
+        threading.Thread(target=self._pump_stdout, daemon=True).start()
+        threading.Thread(target=self._pump_stderr, daemon=True).start()
+
+    def _pump_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _pump_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+
+def _answer(host: ScriptHost, op: str, args: list[Any]) -> dict[str, Any]:
+    """Serve one worker request; every failure becomes an error envelope, never an exception."""
+    try:
+        if op == "list":
+            return {"value": [list(row) for row in host.list_files()]}
+        if op == "read":
+            return {"value": host.read_text(str(args[0]))}
+        if op == "ori_str":
+            return {"value": host.ori_str(str(args[0]))}
+        if op == "fileset":
+            return {"value": host.fileset(str(args[0]))}
+        return {"error": f"unknown request {op!r}"}
+    except ServiceError as exc:
+        return {"error": exc.message}
+    except Exception as exc:  # a bug in a host must not kill the run's bookkeeping
+        logger.exception("script host failed on %s", op)
+        return {"error": f"internal error while serving {op}: {type(exc).__name__}"}
+
+
+def run_script(
+    source: str,
+    host: ScriptHost,
+    limits: ScriptLimits | None = None,
+    *,
+    on_log: Callable[[str], None] = lambda line: None,
+    on_progress: Callable[[float, float, str | None], None] = lambda d, t, m: None,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> ScriptOutcome:
+    """Run ``source`` in a fresh worker against ``host``; block until it ends, is killed or cancelled."""
+    check_source(source)
+    limits = limits or ScriptLimits()
+    started = time.monotonic()
+    deadline = started + limits.wall_seconds
+    worker = _Worker()
+    dropped = 0
+    try:
+        worker.send({**limits.job(), "source": source})
+        while True:
+            if cancelled():
+                worker.kill()
+                return ScriptOutcome("cancelled", time.monotonic() - started, logs_dropped=dropped)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                worker.kill()
+                return ScriptOutcome(
+                    "timeout",
+                    time.monotonic() - started,
+                    logs_dropped=dropped,
+                    error={
+                        "kind": "timeout",
+                        "message": f"the script ran past the {limits.wall_seconds:g} s limit and was stopped",
+                        "line": None,
+                        "column": None,
+                        "stack": [],
+                    },
+                )
+            try:
+                raw = worker.lines.get(timeout=min(0.1, remaining))
+            except queue.Empty:
+                continue
+            if raw is None:
+                return _crashed(worker, started, dropped)
+            message = json.loads(raw)
+            event = message.get("event")
+            if event == "log":
+                on_log(str(message["line"]))
+            elif event == "log-dropped":
+                dropped += 1
+            elif event == "progress":
+                on_progress(float(message["done"]), float(message["total"]), message.get("message"))
+            elif event == "done":
+                return ScriptOutcome(
+                    "succeeded" if message["ok"] else "failed",
+                    time.monotonic() - started,
+                    changes=message["changes"],
+                    filesets=message["filesets"],
+                    scanned=message["scanned"],
+                    logs_dropped=dropped,
+                    error=message.get("error"),
+                )
+            else:
+                worker.send(_answer(host, str(message.get("op")), list(message.get("args", []))))
+    except (BrokenPipeError, OSError, json.JSONDecodeError):
+        return _crashed(worker, started, dropped)
+    finally:
+        worker.kill()
+
+
+def _crashed(worker: _Worker, started: float, dropped: int) -> ScriptOutcome:
+    worker.kill()
+    code = worker.process.returncode
+    tail = " | ".join(list(worker.stderr_tail)[-3:])
+    if code is not None and code < 0 and -code in (24, 9):  # SIGXCPU, SIGKILL from RLIMIT_CPU
+        reason = "the script used up its CPU time"
+    elif "MemoryError" in tail:
+        reason = "the worker ran out of memory"
+    else:
+        reason = f"the script worker stopped unexpectedly (exit {code})"
+    return ScriptOutcome(
+        "crashed",
+        time.monotonic() - started,
+        logs_dropped=dropped,
+        error={
+            "kind": "crash",
+            "message": reason,
+            "detail": tail[-500:],
+            "line": None,
+            "column": None,
+            "stack": [],
+        },
+    )
+
+
+def validate_source(source: str) -> list[dict[str, Any]]:
+    """Syntax diagnostics (line/column) from compiling — not running — the script in a worker."""
+    check_source(source)
+    command = [*_worker_command()[:-1], "moddesk.pvf.scripting.validate"]
+    done = subprocess.run(
+        command,
+        input=json.dumps({"source": source}).encode(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ServiceError(
+            "INTERNAL_ERROR", "the syntax checker failed", hint="Try again; report it if it persists."
+        )
+    result: list[dict[str, Any]] = json.loads(done.stdout)
+    return result
+
+
+def api_surface() -> dict[str, list[str]]:
+    """The members the runtime really exposes (for the api.d.ts consistency check)."""
+    command = _worker_command()
+    done = subprocess.run(
+        command,
+        input=json.dumps({"surface": True, "source": ""}).encode() + b"\n",
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    last = done.stdout.decode().strip().splitlines()[-1]
+    surface: dict[str, list[str]] = json.loads(last)["surface"]
+    return surface

@@ -1,0 +1,336 @@
+"""The script worker: one child process per run, QuickJS-ng inside, data from the parent by RPC.
+
+Protocol (JSON lines): the parent writes the job on the first stdin line; the worker then asks
+for data with ``{"op", "args"}`` lines on stdout and reads one ``{"value"}``/``{"error"}`` reply
+line from stdin per request; ``{"event": "log"|"progress"}`` lines need no reply; the last line is
+``{"event": "done", …}`` with the change set. The parent enforces the wall-clock limit by killing
+this process; here the kernel (RLIMIT_CPU, RLIMIT_AS) and QuickJS (heap, stack) enforce the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from moddesk.pvf.scripting import bridge
+from moddesk.pvf.scripting.paths import glob_regex, normalize_path
+
+# The prelude is evaluated after this many blank lines, so any stack frame with a line number
+# above it belongs to the runtime and below it to the user's script (sources are ≤ 1 MiB).
+PRELUDE_LINE_OFFSET = 2_000_000
+WRAP_HEAD = "(function __script__() {"
+_FRAME = re.compile(r"<input>:(\d+)(?::(\d+))?")
+
+
+class Channel:
+    """Synchronous request/reply with the parent over this process's stdin/stdout."""
+
+    def __init__(self) -> None:
+        self._in = sys.stdin.buffer
+        self._out = sys.stdout.buffer
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._out.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        self._out.flush()
+
+    def ask(self, op: str, *args: Any) -> Any:
+        self.send({"op": op, "args": list(args)})
+        reply = json.loads(self._in.readline())
+        if "error" in reply:
+            raise HostError(reply["error"])
+        return reply["value"]
+
+
+class HostError(Exception):
+    """A refusal from the parent; becomes a JS Error with this message."""
+
+
+class Transaction:
+    """The run's isolated change set over the frozen snapshot the parent serves."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self._listing: dict[str, tuple[int, int]] | None = None
+        self._text_cache: dict[str, str] = {}
+        self.changes: dict[str, dict[str, Any]] = {}
+        self.filesets: dict[str, list[str]] = {}
+        self.scanned: set[str] = set()
+
+    # ------------------------------------------------------------------ listing
+    def listing(self) -> dict[str, tuple[int, int]]:
+        if self._listing is None:
+            rows = self.channel.ask("list")
+            self._listing = {path: (kind, size) for path, kind, size in rows}
+        return self._listing
+
+    def exists(self, path: str) -> bool:
+        change = self.changes.get(path)
+        if change is not None:
+            return bool(change["kind"] != "delete")
+        return path in self.listing()
+
+    def rows(self, pattern: str) -> list[list[Any]]:
+        paths = {p for p in self.listing() if self.exists(p)}
+        paths |= {p for p, c in self.changes.items() if c["kind"] != "delete"}
+        ordered = sorted(paths)
+        regex = glob_regex(pattern) if pattern else None
+        out = []
+        for index, path in enumerate(ordered):
+            if regex is None or regex.fullmatch(path):
+                out.append(self.row(path, index))
+        return out
+
+    def row(self, path: str, index: int = -1) -> list[Any]:
+        change = self.changes.get(path)
+        if change is not None and change["kind"] != "delete":
+            size = len(change["text"].encode()) if change.get("text") is not None else change.get("size", 0)
+            return [index, path, change["type"], size]
+        kind, size = self.listing()[path]
+        return [index, path, kind, size]
+
+    # ------------------------------------------------------------------ content
+    def read(self, path: str) -> str:
+        path = normalize_path(path)
+        if not self.exists(path):
+            raise HostError(f"no file {path!r} in the archive")
+        self.scanned.add(path)
+        change = self.changes.get(path)
+        if change is not None and change.get("text") is not None:
+            return str(change["text"])
+        if change is not None and change.get("copyFrom"):
+            return self.read(change["copyFrom"])
+        if path not in self._text_cache:
+            self._text_cache.clear()  # keep one file: scripts stream through big archives
+            self._text_cache[path] = str(self.channel.ask("read", path))
+        return self._text_cache[path]
+
+    def write(self, path: str, text: str) -> None:
+        path = normalize_path(path)
+        if not self.exists(path):
+            raise HostError(f"no file {path!r}; use pvf.createFile to add one")
+        kind = self.row(path)[2]
+        if kind not in (1, 3):
+            raise HostError(f"{path!r} is a binary file; its text cannot be set")
+        previous = self.changes.get(path)
+        if previous is not None and previous["kind"] == "add":
+            previous.update(text=text, copyFrom=None)
+            return
+        original = self.channel.ask("read", path) if kind in (1, 3) else None
+        if original == text:
+            self.changes.pop(path, None)  # writing the same text back is no change
+            return
+        self.changes[path] = {"kind": "modify", "type": kind, "text": text}
+
+    def create(self, path: str, kind: int, text: str) -> list[Any]:
+        path = normalize_path(path)
+        if kind not in (1, 3):
+            raise HostError("createFile makes script (1) or unicode text (3) files")
+        if self.exists(path):
+            raise HostError(f"{path!r} already exists")
+        self.changes[path] = {"kind": "add", "type": kind, "text": text}
+        return self.row(path)
+
+    def copy(self, source: str, target: str, overwrite: bool) -> list[Any]:
+        source, target = normalize_path(source), normalize_path(target)
+        if not self.exists(source):
+            raise HostError(f"no file {source!r} to copy")
+        if self.exists(target) and not overwrite:
+            raise HostError(f"{target!r} exists; pass overwrite=true to replace it")
+        kind = self.row(source)[2]
+        existed = target in self.listing()
+        change: dict[str, Any] = {"kind": "modify" if existed else "add", "type": kind}
+        if kind in (1, 3):
+            change["text"] = self.read(source)
+        else:
+            change.update(copyFrom=source, size=self.row(source)[3], text=None)
+        self.changes[target] = change
+        return self.row(target)
+
+    def delete(self, path: str) -> bool:
+        path = normalize_path(path)
+        if not self.exists(path):
+            return False
+        if path in self.listing():
+            self.changes[path] = {"kind": "delete", "type": self.listing()[path][0]}
+        else:
+            del self.changes[path]
+        return True
+
+    def counts(self) -> list[int]:
+        return [len(self.changes), len(self.scanned)]
+
+
+class Host:
+    """The one function JS calls: dispatch by op, answer with a JSON envelope, never raise."""
+
+    def __init__(self, channel: Channel, job: dict[str, Any]) -> None:
+        self.channel = channel
+        self.tx = Transaction(channel)
+        self.docs = bridge.Documents()
+        self.log_lines = 0
+        self.log_bytes = 0
+        self.limits = job.get("limits", {})
+        self.ops: dict[str, Callable[..., Any]] = {
+            "files": self.tx.rows,
+            "find": self._find,
+            "read": self.tx.read,
+            "write": self.tx.write,
+            "parse": lambda path: self.docs.open(path, self.tx.read(path)),
+            "render": lambda path, doc: self.tx.write(path, self.docs.render(doc)),
+            "doc_sections": self.docs.sections,
+            "doc_warnings": self.docs.warnings,
+            "doc_delete": self.docs.delete_sections,
+            "doc_append_section": self.docs.append_section,
+            "sec_values": self.docs.values,
+            "sec_children": self.docs.children,
+            "sec_remove_children": self.docs.remove_children,
+            "sec_set": self.docs.set_value,
+            "sec_set_values": self.docs.set_values,
+            "sec_append": self.docs.append,
+            "sec_append_section": self.docs.append_child,
+            "sec_delete": self.docs.delete_section,
+            "create": self.tx.create,
+            "copy": self.tx.copy,
+            "delete": self.tx.delete,
+            "lst_get": lambda path: bridge.list_pairs(self.tx.read(path)),
+            "lst_set": lambda path, pairs: self.tx.write(path, bridge.render_list(pairs)),
+            "ori_str": lambda link: self.channel.ask("ori_str", link),
+            "fileset_get": self._fileset_get,
+            "fileset_set": self._fileset_set,
+            "log": self._log,
+            "progress": self._progress,
+            "counts": self.tx.counts,
+        }
+
+    def __call__(self, op: str, args_json: str) -> str:
+        try:
+            func = self.ops.get(op)
+            if func is None:
+                raise HostError(f"unknown host operation {op!r}")
+            value = func(*json.loads(args_json))
+            return json.dumps({"value": value}, ensure_ascii=False)
+        except (HostError, bridge.DocumentError, ValueError, TypeError, KeyError, IndexError) as exc:
+            message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+            return json.dumps({"error": message or type(exc).__name__}, ensure_ascii=False)
+
+    def _find(self, path: str) -> list[Any] | None:
+        path = normalize_path(path)
+        return self.tx.row(path) if self.tx.exists(path) else None
+
+    def _fileset_get(self, name: str) -> list[str] | None:
+        if name in self.tx.filesets:
+            return self.tx.filesets[name]
+        value = self.channel.ask("fileset", name)
+        return None if value is None else list(value)
+
+    def _fileset_set(self, name: str, paths: list[str]) -> int:
+        self.tx.filesets[name] = [normalize_path(p) for p in paths]
+        return len(paths)
+
+    def _log(self, line: str) -> None:
+        max_lines = int(self.limits.get("maxLogLines", 5000))
+        max_line = int(self.limits.get("maxLineBytes", 4000))
+        max_total = int(self.limits.get("maxLogBytes", 1 << 20))
+        encoded = line.encode("utf-8", "replace")
+        if len(encoded) > max_line:
+            line = encoded[:max_line].decode("utf-8", "ignore") + " …[line truncated]"
+        if self.log_lines >= max_lines or self.log_bytes + len(encoded) > max_total:
+            self.channel.send({"event": "log-dropped"})
+            return
+        self.log_lines += 1
+        self.log_bytes += len(encoded)
+        self.channel.send({"event": "log", "line": line})
+
+    def _progress(self, done: float, total: float, message: str | None) -> None:
+        self.channel.send({"event": "progress", "done": done, "total": total, "message": message})
+
+
+def locate_error(text: str, wrap_head: int = len(WRAP_HEAD)) -> tuple[int | None, int | None]:
+    """The user-script line and column of the first stack frame that is not the runtime's."""
+    for match in _FRAME.finditer(text):
+        line = int(match.group(1))
+        if line >= PRELUDE_LINE_OFFSET:
+            continue
+        column = int(match.group(2)) if match.group(2) else None
+        if line == 1 and column is not None:
+            column = max(1, column - wrap_head)
+        return line, column
+    return None, None
+
+
+def diagnostic(kind: str, text: str) -> dict[str, Any]:
+    """A structured error: kind, first message line, user line/column, short stack."""
+    first = text.strip().splitlines()[0] if text.strip() else kind
+    line, column = locate_error(text)
+    frames = [f.strip() for f in text.strip().splitlines()[1:] if "<input>" in f]
+    user_frames = [f for f in frames if (m := _FRAME.search(f)) and int(m.group(1)) < PRELUDE_LINE_OFFSET]
+    return {"kind": kind, "message": first, "line": line, "column": column, "stack": user_frames[:10]}
+
+
+def classify(message: str) -> str:
+    if message.startswith("SyntaxError"):
+        return "syntax"
+    if "out of memory" in message:
+        return "out-of-memory"
+    if message.startswith("RangeError") and "stack" in message:
+        return "stack-overflow"
+    return "exception"
+
+
+def run(job: dict[str, Any], channel: Channel) -> dict[str, Any]:
+    import quickjs  # the worker is the only place the engine is loaded
+
+    host = Host(channel, job)
+    context = quickjs.Context()
+    context.set_memory_limit(int(job.get("memoryMb", 256)) << 20)
+    context.set_max_stack_size(int(job.get("stackKb", 1024)) << 10)
+    context.add_callable("__host", host)
+    context.eval("\n" * PRELUDE_LINE_OFFSET + bridge.prelude_source())
+    if job.get("surface"):
+        return {"ok": True, "surface": json.loads(context.eval("__api_surface()"))}
+    error: dict[str, Any] | None = None
+    try:
+        context.eval(WRAP_HEAD + job["source"] + "\n})()")
+        while context.execute_pending_job():
+            pass  # settle promises a script may have started
+    except quickjs.StackOverflow as exc:
+        error = diagnostic("stack-overflow", f"RangeError: {exc}")
+    except quickjs.JSException as exc:
+        text = str(exc)
+        error = diagnostic(classify(text), text)
+    result: dict[str, Any] = {
+        "ok": error is None,
+        "changes": host.tx.changes,
+        "filesets": host.tx.filesets,
+        "scanned": len(host.tx.scanned),
+    }
+    if error is not None:
+        result["error"] = error
+    return result
+
+
+def apply_rlimits(job: dict[str, Any]) -> None:
+    """Kernel backstops under the parent's wall clock: CPU seconds and address space."""
+    try:
+        import resource
+    except ImportError:  # Windows: the parent's wall-clock kill and QuickJS limits remain
+        return
+    cpu = int(job.get("cpuSeconds", 330))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    address_space = int(job.get("addressSpaceMb", 2048)) << 20
+    resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+
+def main() -> None:
+    channel = Channel()
+    job = json.loads(sys.stdin.buffer.readline())
+    apply_rlimits(job)
+    outcome = run(job, channel)
+    channel.send({"event": "done", **outcome})
+
+
+if __name__ == "__main__":
+    main()
