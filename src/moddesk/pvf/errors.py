@@ -88,6 +88,10 @@ PVF_ERRORS: dict[str, tuple[str, str]] = {
         "The change cannot be applied through this entry point.",
         "Use the user interface for this kind of change.",
     ),
+    "MCP_DISABLED": (
+        "The MCP endpoint is switched off in the settings.",
+        "Enable it with `moddesk pvf mcp --enable`.",
+    ),
     "HISTORY_NOT_ENABLED": (
         "Version history is not enabled for this archive.",
         "Enable it with `moddesk pvf history init ARCHIVE`.",
@@ -108,11 +112,18 @@ PVF_ERRORS: dict[str, tuple[str, str]] = {
 
 register_codes({code: meaning for code, (meaning, _hint) in PVF_ERRORS.items()})
 
+# Hints for the kit's shared codes when the pvf service raises them.
+SHARED_HINTS: dict[str, str] = {
+    "TARGET_EXISTS": "Choose another path, or pass overwrite=true with the targetIdentity from this error.",
+    "INVALID_ARGUMENT": "Fix the argument named in the message and call again.",
+    "NOT_FOUND": "Search by path to find the exact archive path.",
+}
+
 
 def hint_for(code: str) -> str | None:
-    """The recovery hint for a pvf code, if it is one of ours."""
+    """The recovery hint for a code the pvf service raises."""
     entry = PVF_ERRORS.get(code)
-    return entry[1] if entry else None
+    return entry[1] if entry else SHARED_HINTS.get(code)
 
 
 def pvf_error(code: str, message: str, **details: Any) -> ServiceError:

@@ -255,6 +255,17 @@ class History:
             entries[path] = None if data is None else self.put_object(data)
         return self._commit_entries(entries, message, author)
 
+    def differs(
+        self, changes: Mapping[str, bytes | None], base_restores: frozenset[str] = frozenset()
+    ) -> bool:
+        """True when committing this change-set would record anything."""
+        current = self.state(self.head)
+        if any(_state_value(current, p) != RESTORE_BASE for p in base_restores):
+            return True
+        return any(
+            _state_value(current, p) != (None if d is None else sha256_bytes(d)) for p, d in changes.items()
+        )
+
     def _commit_entries(self, entries: Mapping[str, ChangeValue], message: str, author: str) -> Commit | None:
         with self._lock:
             parent = self.head

@@ -1,0 +1,306 @@
+"""``moddesk pvf …`` commands: serve, mcp settings, search, read, history (plus the archive commands)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from moddesk.kit.errors import ServiceError
+
+app = typer.Typer(help="Dungeon & Fighter Script.pvf workbench.", no_args_is_help=True)
+history_app = typer.Typer(
+    help="Version history next to an archive (<archive>.moddesk/).", no_args_is_help=True
+)
+app.add_typer(history_app, name="history")
+console = Console()
+err_console = Console(stderr=True)
+
+# the archive commands (info, ls, cat, extract, pack, generate) live with the formats
+if importlib.util.find_spec("moddesk.pvf.archive_cli") is not None:
+    importlib.import_module("moddesk.pvf.archive_cli").register(app)
+
+ServerOption = Annotated[
+    str | None,
+    typer.Option("--server", help="MCP URL of a running `moddesk pvf serve` (default: work on the file)"),
+]
+
+
+def _fail(error: ServiceError) -> None:
+    err_console.print(f"[red]{error.code}[/red]: {escape(error.message)}")
+    if error.hint:
+        err_console.print(f"hint: {escape(error.hint)}")
+    raise typer.Exit(2)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except ServiceError as exc:
+        _fail(exc)
+
+
+@contextmanager
+def _opened(archive: Path) -> Iterator[tuple[Any, str]]:
+    """A service with ``archive`` opened in this process; yields (service, workspaceId)."""
+    from moddesk.pvf.service import PvfService
+
+    service = PvfService(index_wait=3600.0)
+    try:
+        handle = service.open(str(archive.resolve()), service.epoch)
+        status = service.tasks.wait(handle["taskId"], 3600)
+        if status["state"] != "succeeded":
+            error = status["error"]
+            raise ServiceError(error["error"], error["message"], error.get("hint"))
+        yield service, status["result"]["workspaceId"]
+    finally:
+        service.shutdown()
+
+
+async def _call_remote(url: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Call a tool of the running server, filling workspaceId from its workspace info."""
+    from mcp import Client
+
+    async with Client(url, read_timeout_seconds=600) as client:
+        info = await client.call_tool("pvf_workspace_info", {})
+        workspace = (info.structured_content or {}).get("workspaceId")
+        if workspace is None:
+            raise ServiceError("NO_WORKSPACE", "the server has no archive open", hint="Open one there first.")
+        result = await client.call_tool(tool, {"workspaceId": workspace, **args})
+        payload = result.structured_content or {}
+        if result.is_error:
+            raise ServiceError(
+                payload.get("error", "INTERNAL_ERROR"), payload.get("message", ""), payload.get("hint")
+            )
+        return payload
+
+
+@app.command()
+def serve(
+    archive: Annotated[Path | None, typer.Argument(help="archive to open at start")] = None,
+    port: Annotated[int | None, typer.Option(help="port on 127.0.0.1 (default: the saved setting)")] = None,
+) -> None:
+    """Run the workbench: the service and its MCP endpoint (Streamable HTTP) on 127.0.0.1."""
+    from moddesk.pvf.serve import Workbench, client_config, load_settings
+
+    with _errors():
+        settings = load_settings()
+        if not settings.enabled:
+            raise ServiceError(
+                "MCP_DISABLED",
+                "the MCP endpoint is disabled",
+                hint="Enable it with `moddesk pvf mcp --enable`.",
+            )
+        bench = Workbench(port=settings.port if port is None else port)
+        if archive is not None:
+            opened = bench.open_at_start(archive)
+            console.print(
+                f"opened {escape(opened['sourcePath'])} ({opened['fileCount']} files, {opened['format']})"
+            )
+    console.print(f"MCP endpoint: [bold]{bench.url}[/bold] (loopback only)")
+    console.print("Client config to copy:")
+    console.print(client_config(bench.url), markup=False, highlight=False)
+    console.print("Ctrl+C stops the server.")
+    bench.serve_forever()
+
+
+@app.command()
+def mcp(
+    enable: Annotated[
+        bool | None, typer.Option("--enable/--disable", help="switch the MCP endpoint on or off")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="preferred port of `moddesk pvf serve`")] = None,
+) -> None:
+    """Show or change the persisted MCP settings (enabled, port)."""
+    from moddesk.pvf.serve import McpSettings, client_config, load_settings, save_settings
+
+    with _errors():
+        settings = load_settings()
+        if enable is not None or port is not None:
+            settings = McpSettings(
+                settings.enabled if enable is None else enable, settings.port if port is None else port
+            )
+            where = save_settings(settings)
+            console.print(f"saved to {escape(str(where))}")
+    state = "enabled" if settings.enabled else "disabled"
+    console.print(f"MCP endpoint {state}, port {settings.port}")
+    if settings.enabled:
+        console.print(client_config(f"http://127.0.0.1:{settings.port}/mcp"), markup=False, highlight=False)
+
+
+@app.command()
+def search(
+    archive: Annotated[Path | None, typer.Argument(help="archive file (omit with --server)")] = None,
+    query: Annotated[str, typer.Option("--query", "-q", help="text, glob or regex")] = "",
+    mode: Annotated[str, typer.Option(help="content | path | regex")] = "content",
+    scope: Annotated[str, typer.Option(help="archive folder to search under")] = "",
+    ext: Annotated[list[str] | None, typer.Option("--ext", help="only this extension (repeatable)")] = None,
+    case_sensitive: Annotated[bool, typer.Option("--case-sensitive")] = False,
+    limit: Annotated[int, typer.Option(help="hits per page")] = 20,
+    pages: Annotated[int, typer.Option(help="how many pages to print")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON pages")] = False,
+    server: ServerOption = None,
+) -> None:
+    """Search archive paths or file text (on a file, or in the running server's workspace)."""
+    if mode not in ("content", "path", "regex"):
+        raise typer.BadParameter("mode is content, path or regex")
+    if not query:
+        raise typer.BadParameter("--query is required")
+    args: dict[str, Any] = {
+        "query": query,
+        "mode": mode,
+        "scope": scope,
+        "extensions": list(ext or []),
+        "caseSensitive": case_sensitive,
+        "limit": limit,
+    }
+    results: list[dict[str, Any]] = []
+    with _errors():
+        if server is not None:
+            cursor = None
+            for _ in range(pages):
+                page = anyio.run(_call_remote, server, "pvf_search", {**args, "cursor": cursor})
+                results.append(page)
+                cursor = page.get("nextCursor")
+                if cursor is None:
+                    break
+        else:
+            if archive is None:
+                raise typer.BadParameter("give an ARCHIVE or --server")
+            with _opened(archive) as (service, workspace):
+                cursor = None
+                for _ in range(pages):
+                    page = service.search(
+                        workspace, query, _mode(mode), scope, tuple(ext or ()), case_sensitive, cursor, limit
+                    )
+                    results.append(page)
+                    cursor = page["nextCursor"]
+                    if cursor is None:
+                        break
+    if as_json:
+        console.print_json(json.dumps(results, ensure_ascii=False))
+        return
+    table = Table("path", "line", "text", show_edge=False)
+    for page in results:
+        for hit in page["hits"]:
+            table.add_row(escape(hit["path"]), str(hit["line"] or ""), escape(hit["snippet"] or ""))
+    console.print(table)
+    last = results[-1] if results else {}
+    more = " (more: raise --pages)" if last.get("nextCursor") else ""
+    console.print(f"{sum(len(p['hits']) for p in results)} hits at revision {last.get('revision')}{more}")
+
+
+def _mode(mode: str) -> Literal["content", "path", "regex"]:
+    return "path" if mode == "path" else "regex" if mode == "regex" else "content"
+
+
+@app.command()
+def read(
+    archive: Annotated[Path | None, typer.Argument(help="archive file (omit with --server)")] = None,
+    path: Annotated[str, typer.Option("--path", "-p", help="archive path of the file")] = "",
+    start: Annotated[int, typer.Option(help="first line (1-based)")] = 1,
+    lines: Annotated[int, typer.Option(help="how many lines")] = 400,
+    server: ServerOption = None,
+) -> None:
+    """Print an archive file's text (or a description of a binary file)."""
+    if not path:
+        raise typer.BadParameter("--path is required")
+    with _errors():
+        if server is not None:
+            result = anyio.run(
+                _call_remote, server, "pvf_read_file", {"path": path, "startLine": start, "lineCount": lines}
+            )
+        else:
+            if archive is None:
+                raise typer.BadParameter("give an ARCHIVE or --server")
+            with _opened(archive) as (service, workspace):
+                result = service.read_file(workspace, path, start, lines)
+    if result["binary"]:
+        console.print(f"{escape(result['path'])}: binary, {result['size']} bytes, sha256 {result['sha256']}")
+        console.print(result["hexPreview"], markup=False)
+        return
+    sys.stdout.write(result["text"] + "\n")
+    if result["truncated"]:
+        err_console.print(f"[lines {result['startLine']}-{result['endLine']} of {result['totalLines']}]")
+
+
+@history_app.command("init")
+def history_init(archive: Path) -> None:
+    """Start a history for ARCHIVE: an immutable base copy and an empty log."""
+    from moddesk.pvf.history import History
+
+    with _errors():
+        history = History.init(archive)
+        console.print(f"history created in {escape(str(history.repo))}")
+        history.close()
+
+
+@history_app.command("log")
+def history_log(archive: Path, limit: Annotated[int, typer.Option()] = 50) -> None:
+    """List the commits, newest first."""
+    with _errors(), _opened(archive) as (service, _workspace):
+        log = service.history_log(limit)
+    table = Table("commit", "when", "paths", "message", show_edge=False)
+    import datetime
+
+    for commit in log["commits"]:
+        when = datetime.datetime.fromtimestamp(commit["createdAt"]).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(commit["id"], when, str(commit["changedPaths"]), escape(commit["message"]))
+    console.print(table)
+
+
+@history_app.command("diff")
+def history_diff(
+    archive: Path,
+    old: Annotated[str | None, typer.Argument(help="older commit (default: the base)")] = None,
+    new: Annotated[str | None, typer.Argument(help="newer commit (default: head)")] = None,
+) -> None:
+    """Paths that differ between two commits."""
+    with _errors(), _opened(archive) as (service, _workspace):
+        diff = service.history_diff(old, new)
+    for change in diff["changes"]:
+        console.print(f"{change['kind']:9} {escape(change['path'])}")
+    console.print(f"{len(diff['changes'])} paths differ ({diff['from'] or 'base'} → {diff['to'] or 'base'})")
+
+
+@history_app.command("checkout")
+def history_checkout(
+    archive: Path,
+    commit: str,
+    output: Annotated[Path, typer.Option("--output", "-o", help="new archive file to write")],
+) -> None:
+    """Rebuild the content of COMMIT and write it to a new archive file (ARCHIVE stays as it is)."""
+    with _errors(), _opened(archive) as (service, workspace):
+        info = service.info()
+        service.history_checkout(workspace, info["revision"], commit)
+        handle = service.save_as(workspace, service.info()["revision"], str(output.resolve()))
+        status = service.tasks.wait(handle["taskId"], 3600)
+        if status["state"] != "succeeded":
+            error = status["error"]
+            raise ServiceError(error["error"], error["message"], error.get("hint"))
+    console.print(f"wrote {escape(str(output))} as of commit {commit}")
+
+
+@history_app.command("undo")
+def history_undo(archive: Path, commit: str) -> None:
+    """Commit the reverse of COMMIT's change-set and save ARCHIVE."""
+    with _errors(), _opened(archive) as (service, workspace):
+        result = service.history_undo(workspace, service.info()["revision"], commit)
+        handle = service.save(workspace, result["revision"])
+        status = service.tasks.wait(handle["taskId"], 3600)
+        if status["state"] != "succeeded":
+            error = status["error"]
+            raise ServiceError(error["error"], error["message"], error.get("hint"))
+    undo = result["commit"]
+    console.print(f"undo commit {undo['id'] if undo else '(nothing to undo)'}; {escape(str(archive))} saved")

@@ -1,0 +1,111 @@
+"""``moddesk demo`` for pvf: serve a generated archive and walk the seed's flow with the SDK Client."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+
+from moddesk.pvf.archive import Archive
+
+WEAPONS = ("Sword", "Axe", "Spear", "Bow", "Staff", "Dagger", "Mace", "Whip")
+
+
+def write_sample_archive(path: Path, files: int = 120, fmt: str = "classic") -> Path:
+    """A small real archive: equipment scripts with [name] / [grade] / [price] and a skill list."""
+    archive = Archive.new(fmt)
+    for i in range(files):
+        kind = WEAPONS[i % len(WEAPONS)]
+        text = (
+            "#PVF_File\n"
+            f"[name]\n`{kind} of Trial {i}`\n"
+            f"[grade]\n\t{i % 7}\n"
+            f"[price]\n\t{(i * 37) % 500}\n"
+            f"[explain]\n`A {kind.lower()} forged for test number {i}.`\n"
+        )
+        archive.write_text(f"equipment/weapon/{kind.lower()}/{i:05}.equ", text)
+    archive.write_text(
+        "skill/skill.lst", "#PVF_File\n" + "".join(f"{i}\t`skill/s{i}.skl`\n" for i in range(5))
+    )
+    for i in range(5):
+        archive.write_text(f"skill/s{i}.skl", f"#PVF_File\n[name]\n`Skill {i}`\n[level]\n\t{i + 1}\n")
+    archive.write_bytes("etc/blob.bin", bytes(range(256)))
+    archive.save_as(path)
+    archive.close()
+    return path
+
+
+async def _walk(url: str, archive: Path, copy: Path, console: Console) -> None:
+    from mcp import Client
+
+    async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        result = await client.call_tool(tool, args)
+        payload = result.structured_content or {}
+        if result.is_error:
+            raise RuntimeError(f"{tool} failed: {payload.get('error')}: {payload.get('message')}")
+        return payload
+
+    async with Client(url, read_timeout_seconds=60) as client:
+        tools = [t.name for t in (await client.list_tools()).tools]
+        console.print(f"tools: {', '.join(tools)}")
+        info = await call(client, "pvf_workspace_info", {})
+        console.print(f"workspace_info: open={info['open']} epoch={info['workspaceEpoch']}")
+        opened = await call(
+            client,
+            "pvf_archive_open",
+            {
+                "path": str(archive),
+                "expectedWorkspaceEpoch": info["workspaceEpoch"],
+                "requestId": "demo-open",
+            },
+        )
+        result = opened["result"]
+        ws, revision = result["workspaceId"], result["revision"]
+        console.print(f"archive_open: {result['fileCount']} files, workspaceId={ws} revision={revision}")
+        hits = await call(client, "pvf_search", {"workspaceId": ws, "query": "axe of trial 1", "limit": 5})
+        for hit in hits["hits"]:
+            console.print(f"  search hit {hit['path']}:{hit['line']}  {hit['snippet']}")
+        if not hits["hits"]:
+            raise RuntimeError("the demo search found nothing")
+        first = hits["hits"][0]["path"]
+        text = await call(client, "pvf_read_file", {"workspaceId": ws, "path": first, "lineCount": 6})
+        console.print(f"read_file {first}: {text['totalLines']} lines")
+        console.print(text["text"], markup=False, highlight=False)
+        copied = await call(
+            client,
+            "pvf_archive_save_as",
+            {"workspaceId": ws, "expectedRevision": revision, "path": str(copy), "requestId": "demo-copy"},
+        )
+        console.print(
+            f"save_as: wrote {copied['result']['writtenPath']}, source stays {copied['result']['sourcePath']}"
+        )
+        closed = await call(
+            client,
+            "pvf_archive_close",
+            {"workspaceId": ws, "expectedRevision": revision, "requestId": "demo-close"},
+        )
+        console.print(f"archive_close: epoch now {closed['result']['workspaceEpoch']}")
+
+
+def run(console: Console) -> None:
+    """Generate an archive, serve it, and walk info → open → search → read → save_as → close."""
+    from moddesk.pvf.serve import Workbench
+    from moddesk.pvf.service import PvfService
+
+    with tempfile.TemporaryDirectory(prefix="moddesk pvf demo ") as folder:
+        archive = write_sample_archive(Path(folder) / "Script demo.pvf")
+        copy = Path(folder) / "Script copy.pvf"
+        console.print(f"generated {archive}")
+        with Workbench(PvfService(), port=0) as bench:
+            console.print(f"serving MCP at {bench.url}")
+            anyio.run(_walk, bench.url, archive, copy, console)
+        reread = Archive.open(copy)
+        try:
+            if len(reread.namelist()) < 120:
+                raise RuntimeError("the saved copy lost entries")
+        finally:
+            reread.close()
+        console.print("[green]pvf demo ok[/green]")

@@ -1,0 +1,127 @@
+"""``moddesk pvf serve``: one process holding the service and its MCP endpoint on 127.0.0.1.
+
+The MCP settings (enabled, preferred port) persist in ``pvf.toml`` in the moddesk config folder
+(``MODDESK_CONFIG_DIR`` overrides it), like the seed's settings-page switch.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import tomlkit
+
+from moddesk.kit.agents.clients import ServerSpec, snippet
+from moddesk.kit.errors import ServiceError
+from moddesk.kit.files import atomic_write_text
+from moddesk.kit.http import LoopbackServer
+from moddesk.kit.mcp import serve_http
+from moddesk.pvf.mcp import build_server
+from moddesk.pvf.service import PvfService
+
+DEFAULT_PORT = 47815
+SERVER_NAME = "moddesk-pvf"
+MCP_PATH = "/mcp"
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    """Whether the MCP endpoint is on and which port it prefers."""
+
+    enabled: bool = True
+    port: int = DEFAULT_PORT
+
+
+def settings_path() -> Path:
+    """Where the pvf settings live."""
+    folder = os.environ.get("MODDESK_CONFIG_DIR") or platformdirs.user_config_dir("moddesk")
+    return Path(folder) / "pvf.toml"
+
+
+def load_settings(path: Path | None = None) -> McpSettings:
+    """The saved settings, defaults when there are none; CONFIG_INVALID if the file is unreadable."""
+    target = path or settings_path()
+    try:
+        text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return McpSettings()
+    try:
+        section = tomlkit.parse(text).get("mcp", {})
+        return McpSettings(bool(section.get("enabled", True)), int(section.get("port", DEFAULT_PORT)))
+    except (tomlkit.exceptions.TOMLKitError, TypeError, ValueError) as exc:
+        raise ServiceError(
+            "CONFIG_INVALID",
+            f"{target} is not valid: {exc}",
+            hint="Fix or delete the file; it was left untouched.",
+            path=str(target),
+        ) from exc
+
+
+def save_settings(settings: McpSettings, path: Path | None = None) -> Path:
+    """Persist the settings, keeping any other content and comments of the file."""
+    target = path or settings_path()
+    try:
+        document = tomlkit.parse(target.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        document = tomlkit.document()
+    section = document.get("mcp")
+    if section is None:
+        section = tomlkit.table()
+        document["mcp"] = section
+    section["enabled"] = settings.enabled
+    section["port"] = settings.port
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, tomlkit.dumps(document))
+    return target
+
+
+def client_config(url: str) -> str:
+    """The copy-paste MCP client config for this server."""
+    return snippet(None, ServerSpec(SERVER_NAME, url=url))
+
+
+class Workbench:
+    """The service plus its MCP endpoint on a loopback port (0 = any free port)."""
+
+    def __init__(self, service: PvfService | None = None, port: int = DEFAULT_PORT) -> None:
+        self.service = service or PvfService()
+        self.server: LoopbackServer = serve_http(build_server(self.service), port)
+
+    @property
+    def url(self) -> str:
+        return f"{self.server.url}{MCP_PATH}"
+
+    def open_at_start(self, archive: Path, timeout: float = 600.0) -> dict[str, Any]:
+        """Open ``archive`` before serving (the same lifecycle path a client uses)."""
+        handle = self.service.open(str(archive.resolve()), self.service.epoch)
+        status = self.service.tasks.wait(handle["taskId"], timeout)
+        if status["state"] != "succeeded":
+            error = status.get("error") or {}
+            raise ServiceError(
+                error.get("error", "OPEN_FAILED"), error.get("message", "open failed"), error.get("hint")
+            )
+        result: dict[str, Any] = status["result"]
+        return result
+
+    def start(self) -> Workbench:
+        self.server.start()
+        return self
+
+    def serve_forever(self) -> None:
+        try:
+            self.server.serve_forever()
+        finally:
+            self.service.shutdown()
+
+    def stop(self) -> None:
+        self.server.stop()
+        self.service.shutdown()
+
+    def __enter__(self) -> Workbench:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,521 @@
+"""The open archive as the service sees it: an immutable base ``Archive`` plus an overlay of
+changes, with an opaque ``workspaceId``, a ``revision`` that moves on every content change, the
+source file's identity, and the dirty state (overlay vs what was last written to the source).
+
+Also the draft registry editor windows report to, with the prepare/ack handshake lifecycle
+operations use before they commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from moddesk.kit.files import FileIdentity
+from moddesk.pvf.archive import Archive, PvfFormatError, normalize_path
+from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.history import History
+
+# A content value in the overlay: text for text entries, bytes for raw entries, None = deleted.
+Content = str | bytes | None
+BASE = object()  # "the base archive's content" in a wanted-state mapping (checkout)
+HEX_PREVIEW = 64
+
+
+def describe_binary(data: bytes) -> dict[str, Any]:
+    """Size, hash and a short hex preview of a binary entry instead of its bytes."""
+    return {
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "hexPreview": data[:HEX_PREVIEW].hex(" "),
+    }
+
+
+def _encode(content: str | bytes) -> bytes:
+    return content.encode("utf-8") if isinstance(content, str) else content
+
+
+def open_archive(path: Path) -> Archive:
+    """Open an archive file; on Windows from memory, since a mapped file cannot be replaced there."""
+    if sys.platform == "win32":
+        return Archive.from_bytes(path.read_bytes())
+    return Archive.open(path)
+
+
+class Workspace:
+    """An archive opened from ``source_path`` plus the overlay of edits made since.
+
+    The base ``Archive`` is never modified: it keeps describing the file as it was at open.
+    The overlay holds the current content of every changed path; ``_saved`` holds the overlay
+    as it was last written to the source, so the source file is always base ⊕ ``_saved``.
+    """
+
+    def __init__(self, archive: Archive, source_path: Path | None, identity: FileIdentity) -> None:
+        self.archive = archive
+        self.source_path = source_path
+        self.source_identity = identity
+        self.workspace_id = f"ws_{secrets.token_urlsafe(12)}"
+        self.revision = 1
+        self.lock = threading.RLock()
+        self._names: dict[str, str] = {}
+        self._kinds: dict[str, str] = {}
+        for entry in archive.entries:
+            key = normalize_path(entry.path)
+            if key not in self._names:  # the archive resolves duplicates to the first entry
+                self._names[key] = entry.path
+                self._kinds[key] = entry.kind
+        self._overlay: dict[str, Content] = {}
+        self._saved: dict[str, Content] = {}
+        self._touched: set[str] = set()
+        self.history_origin: dict[str, str | None] = {}
+
+    @classmethod
+    def open(cls, path: Path, progress: Callable[[int], None] | None = None) -> Workspace:
+        """Parse the archive at ``path`` (``OPEN_FAILED`` with the format's code if it is not one)."""
+        try:
+            identity = FileIdentity.of(path)
+            archive = open_archive(path)
+        except PvfFormatError as exc:
+            raise pvf_error(
+                "OPEN_FAILED",
+                f"{path} is not a readable PVF archive: {exc}",
+                path=str(path),
+                formatError=exc.code,
+            ) from exc
+        except OSError as exc:
+            raise pvf_error("OPEN_FAILED", f"cannot read {path}: {exc}", path=str(path)) from exc
+        try:
+            workspace = cls(archive, path, identity)
+        except PvfFormatError as exc:
+            archive.close()
+            raise pvf_error(
+                "OPEN_FAILED", f"{path} has a damaged directory: {exc}", path=str(path), formatError=exc.code
+            ) from exc
+        if progress is not None:
+            progress(workspace.base_count)
+        return workspace
+
+    def close(self) -> None:
+        with self.lock:
+            self.archive.close()
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def format(self) -> str:
+        return self.archive.format
+
+    @property
+    def base_count(self) -> int:
+        return len(self._names)
+
+    @property
+    def file_count(self) -> int:
+        with self.lock:
+            added = sum(1 for p, c in self._overlay.items() if c is not None and p not in self._names)
+            deleted = sum(1 for p, c in self._overlay.items() if c is None and p in self._names)
+            return len(self._names) + added - deleted
+
+    @property
+    def dirty(self) -> bool:
+        """True when the overlay differs from what the source file holds."""
+        with self.lock:
+            return self._overlay != self._saved
+
+    @property
+    def saved_overlay_nonempty(self) -> bool:
+        return bool(self._saved)
+
+    def exists(self, path: str) -> bool:
+        with self.lock:
+            if path in self._overlay:
+                return self._overlay[path] is not None
+            return path in self._names
+
+    def kind(self, path: str) -> str:
+        """``script``, ``text`` or ``binary`` for the current content of ``path``."""
+        with self.lock:
+            if path in self._overlay:
+                content = self._overlay[path]
+                if isinstance(content, str):
+                    return self._kinds.get(path, "script") if self._kinds.get(path) != "binary" else "text"
+                return "binary"
+            return self._kinds.get(path, "binary")
+
+    def paths(self) -> list[str]:
+        """Every current entry path, sorted."""
+        with self.lock:
+            names = set(self._names)
+            for path, content in self._overlay.items():
+                if content is None:
+                    names.discard(path)
+                else:
+                    names.add(path)
+            return sorted(names)
+
+    # ------------------------------------------------------------------ reading
+
+    def base_text(self, path: str) -> str | None:
+        """Text of a base entry, None when it has no text form."""
+        with self.lock:
+            try:
+                return self.archive.read_text(self._names[path])
+            except PvfFormatError as exc:
+                if exc.code == "NOT_TEXT":
+                    return None
+                raise
+
+    def base_bytes(self, path: str) -> bytes:
+        with self.lock:
+            return self.archive.read(self._names[path])
+
+    def base_texts(self) -> Iterator[tuple[str, str | None]]:
+        """``(path, text or None)`` of every base entry in storage order, for the index."""
+        iterator = self.archive.iter_bytes()
+        seen: set[str] = set()
+        while True:
+            with self.lock:  # the archive is not thread-safe; readers interleave per entry
+                item = next(iterator, None)
+                if item is None:
+                    return
+                entry, data = item
+                key = normalize_path(entry.path)
+                if key in seen:
+                    continue
+                seen.add(key)
+                try:
+                    text: str | None = self.archive.render(entry.path, data)
+                except PvfFormatError:
+                    text = None  # binary, or a script too damaged to render: searchable by path only
+            yield key, text
+
+    def current_text_or_none(self, path: str) -> str | None:
+        """Current text of an entry (None when binary or absent)."""
+        with self.lock:
+            if path in self._overlay:
+                content = self._overlay[path]
+                if content is None or isinstance(content, str):
+                    return content
+                return None
+            if path not in self._names:
+                return None
+            return self.base_text(path)
+
+    def read_bytes(self, path: str) -> bytes:
+        with self.lock:
+            if path in self._overlay:
+                content = self._overlay[path]
+                if content is None:
+                    raise pvf_error("INVALID_ARGUMENT", f"{path} was deleted")
+                return _encode(content)
+            return self.base_bytes(path)
+
+    def changed_since_open(self) -> tuple[dict[str, str | None], frozenset[str]]:
+        """Current text of every path edited since open, and which of them are gone."""
+        with self.lock:
+            changed: dict[str, str | None] = {}
+            deleted: set[str] = set()
+            for path in self._touched:
+                if not self.exists(path):
+                    deleted.add(path)
+                    changed[path] = None
+                else:
+                    changed[path] = self.current_text_or_none(path)
+            return changed, frozenset(deleted)
+
+    # ------------------------------------------------------------------ editing
+
+    def apply(self, changes: Mapping[str, Content]) -> int:
+        """Put path → content (None deletes) into the overlay; one revision step."""
+        with self.lock:
+            for raw_path, content in changes.items():
+                path = normalize_path(raw_path)
+                if not path or path.endswith("/"):
+                    raise pvf_error("INVALID_ARGUMENT", f"{raw_path!r} is not an archive file path")
+                if content is None and not self.exists(path):
+                    raise pvf_error("INVALID_ARGUMENT", f"cannot delete {path}: no such entry")
+                if isinstance(content, str) and self._kinds.get(path) == "binary":
+                    raise pvf_error("INVALID_ARGUMENT", f"{path} is a binary entry; write bytes, not text")
+            for raw_path, content in changes.items():
+                self._set(normalize_path(raw_path), content)
+            self.revision += 1
+            return self.revision
+
+    def _set(self, path: str, content: Content | object) -> None:
+        """Overlay one path; ``BASE`` drops its overlay entry (the base content shows again)."""
+        self._touched.add(path)
+        if content is BASE:
+            self._overlay.pop(path, None)
+            return
+        assert content is None or isinstance(content, str | bytes)
+        self._overlay[path] = content
+
+    def discard(self) -> int:
+        """Drop the unsaved changes: the overlay goes back to what the source holds."""
+        with self.lock:
+            self._touched.update(self._overlay)
+            self._touched.update(self._saved)
+            self._overlay = dict(self._saved)
+            self.revision += 1
+            return self.revision
+
+    # ------------------------------------------------------------------ history
+
+    def attach_history(self, history: History) -> None:
+        """Remember the history state of the file at open: base = history base ⊕ that state."""
+        with self.lock:
+            self.history_origin = history.state(history.head)
+
+    def history_changes(self, history: History) -> tuple[dict[str, bytes | None], frozenset[str]]:
+        """The working content as a change-set over the history head: new bytes, base restores."""
+        head = history.state(history.head)
+        origin = self.history_origin
+        with self.lock:
+            changes: dict[str, bytes | None] = {}
+            restores: set[str] = set()
+            for path in set(head) | set(origin) | set(self._overlay):
+                if path in self._overlay:
+                    content = self._overlay[path]
+                    changes[path] = None if content is None else _encode(content)
+                elif path in origin:
+                    sha = origin[path]
+                    changes[path] = None if sha is None else history.get_object(sha)
+                else:
+                    restores.add(path)
+            return changes, frozenset(restores)
+
+    def checkout(self, history: History, state: Mapping[str, str | None]) -> int:
+        """Make the content equal the history state ``state`` (in memory; save writes it)."""
+        origin = self.history_origin
+        with self.lock:
+            history_base = _HistoryBase(history)
+            try:
+                for path in sorted(set(state) | set(origin) | set(self._overlay)):
+                    if path in state:
+                        sha = state[path]
+                        wanted: Content = (
+                            None if sha is None else self._from_object(path, history.get_object(sha))
+                        )
+                    else:
+                        wanted = history_base.content(path)
+                    self._set(path, BASE if self._matches_open_base(path, wanted, origin) else wanted)
+            finally:
+                history_base.close()
+            self.revision += 1
+            return self.revision
+
+    def _matches_open_base(self, path: str, wanted: Content, origin: Mapping[str, str | None]) -> bool:
+        """True when ``wanted`` is what this workspace's base (the file at open) holds at ``path``."""
+        if path in origin:
+            sha = origin[path]
+            return (wanted is None) if sha is None else (wanted is not None and _hash(wanted) == sha)
+        if path not in self._names:
+            return wanted is None
+        if wanted is None:
+            return False
+        current = self.base_text(path) if isinstance(wanted, str) else self.base_bytes(path)
+        return current is not None and _hash(current) == _hash(wanted)
+
+    def _from_object(self, path: str, data: bytes) -> Content:
+        """History objects hold script text for text entries and raw payload otherwise."""
+        if self._kinds.get(path, "text") != "binary":
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                return data
+        return data
+
+    # ------------------------------------------------------------------ saving
+
+    def write_to(self, handle: IO[bytes], progress: Callable[[int, int], None] | None = None) -> None:
+        """Serialise base ⊕ overlay into ``handle``.
+
+        The writer is a second ``Archive`` over the source file (base ⊕ saved overlay); only the
+        paths whose wanted content differs from it are written, so unchanged entries keep their
+        stored bytes.
+        """
+        if self.source_path is None:
+            raise pvf_error("SAVE_AS_REQUIRED", "the workspace has no source file")
+        with self.lock:
+            overlay = dict(self._overlay)
+            saved = dict(self._saved)
+            restore = {p: self.base_bytes(p) if p in self._names else None for p in saved if p not in overlay}
+        writer = open_archive(self.source_path)
+        try:
+            for path, content in {**restore, **overlay}.items():
+                if content is None:
+                    if path in writer:
+                        writer.delete(path)
+                elif isinstance(content, str):
+                    writer.write_text(self._names.get(path, path), content)
+                else:
+                    writer.write_bytes(self._names.get(path, path), content)
+            total = 0
+            for part in writer.iter_archive_bytes():
+                handle.write(part)
+                total += len(part)
+                if progress is not None:
+                    progress(total, 0)
+        except PvfFormatError as exc:
+            raise pvf_error("SAVE_FAILED", f"cannot build the archive: {exc}", formatError=exc.code) from exc
+        finally:
+            writer.close()
+
+    def mark_saved(self, identity: FileIdentity, revision: int) -> None:
+        """The source now holds the content of ``revision``."""
+        with self.lock:
+            self.source_identity = identity
+            if revision == self.revision:
+                self._saved = dict(self._overlay)
+
+
+def _hash(content: str | bytes) -> str:
+    return hashlib.sha256(_encode(content)).hexdigest()
+
+
+class _HistoryBase:
+    """Reads the history's immutable base archive lazily (only when a checkout needs it)."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self._archive: Archive | None = None
+
+    def content(self, path: str) -> Content:
+        if self._archive is None:
+            self._archive = Archive.open(self.history.base_path)
+        if path not in self._archive:
+            return None
+        try:
+            return self._archive.read_text(path)
+        except PvfFormatError as exc:
+            if exc.code != "NOT_TEXT":
+                raise
+        return self._archive.read(path)
+
+    def close(self) -> None:
+        if self._archive is not None:
+            self._archive.close()
+
+
+# ---------------------------------------------------------------------- drafts
+
+
+@dataclass
+class _Window:
+    window_id: str
+    kind: str
+    dirty: bool = False
+    generation: int = 0
+    last_seen: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _Prepare:
+    operation_id: str
+    waiting: set[str]
+    dirty: set[str] = field(default_factory=set)
+
+
+class DraftRegistry:
+    """Editor windows report their drafts here; lifecycle operations prepare/ack through it.
+
+    ``prepare`` asks every registered window to freeze editing and answer with its draft state;
+    it returns once all answered clean, raises ``UI_DRAFT_PENDING`` when one holds a draft and
+    ``UI_NOT_READY`` when one did not answer within the timeout. A late report of a dirty flag
+    is not enough, as the seed says: only an ack for this operation counts.
+    """
+
+    def __init__(self, ack_timeout: float = 2.0) -> None:
+        self.ack_timeout = ack_timeout
+        self._windows: dict[str, _Window] = {}
+        self._ops: dict[str, _Prepare] = {}
+        self._cond = threading.Condition()
+        self._counter = 0
+
+    def register(self, window_id: str, kind: str = "editor") -> None:
+        with self._cond:
+            self._windows[window_id] = _Window(window_id, kind)
+
+    def unregister(self, window_id: str) -> None:
+        with self._cond:
+            self._windows.pop(window_id, None)
+            for op in self._ops.values():
+                op.waiting.discard(window_id)
+            self._cond.notify_all()
+
+    def report(self, window_id: str, dirty: bool, generation: int) -> None:
+        """A window's latest draft state (shown in workspace info)."""
+        with self._cond:
+            window = self._windows.get(window_id)
+            if window is None:
+                raise pvf_error("INVALID_ARGUMENT", f"window {window_id!r} is not registered")
+            if generation >= window.generation:
+                window.dirty, window.generation = dirty, generation
+            window.last_seen = time.monotonic()
+
+    def pending(self, window_id: str) -> list[str]:
+        """Operations waiting for this window's ack (windows poll this, or get it pushed)."""
+        with self._cond:
+            return [op.operation_id for op in self._ops.values() if window_id in op.waiting]
+
+    @property
+    def frozen(self) -> bool:
+        """True while a lifecycle operation holds the editors frozen."""
+        with self._cond:
+            return bool(self._ops)
+
+    def ack(self, operation_id: str, window_id: str, dirty: bool) -> None:
+        with self._cond:
+            op = self._ops.get(operation_id)
+            if op is None or window_id not in op.waiting:
+                return  # a late ack for a finished operation changes nothing
+            op.waiting.discard(window_id)
+            if dirty:
+                op.dirty.add(window_id)
+            window = self._windows.get(window_id)
+            if window is not None:
+                window.dirty, window.last_seen = dirty, time.monotonic()
+            self._cond.notify_all()
+
+    def prepare(self, name: str) -> str:
+        """Freeze the editors for ``name``; the returned id must be ``release``d afterwards."""
+        with self._cond:
+            self._counter += 1
+            operation_id = f"{name}-{self._counter}"
+            op = _Prepare(operation_id, set(self._windows))
+            self._ops[operation_id] = op
+            self._cond.notify_all()
+            deadline = time.monotonic() + self.ack_timeout
+            while op.waiting and not op.dirty:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            if op.dirty:
+                del self._ops[operation_id]
+                raise pvf_error("UI_DRAFT_PENDING", "an editor holds a draft", windows=sorted(op.dirty))
+            if op.waiting:
+                del self._ops[operation_id]
+                raise pvf_error(
+                    "UI_NOT_READY", "an editor did not answer in time", windows=sorted(op.waiting)
+                )
+            return operation_id
+
+    def release(self, operation_id: str) -> None:
+        with self._cond:
+            self._ops.pop(operation_id, None)
+            self._cond.notify_all()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._cond:
+            return [
+                {"windowId": w.window_id, "kind": w.kind, "dirty": w.dirty, "generation": w.generation}
+                for w in self._windows.values()
+            ]
