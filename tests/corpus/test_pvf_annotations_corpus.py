@@ -126,7 +126,7 @@ def test_multiline_string_is_not_a_section(docs: AnnotationDocs, archive: Corpus
     names = {s.name for s in parse_script(text).sections}
     assert "踏射" not in names and "basic explain" in names
     out = _explain(docs, archive, "equipment/character/gunner/weapon/revolver/rev_31142.equ")
-    explain = [a for a in out["annotations"] if a["ruleIds"] == ["item.explain"]][0]
+    explain = next(a for a in out["annotations"] if a["ruleIds"] == ["item.explain"])
     assert explain["startLine"] == 10 and explain["endLine"] == 11
 
 

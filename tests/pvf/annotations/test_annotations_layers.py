@@ -38,7 +38,7 @@ def test_user_rule_overrides_the_whole_block() -> None:
     # whole block: the builtin's other enum values are gone, not deep-merged
     got = docs.get(both["user"]["documentId"], docs.rules_revision)
     assert [v["key"] for v in got["values"]] == ["[sword]"]
-    ann = [a for a in explain(docs)["annotations"] if a["ruleIds"] == ["wpn.kind"]][0]
+    ann = next(a for a in explain(docs)["annotations"] if a["ruleIds"] == ["wpn.kind"])
     assert ann["title"] == "User kind" and ann["valueLabel"] == "User sword"
     assert ann["documentIds"] == [both["user"]["documentId"]]
     # the overridden builtin stays gettable with its status
