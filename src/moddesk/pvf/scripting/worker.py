@@ -79,7 +79,7 @@ class Transaction:
         regex = glob_regex(pattern) if pattern else None
         out = []
         for index, path in enumerate(ordered):
-            if regex is None or regex.fullmatch(path):
+            if regex is None or regex.match(path):
                 out.append(self.row(path, index))
         return out
 
