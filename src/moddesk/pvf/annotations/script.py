@@ -13,6 +13,9 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from moddesk.pvf.document import Document, Value
+from moddesk.pvf.format.errors import PvfFormatError
+
 _TOKEN_RE = re.compile(
     r"""
       (?P<ws>[ \t\n\f\v]+)
@@ -132,6 +135,11 @@ class Positions:
         return bisect.bisect_right(self._line_starts, index)
 
     @property
+    def line_starts(self) -> list[int]:
+        """Python index where each line starts."""
+        return self._line_starts
+
+    @property
     def line_count(self) -> int:
         """Number of lines (an empty text has one)."""
         return len(self._line_starts)
@@ -187,8 +195,84 @@ def _make_token(m: re.Match[str]) -> Token | None:
 
 
 def parse_script(text: str) -> ScriptView:
-    """Parse script text (newlines normalised first) into a located view; never raises on content."""
+    """Parse script text (newlines normalised first) into a located view; never raises on content.
+
+    The structure comes from ``moddesk.pvf.document`` (the parser scripts use, so sections,
+    paths and occurrences agree with the script API); text that parser rejects (``BAD_TEXT``)
+    is still explained through a tolerant tokenizer, with a ``bad-text`` warning.
+    """
     text = normalize_newlines(text)
+    try:
+        document = Document.parse(text)
+    except PvfFormatError as exc:
+        view = tolerant_parse(text)
+        at = exc.offset if exc.offset is not None and 0 <= exc.offset <= len(text) else 0
+        view.warnings.insert(0, ParseWarning("bad-text", f"{exc.message}; tokens read tolerantly", at, at))
+        return view
+    return _view_from_document(text, document)
+
+
+def _document_token(value: Value) -> Token:
+    source = value.source if value.source is not None else value.render()
+    if value.kind == "integer":
+        return Token("int", source, source, value.start, value.end)
+    if value.kind == "float":
+        return Token("float", source, source, value.start, value.end)
+    if value.kind == "string":
+        return Token("string", source, str(value.value), value.start, value.end)
+    if value.kind == "link":
+        link = value.value
+        assert isinstance(link, tuple)
+        return Token("link", source, str(link[1]), value.start, value.end, int(link[0]))
+    return Token("escape", source, str(value.value), value.start, value.end, value.type)
+
+
+def _view_from_document(text: str, document: Document) -> ScriptView:
+    sections: list[Section] = []
+    counts: dict[str, int] = {}
+    by_id: dict[int, Section] = {}
+    for doc_section in document.walk():
+        parent = by_id.get(id(doc_section.parent)) if doc_section.parent is not None else None
+        path = doc_section.path
+        occurrence = counts.get(path.casefold(), 0)
+        counts[path.casefold()] = occurrence + 1
+        tag_end = text.find("]", doc_section.start) + 1 if doc_section.start >= 0 else 0
+        section = Section(
+            name=doc_section.name,
+            path=path,
+            occurrence=occurrence,
+            depth=0 if parent is None else parent.depth + 1,
+            paired=doc_section.has_end_tag,
+            tag_start=doc_section.start,
+            tag_end=tag_end,
+            end=max(doc_section.end, tag_end),
+            parent=parent,
+            tokens=[_document_token(v) for v in doc_section.values()],
+        )
+        if parent is not None:
+            parent.children.append(section)
+        by_id[id(doc_section)] = section
+        sections.append(section)
+    _extend_ends(sections)
+    positions = Positions(text)
+    warnings: list[ParseWarning] = []
+    for w in document.warnings:
+        at = _offset_of(positions, text, w.line, w.col)
+        warnings.append(ParseWarning(w.code, w.message, at, at))
+    root = [_document_token(v) for v in document.preamble]
+    return ScriptView(text, sections, root, warnings, positions)
+
+
+def _offset_of(positions: Positions, text: str, line: int, col: int) -> int:
+    """Python index of a 1-based (line, character column) pair."""
+    starts = positions.line_starts
+    if not 1 <= line <= len(starts):
+        return 0
+    return min(len(text), starts[line - 1] + max(col - 1, 0))
+
+
+def tolerant_parse(text: str) -> ScriptView:
+    """The fallback tokenizer: accepts any text, reading unknown words as bare tokens."""
     matches = list(_TOKEN_RE.finditer(text))
     # A tag is "paired" when a matching close tag follows it anywhere later in the file.
     last_close: dict[str, int] = {}
