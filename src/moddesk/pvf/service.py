@@ -291,9 +291,9 @@ class PvfService:
             self._lifecycle_task = task_id
         return {"ok": True, "taskId": task_id, "kind": kind}
 
-    def _prepare_ui(self, operation: str) -> None:
+    def _prepare_ui(self, operation: str) -> str:
         """Ask every editor window to freeze and report drafts (UI_NOT_READY / UI_DRAFT_PENDING)."""
-        self.drafts.prepare(operation)
+        return self.drafts.prepare(operation)
 
     def _resolve_dirty(self, ctx: TaskContext, ws: Workspace, policy: DirtyPolicy) -> dict[str, Any] | None:
         """Apply the dirty policy to the open workspace; returns the save result if it saved."""
@@ -341,9 +341,10 @@ class PvfService:
                 with self._state:
                     previous = self._check_identity(workspace_id, expected_revision, expected_epoch)
                     self._check_occupancy()
+                prepared = None
                 if previous is not None:
                     ctx.phase("prepare editors")
-                    self._prepare_ui("open")
+                    prepared = self._prepare_ui("open")
                 try:
                     saved = None
                     if previous is not None:
@@ -365,7 +366,8 @@ class PvfService:
                         self._swap(candidate, history, version_status)
                         epoch = self.epoch
                 finally:
-                    self.drafts.release("open")
+                    if prepared is not None:
+                        self.drafts.release(prepared)
                 result = {
                     "ok": True,
                     "workspaceId": candidate.workspace_id,
@@ -425,7 +427,7 @@ class PvfService:
                     self._check_occupancy()
                 assert ws is not None
                 ctx.phase("prepare editors")
-                self._prepare_ui("close")
+                prepared = self._prepare_ui("close")
                 try:
                     saved = self._resolve_dirty(ctx, ws, dirty_policy)
                     with self._state:
@@ -434,7 +436,7 @@ class PvfService:
                         self._swap(None, None, "none")
                         epoch = self.epoch
                 finally:
-                    self.drafts.release("close")
+                    self.drafts.release(prepared)
                 result = {
                     "ok": True,
                     "open": False,
@@ -470,11 +472,11 @@ class PvfService:
                     self._check_occupancy()
                 assert ws is not None
                 ctx.phase("prepare editors")
-                self._prepare_ui("save")
+                prepared = self._prepare_ui("save")
                 try:
                     return self._save_now(ctx, ws)
                 finally:
-                    self.drafts.release("save")
+                    self.drafts.release(prepared)
 
             return self._start_lifecycle("save", work)
 
@@ -503,7 +505,7 @@ class PvfService:
                 ctx.phase("replace")
                 # re-check right before the rename: an outside write during serialisation wins
                 now = FileIdentity.of(source, with_hash=False)
-                if not _same_stat(ws.source_identity, now):
+                if not _same_stat(current, now):
                     raise pvf_error(
                         "SOURCE_CHANGED",
                         f"{source} changed on disk while saving",
@@ -591,11 +593,11 @@ class PvfService:
                     self._check_occupancy()
                 assert ws is not None
                 ctx.phase("prepare editors")
-                self._prepare_ui("save_as")
+                prepared = self._prepare_ui("save_as")
                 try:
                     return self._save_copy(ctx, ws, target, overwrite, target_identity)
                 finally:
-                    self.drafts.release("save_as")
+                    self.drafts.release(prepared)
 
             return self._start_lifecycle("save_as", work)
 

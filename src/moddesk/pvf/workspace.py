@@ -9,8 +9,8 @@ operations use before they commit.
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -42,11 +42,24 @@ def _encode(content: str | bytes) -> bytes:
     return content.encode("utf-8") if isinstance(content, str) else content
 
 
-def open_archive(path: Path) -> Archive:
-    """Open an archive file; on Windows from memory, since a mapped file cannot be replaced there."""
-    if sys.platform == "win32":
-        return Archive.from_bytes(path.read_bytes())
-    return Archive.open(path)
+def read_source(path: Path, attempts: int = 3) -> tuple[bytes, FileIdentity]:
+    """The bytes of an archive file and the identity of exactly those bytes.
+
+    The archive is held in memory rather than memory-mapped: a mapped file that another program
+    truncates in place kills the process with SIGBUS, and Windows cannot replace a mapped file.
+    """
+    for _ in range(attempts):
+        before = os.stat(path)
+        data = path.read_bytes()
+        after = os.stat(path)
+        if (before.st_ino, before.st_size, before.st_mtime_ns) == (
+            after.st_ino,
+            after.st_size,
+            after.st_mtime_ns,
+        ):
+            digest = hashlib.sha256(data).hexdigest()
+            return data, FileIdentity(after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns, digest)
+    raise pvf_error("SOURCE_CHANGED", f"{path} keeps changing while it is read", path=str(path))
 
 
 class Workspace:
@@ -80,8 +93,8 @@ class Workspace:
     def open(cls, path: Path, progress: Callable[[int], None] | None = None) -> Workspace:
         """Parse the archive at ``path`` (``OPEN_FAILED`` with the format's code if it is not one)."""
         try:
-            identity = FileIdentity.of(path)
-            archive = open_archive(path)
+            data, identity = read_source(path)
+            archive = Archive.from_bytes(data)
         except PvfFormatError as exc:
             raise pvf_error(
                 "OPEN_FAILED",
@@ -347,7 +360,15 @@ class Workspace:
             overlay = dict(self._overlay)
             saved = dict(self._saved)
             restore = {p: self.base_bytes(p) if p in self._names else None for p in saved if p not in overlay}
-        writer = open_archive(self.source_path)
+        data, identity = read_source(self.source_path)
+        if identity.sha256 != self.source_identity.sha256:
+            raise pvf_error(
+                "SOURCE_CHANGED",
+                f"{self.source_path} changed on disk since it was opened or last saved",
+                expectedIdentity=self.source_identity.to_dict(),
+                currentIdentity=identity.to_dict(),
+            )
+        writer = Archive.from_bytes(data)
         try:
             for path, content in {**restore, **overlay}.items():
                 if content is None:
