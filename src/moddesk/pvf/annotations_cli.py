@@ -1,0 +1,345 @@
+"""``moddesk pvf docs …``: search / get / explain annotation docs and check user rule files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from moddesk.kit.errors import ServiceError
+from moddesk.pvf.annotations import SUPPORTED_VERSIONS, AnnotationDocs, DirectoryLookup, parse_user_texts
+from moddesk.pvf.annotations.relations import ArchiveLookup
+from moddesk.pvf.format.errors import PvfFormatError
+
+console = Console()
+err_console = Console(stderr=True)
+
+RulesOption = Annotated[
+    list[Path] | None,
+    typer.Option("--rules", help="User rules JSON file (repeatable); layered over the builtin rules."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the tool's JSON result.")]
+
+
+class ArchiveTextLookup:
+    """``ArchiveLookup`` over an open ``moddesk.pvf.archive.Archive``."""
+
+    def __init__(self, archive: Any) -> None:
+        self._archive = archive
+
+    def read_text(self, path: str) -> str | None:
+        """The rendered text of ``path``, or None when absent or not text."""
+        if path not in self._archive:
+            return None
+        try:
+            text: str = self._archive.read_text(path)
+        except PvfFormatError:  # not a text entry, or damaged: nothing to resolve through
+            return None
+        return text
+
+    def exists(self, path: str) -> bool:
+        """Whether the archive has ``path``."""
+        return path in self._archive
+
+
+def _fail(error: ServiceError) -> None:
+    err_console.print(f"[red]{error.code}[/red]: {escape(error.message)}")
+    for issue in error.details.get("issues", [])[:50]:
+        err_console.print(f"  {escape(issue['path'])}: {escape(issue['message'])}")
+    if error.hint:
+        err_console.print(f"hint: {escape(error.hint)}")
+    raise typer.Exit(2)
+
+
+def _docs(rules: list[Path] | None) -> AnnotationDocs:
+    sources = [(p.name, p.read_text("utf-8")) for p in rules or []]
+    return AnnotationDocs(parse_user_texts(sources))
+
+
+def _print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def register(app: typer.Typer) -> None:
+    """Mount ``docs`` on the ``moddesk pvf`` command group."""
+    docs_app = typer.Typer(help="Annotation docs: what a PVF field means (read-only).", no_args_is_help=True)
+    app.add_typer(docs_app, name="docs")
+    _register_check(docs_app)
+
+    @docs_app.command("search")
+    def search(
+        query: Annotated[
+            str | None, typer.Argument(help="Keywords (all must match; Chinese by substring).")
+        ] = None,
+        file_path: Annotated[
+            str | None, typer.Option("--file", help="Archive path (may not exist yet).")
+        ] = None,
+        directory: Annotated[bool, typer.Option("--directory", help="--file names a folder.")] = False,
+        ext: Annotated[
+            list[str] | None, typer.Option("--ext", help="Extension such as .equ (repeatable).")
+        ] = None,
+        section: Annotated[str | None, typer.Option("--section", help="Section name, e.g. price.")] = None,
+        kind: Annotated[list[str] | None, typer.Option("--kind", help="rule or field (repeatable).")] = None,
+        target_kind: Annotated[
+            list[str] | None, typer.Option("--target-kind", help="path/directory/section/token.")
+        ] = None,
+        annotation_type: Annotated[
+            list[str] | None, typer.Option("--type", help="text/enum/reference/image.")
+        ] = None,
+        relation: Annotated[str | None, typer.Option("--relation", help="Relation name.")] = None,
+        version: Annotated[
+            str, typer.Option("--version", help=f"all or one of {', '.join(SUPPORTED_VERSIONS)}.")
+        ] = "all",
+        show_all: Annotated[
+            bool, typer.Option("--all-status", help="Also show disabled/overridden definitions.")
+        ] = False,
+        limit: Annotated[int, typer.Option("--limit", min=1, max=100)] = 20,
+        cursor: Annotated[
+            str | None, typer.Option("--cursor", help="nextCursor of the previous page.")
+        ] = None,
+        rules: RulesOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Search rule and shared-field docs."""
+        try:
+            result = _docs(rules).search(
+                query=query,
+                file_path=file_path,
+                path_kind="directory" if directory else "file",
+                extensions=ext,
+                section=section,
+                kinds=kind,
+                target_kinds=target_kind,
+                annotation_types=annotation_type,
+                relation=relation,
+                pvf_version=version,
+                status="all" if show_all else "effective",
+                cursor=cursor,
+                limit=limit,
+            )
+        except ServiceError as exc:
+            _fail(exc)
+            return
+        if as_json:
+            _print_json(result)
+            return
+        console.print(f"rules {result['rulesRevision']} · {result['totalMatches']} match(es)")
+        for item in result["items"]:
+            ident = item["ruleId"] or item["fieldId"]
+            state = "" if item["effective"] else f" [yellow]({item['status']})[/yellow]"
+            console.print(
+                f"[bold]{escape(str(ident))}[/bold] {escape(item['title'] or '')}{state}  "
+                f"[dim]{item['kind']} · {item['targetKind']} · {item['annotationType']} · "
+                f"section={escape(str(item['section']))} · {item['applicability']} · {item['documentId']}[/dim]"
+            )
+            console.print(f"    {escape(item['summary'])}")
+            for value in item.get("matchedValues", []):
+                console.print(f"    {escape(value['key'])} = {escape(value['label'])}")
+        if result["nextCursor"]:
+            console.print(f"[dim]more: --cursor {result['nextCursor']}[/dim]")
+
+    @docs_app.command("get")
+    def get(
+        document_id: Annotated[str, typer.Argument(help="documentId from a search.")],
+        revision: Annotated[
+            str | None, typer.Option("--revision", help="rulesRevision of that search.")
+        ] = None,
+        value: Annotated[str | None, typer.Option("--value", help="Look up one enum key exactly.")] = None,
+        values_cursor: Annotated[str | None, typer.Option("--values-cursor")] = None,
+        values_limit: Annotated[int, typer.Option("--values-limit", min=1, max=100)] = 50,
+        rules: RulesOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Show one definition: raw and resolved blocks, enum values, relations."""
+        docs = _docs(rules)
+        try:
+            result = docs.get(
+                document_id,
+                revision or docs.rules_revision,
+                value=value,
+                values_cursor=values_cursor,
+                values_limit=values_limit,
+            )
+        except ServiceError as exc:
+            _fail(exc)
+            return
+        if as_json:
+            _print_json(result)
+            return
+        ident = result["ruleId"] or result["fieldId"]
+        console.print(
+            f"[bold]{escape(str(ident))}[/bold] {escape(str(result['title']))}  [dim]{result['kind']} · {result['source']['category']} · {result['status']}[/dim]"
+        )
+        if result["content"]:
+            console.print(escape(result["content"]))
+        for reason in result["reasons"]:
+            console.print(f"[yellow]{escape(reason)}[/yellow]")
+        console.print("resolved: " + escape(json.dumps(result["resolvedDefinition"], ensure_ascii=False)))
+        if "value" in result:
+            hit = result["value"]
+            console.print(
+                f"value {escape(hit['key'])}: " + (escape(hit["label"]) if hit["found"] else "not found")
+            )
+        if result["valueCount"]:
+            console.print(f"values ({result['valueCount']}):")
+            for item in result["values"]:
+                console.print(f"  {escape(item['key'])} = {escape(item['label'])}")
+            if result["valuesNextCursor"]:
+                console.print(f"[dim]more: --values-cursor {result['valuesNextCursor']}[/dim]")
+        for rel in result["relations"]:
+            console.print(
+                f"relation {escape(rel['name'])}: {escape(json.dumps(rel['definition'], ensure_ascii=False))}"
+            )
+        for issue in result["relationIssues"]:
+            console.print(
+                f"[yellow]relation {escape(issue['relation'])}: {issue['issue']} — {escape(issue['message'])}[/yellow]"
+            )
+
+    @docs_app.command("explain")
+    def explain(
+        source: Annotated[
+            Path, typer.Argument(help="A .pvf archive, an exported text folder, or one text file.")
+        ],
+        path: Annotated[
+            str | None, typer.Argument(help="Archive path of the file (default: SOURCE's name).")
+        ] = None,
+        section: Annotated[
+            str | None, typer.Option("--section", help="Only this section (parent/child for nested).")
+        ] = None,
+        occurrence: Annotated[int | None, typer.Option("--occurrence", min=0)] = None,
+        token_index: Annotated[int | None, typer.Option("--token-index", min=0)] = None,
+        start_line: Annotated[int | None, typer.Option("--start-line", min=1)] = None,
+        end_line: Annotated[int | None, typer.Option("--end-line", min=1)] = None,
+        version: Annotated[
+            str | None, typer.Option("--version", help="PVF version (an archive's own by default).")
+        ] = None,
+        rules: RulesOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        """Explain what the annotations say about a real file, line by line."""
+        docs = _docs(rules)
+        archive: Any = None
+        lookup: ArchiveLookup | None
+        try:
+            if source.is_dir():
+                if path is None:
+                    raise ServiceError(
+                        "INVALID_ARGUMENT", "give the archive PATH of the file inside the folder"
+                    )
+                lookup = DirectoryLookup(source)
+                text = lookup.read_text(path)
+                if text is None:
+                    raise ServiceError("NOT_FOUND", f"{path} is not in {source}")
+            elif path is not None and source.suffix.lower() == ".pvf":
+                from moddesk.pvf.archive import Archive
+
+                archive = Archive.open(source)
+                lookup = ArchiveTextLookup(archive)
+                text = lookup.read_text(path)
+                if text is None:
+                    raise ServiceError("NOT_FOUND", f"{path} is not a text entry of {source}")
+                version = version or str(archive.format)
+            else:
+                text = source.read_text("utf-8")
+                lookup = None
+                path = path or source.name
+            assert path is not None
+            pages: list[dict[str, Any]] = []
+            cursor: str | None = None
+            while True:
+                page = docs.explain(
+                    path,
+                    text,
+                    workspace_id="cli",
+                    revision=0,
+                    pvf_version=version,
+                    lookup=lookup,
+                    section=section,
+                    occurrence=occurrence,
+                    token_index=token_index,
+                    start_line=start_line,
+                    end_line=end_line,
+                    cursor=cursor,
+                    limit=100,
+                )
+                pages.append(page)
+                cursor = page["nextCursor"]
+                if cursor is None:
+                    break
+        except ServiceError as exc:
+            _fail(exc)
+            return
+        finally:
+            if archive is not None:
+                archive.close()
+        result = dict(pages[0])
+        result["annotations"] = [a for p in pages for a in p["annotations"]]
+        result["nextCursor"] = None
+        if as_json:
+            _print_json(result)
+            return
+        _print_explained(text, result)
+
+
+def _print_explained(text: str, result: dict[str, Any]) -> None:
+    for note in result["pathContext"]:
+        console.print(
+            f"[cyan]{escape(note['scopePath'])}[/cyan]: [bold]{escape(note['title'])}[/bold] — {escape(note['content'])}"
+        )
+    by_line: dict[int, list[dict[str, Any]]] = {}
+    for ann in result["annotations"]:
+        by_line.setdefault(ann["startLine"], []).append(ann)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    width = len(str(len(lines)))
+    for number, line in enumerate(lines, start=1):
+        notes = by_line.get(number)
+        if not notes:
+            continue
+        console.print(f"[dim]{number:>{width}}[/dim] {escape(line)}")
+        for ann in notes:
+            console.print(f"{' ' * width}   [green]↳ col {ann['startColumn']}[/green] {_describe(ann)}")
+    for warning in result["warnings"]:
+        console.print(f"[yellow]{warning['code']}[/yellow]: {escape(warning['message'])}")
+
+
+def _describe(ann: dict[str, Any]) -> str:
+    parts = [f"[bold]{escape(ann['title'])}[/bold]"]
+    if ann.get("valueLabel"):
+        parts.append(f"= {escape(ann['valueLabel'])}")
+    elif ann.get("valueFound") is False:
+        parts.append("[yellow](no label for this value)[/yellow]")
+    ref = ann.get("reference")
+    if ref:
+        target = ref.get("path") or ""
+        name = f" “{ref['name']}”" if ref.get("name") else ""
+        parts.append(f"→ {escape(target)}{escape(name)} " + escape(f"[{ref['resolutionStatus']}]"))
+    if ann.get("image"):
+        parts.append(f"image {escape(str(ann['image']['path']))} #{ann['image']['index']}")
+    if ann.get("placeholder"):
+        parts.append(escape(json.dumps(ann["placeholder"], ensure_ascii=False)))
+    if ann["origin"] == "runtime":
+        parts.append("[dim](runtime)[/dim]")
+    return " ".join(parts)
+
+
+def _register_check(docs_app: typer.Typer) -> None:
+    @docs_app.command("check")
+    def check(
+        files: Annotated[list[Path], typer.Argument(help="User rules JSON files.")],
+        as_json: JsonOption = False,
+    ) -> None:
+        """Validate user rule files against the builtin rules; exit 1 listing JSON paths if invalid."""
+        issues = AnnotationDocs().check_texts([(f.name, f.read_text("utf-8")) for f in files])
+        if as_json:
+            _print_json({"valid": not issues, "issues": issues})
+        elif issues:
+            for issue in issues:
+                console.print(f"[red]{escape(issue['path'])}[/red]: {escape(issue['message'])}")
+        else:
+            console.print("valid")
+        if issues:
+            raise typer.Exit(1)
