@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from moddesk.kit.errors import ServiceError
 
@@ -97,7 +98,7 @@ def topics() -> dict[str, Topic]:
     return out
 
 
-def topic(name: str | None) -> dict[str, object]:
+def topic(name: str | None) -> dict[str, Any]:
     """One topic's text, or the list of topics when ``name`` is None."""
     all_topics = topics()
     if name is None or name == "":

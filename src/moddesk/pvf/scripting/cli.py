@@ -1,0 +1,171 @@
+"""``moddesk pvf script …``: run, check and read the help of ``.pvf.js`` scripts from the terminal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.syntax import Syntax
+
+from moddesk.kit.errors import ServiceError
+from moddesk.pvf.scripting.service import ScriptService
+
+console = Console()
+script_app = typer.Typer(
+    help="Run .pvf.js scripts: preview their changes, apply and save.", no_args_is_help=True
+)
+
+
+def _fail(error: ServiceError) -> None:
+    console.print(f"[red]{error.code}[/red]: {error.message}")
+    if error.hint:
+        console.print(f"[dim]{error.hint}[/dim]")
+    for diagnostic in error.details.get("diagnostics", []):
+        where = (
+            f"line {diagnostic.get('line')}, column {diagnostic.get('column')}"
+            if diagnostic.get("line")
+            else ""
+        )
+        console.print(f"  {diagnostic.get('kind')}: {diagnostic.get('message')} {where}")
+    raise typer.Exit(1)
+
+
+def _wait(scripts: ScriptService, task_id: str, label: str) -> dict[str, Any]:
+    tasks = scripts.service.tasks
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        bar = progress.add_task(label, total=None, note="")
+        while True:
+            status = tasks.wait(task_id, 0.2)
+            done, total = status["progress"]["done"], status["progress"]["total"]
+            progress.update(
+                bar, completed=done, total=total or None, note=status["progress"]["message"] or ""
+            )
+            if status["state"] in ("succeeded", "failed", "cancelled"):
+                return status
+
+
+def _print_logs(scripts: ScriptService, task_id: str) -> None:
+    page = scripts.status(task_id, log_limit=500)
+    while True:
+        for line in page["logs"]:
+            console.print(line, markup=False, highlight=False)
+        if not page["nextLogCursor"] or not page["logs"]:
+            return
+        page = scripts.status(task_id, log_cursor=page["nextLogCursor"], log_limit=500)
+
+
+@script_app.command("run")
+def run_command(
+    archive: Path = typer.Argument(..., exists=True, dir_okay=False, help="the Script.pvf to work on"),
+    script: Path = typer.Argument(..., exists=True, dir_okay=False, help="the .pvf.js file to run"),
+    apply: bool = typer.Option(
+        False, "--apply", help="apply every change and save the archive (a backup is kept)"
+    ),
+    diff: bool = typer.Option(True, "--diff/--no-diff", help="show the unified diff of each change"),
+    yes: bool = typer.Option(False, "--yes", help="do not ask before saving"),
+) -> None:
+    """Run SCRIPT on ARCHIVE: print its logs and the changes it would make; --apply saves them."""
+    from moddesk.pvf.service import PvfService
+
+    service = PvfService()
+    scripts = ScriptService(service)
+    try:
+        opened = _wait(scripts, service.open(str(archive.resolve()), service.epoch)["taskId"], "opening")
+        if opened["state"] != "succeeded":
+            raise ServiceError(
+                opened["error"]["error"], opened["error"]["message"], opened["error"].get("hint")
+            )
+        ws, rev = opened["result"]["workspaceId"], opened["result"]["revision"]
+        started = scripts.run(ws, rev, script.read_text(encoding="utf-8"), label=script.name, scope="cli")
+        status = _wait(scripts, started["taskId"], f"running {script.name}")
+        _print_logs(scripts, started["taskId"])
+        if status["state"] != "succeeded":
+            error = status["error"]
+            raise ServiceError(
+                error["error"],
+                error["message"],
+                error.get("hint"),
+                **{k: v for k, v in error.items() if k not in ("ok", "error", "message", "hint")},
+            )
+        plan_id = status["result"]["planId"]
+        if plan_id is None:
+            console.print("[green]no changes[/green] (a query-only run leaves nothing to apply)")
+            return
+        keys = _show_plan(scripts, plan_id, diff)
+        if not apply:
+            console.print("[yellow]nothing was written[/yellow]; run again with --apply to apply and save")
+            return
+        if not yes and not typer.confirm(f"apply {len(keys)} changes and save {archive}?"):
+            raise typer.Exit(1)
+        applied = scripts.apply(plan_id, rev, keys, scope="cli", caller="cli")
+        saved = _wait(scripts, service.save(ws, applied["revision"])["taskId"], "saving")
+        if saved["state"] != "succeeded":
+            raise ServiceError(saved["error"]["error"], saved["error"]["message"], saved["error"].get("hint"))
+        console.print(f"[green]applied {applied['applied']} and saved {archive}[/green]")
+    except ServiceError as error:
+        _fail(error)
+    finally:
+        service.shutdown()
+
+
+def _show_plan(scripts: ScriptService, plan_id: str, show_diff: bool) -> list[str]:
+    keys: list[str] = []
+    cursor = None
+    while True:
+        page = scripts.preview(plan_id, cursor=cursor, limit=100)
+        for item in page["items"]:
+            keys.append(item["changeKey"])
+            console.print(f"[bold]{item['kind']}[/bold] {item['path']}  [dim]{item['changeKey']}[/dim]")
+            for warning in item["warnings"]:
+                console.print(f"  [yellow]warning:[/yellow] {warning}")
+            if show_diff and item["diff"]:
+                console.print(Syntax(item["diff"], "diff", theme="ansi_dark", background_color="default"))
+        cursor = page["nextCursor"]
+        if cursor is None:
+            console.print(f"{page['total']} changes: {page['counts']}")
+            return keys
+
+
+@script_app.command("check")
+def check_command(script: Path = typer.Argument(..., exists=True, dir_okay=False)) -> None:
+    """Check the syntax of a .pvf.js file (nothing runs)."""
+    from moddesk.pvf.scripting.runtime import validate_source
+
+    diagnostics = validate_source(script.read_text(encoding="utf-8"))
+    if not diagnostics:
+        console.print(f"[green]{script}: syntax ok[/green]")
+        return
+    for d in diagnostics:
+        console.print(f"{script}:{d['line']}:{d['column']}: {d['message']}")
+    raise typer.Exit(1)
+
+
+@script_app.command("help")
+def help_command(topic: str = typer.Argument("", help="a topic; empty lists them")) -> None:
+    """Show the script API documentation (the same topics as pvf_script_help)."""
+    from moddesk.pvf.scripting.help import topic as read_topic
+
+    try:
+        found = read_topic(topic or None)
+    except ServiceError as error:
+        _fail(error)
+        return
+    if "topics" in found:
+        for entry in found["topics"]:
+            console.print(f"[bold]{entry['name']}[/bold]  {entry['summary']}")
+        return
+    console.print(Syntax(str(found["text"]), "typescript", theme="ansi_dark", background_color="default"))
+
+
+def register(app: typer.Typer) -> None:
+    """Mount ``moddesk pvf script …``."""
+    app.add_typer(script_app, name="script")
