@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
 
 DEMO_SCHEMA = """<?xml version="1.0" encoding="utf-8"?>
 <xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xas="uri:ea.com:eala:asset:schema"
@@ -126,3 +134,138 @@ def write_demo_mod(root: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+class DemoFailure(RuntimeError):
+    """The demo did not see what it expected."""
+
+
+def _expect(condition: bool, what: str) -> None:
+    if not condition:
+        raise DemoFailure(what)
+
+
+async def _ask(client: Any, tool: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    payload = result.structured_content
+    if not isinstance(payload, dict):
+        raise DemoFailure(f"{tool} returned no structured content")
+    if result.is_error:
+        raise DemoFailure(f"{tool} failed: {payload.get('error')}: {payload.get('message')}")
+    return payload
+
+
+def _run_async(fn: Callable[[], Awaitable[None]]) -> None:
+    """anyio.run, with the first DemoFailure unwrapped from the SDK's exception groups."""
+    import anyio
+
+    try:
+        anyio.run(fn)
+    except BaseExceptionGroup as group:
+        failure = group.subgroup(lambda exc: isinstance(exc, DemoFailure))
+        while failure is not None and isinstance(failure, BaseExceptionGroup):
+            failure = failure.exceptions[0] if failure.exceptions else None
+        if failure is not None:
+            raise failure from group
+        raise
+
+
+def run(console: Console) -> None:
+    """Index the demo mod with a live watcher, query it through a real stdio MCP server, then offline."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from moddesk.ra3.endpoints import HOME_ENV
+    from moddesk.ra3.watch import Watcher
+
+    with tempfile.TemporaryDirectory(prefix="moddesk-ra3-demo-") as tmp:
+        root = Path(tmp)
+        previous = os.environ.get(HOME_ENV)
+        os.environ[HOME_ENV] = str(root / "ra3 home")  # never touch the user's ~/.ra3modxml
+        try:
+            project = write_demo_mod(root / "Demo Mod")
+            table = Table(title="ra3: live index through the MCP server", show_lines=False)
+            table.add_column("tool call")
+            table.add_column("source")
+            table.add_column("answer")
+            params = StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "moddesk.ra3.cli", "mcp", "--project", str(project)],
+                env={**os.environ},
+            )
+            watcher = Watcher([project], quiet_seconds=0.5).start()
+
+            async def live_session() -> None:
+                async with Client(params, read_timeout_seconds=60) as client:
+                    status = await _ask(client, "get_status", wait_for_index=True)
+                    _expect(
+                        status["source"] == "live" and status["index"]["state"] == "ready", "live index ready"
+                    )
+                    stats = status["result"]["stats"]
+                    table.add_row(
+                        "get_status",
+                        "live",
+                        f"ready: {stats['assetCount']} assets, {stats['referenceCount']} refs",
+                    )
+                    found = await _ask(client, "find_asset", id="AthenaCannon", type="GameObject")
+                    asset = found["result"]["assets"][0]
+                    _expect(asset["file"] == "Data/Units/Tanks.xml", "AthenaCannon defined in Tanks.xml")
+                    table.add_row("find_asset AthenaCannon", "live", f"{asset['file']}:{asset['line']}")
+                    edges = await _ask(
+                        client,
+                        "get_asset_references",
+                        type="GameObject",
+                        id="AthenaCannon",
+                        targetTypes=["WeaponTemplate"],
+                    )
+                    weapons = sorted(
+                        f"{e['to']['id']}" + (f" (from {e['definedIn']['id']})" if e.get("definedIn") else "")
+                        for e in edges["result"]["edges"]
+                        if e.get("to") and e["to"]["type"] == "WeaponTemplate"
+                    )
+                    _expect(
+                        any(w.startswith("BaseCannon (from BaseTank") for w in weapons), "inherited weapon"
+                    )
+                    table.add_row("get_asset_references → WeaponTemplate", "live", ", ".join(weapons))
+                    inactive = await _ask(client, "is_file_active", path="Data/Units/Unused.xml")
+                    _expect(inactive["result"]["active"] is False, "Unused.xml is inactive")
+                    table.add_row(
+                        "is_file_active Unused.xml", "live", "inactive: not reached from Data/Mod.xml"
+                    )
+                    tanks = project / "Data/Units/Tanks.xml"
+                    tanks.write_text(
+                        tanks.read_text().replace(
+                            "</AssetDeclaration>", '  <GameObject id="NewTank"/>\n</AssetDeclaration>'
+                        ),
+                        encoding="utf-8",
+                    )
+                    for _ in range(100):
+                        fresh = await _ask(client, "find_asset", id="NewTank", wait_for_index=True)
+                        if fresh["result"]["found"]:
+                            break
+                        await anyio.sleep(0.1)
+                    _expect(fresh["result"]["found"], "the edit shows up in the live index")
+                    table.add_row(
+                        "edit Tanks.xml, find_asset NewTank", "live", "found after incremental re-index"
+                    )
+
+            try:
+                _run_async(live_session)
+            finally:
+                watcher.stop()  # removes its endpoint files and saves the final index
+
+            async def offline_session() -> None:
+                async with Client(params, read_timeout_seconds=60) as client:
+                    found = await _ask(client, "find_asset", id="NewTank")
+                    _expect(found["source"] == "snapshot" and found["result"]["found"], "snapshot fallback")
+                    table.add_row(
+                        "(watcher stopped) find_asset NewTank", "snapshot", "found in the saved snapshot"
+                    )
+
+            _run_async(offline_session)
+            console.print(table)
+        finally:
+            if previous is None:
+                os.environ.pop(HOME_ENV, None)
+            else:
+                os.environ[HOME_ENV] = previous
