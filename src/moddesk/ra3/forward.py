@@ -103,7 +103,7 @@ def asset_references(
                 prev = owner
                 defined_in = owner if owner != key else None
                 for ref in data.refs_by_owner.get(owner, []):
-                    if ref.kind in (INHERIT, FILE) or ref.expression:
+                    if ref.kind in (INHERIT, FILE):
                         continue
                     res = data.resolve(ref)
                     if res.status == UNRESOLVED and not include_unresolved:

@@ -8,6 +8,7 @@ than one hit is ambiguous (BAB `ResolveReference`). `inheritFrom` resolves to th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ ORIGIN_RANK = {"project": 0, "sdk": 1, "manifest": 2}
 RESOLVED, UNRESOLVED, AMBIGUOUS, NOT_A_REF = "resolved", "unresolved", "ambiguous", "not-a-reference"
 
 Key = tuple[str, str]  # (type, lower-cased id)
+_DEFINE_EXPR = re.compile(r"=\s*\$([A-Za-z_][\w]*)\s*")
 
 
 @dataclass(slots=True)
@@ -161,6 +163,7 @@ class IndexData:
         self.defines_by_name: dict[str, list[DefineDef]] = {}
         self.files_by_lower: dict[str, str] = {}
         self._resolution: dict[tuple[Any, ...], Resolution] = {}
+        self._ref_diags: list[Diagnostic] | None = None
 
     # --- building ---------------------------------------------------------------------------
     def set_record(
@@ -188,6 +191,7 @@ class IndexData:
         for d in defines:
             self.defines_by_name.setdefault(d.site.name, []).append(d)
         self._resolution.clear()
+        self._ref_diags = None
 
     def drop_record(self, record: str) -> None:
         """Remove one record's contributions (incremental update)."""
@@ -210,6 +214,7 @@ class IndexData:
             for d in old_defines:
                 _prune(self.defines_by_name, d.site.name, gone)
         self._resolution.clear()
+        self._ref_diags = None
 
     def add_file(self, info: FileInfo) -> None:
         """Register a file the build touched."""
@@ -289,8 +294,10 @@ class IndexData:
     # --- resolution -------------------------------------------------------------------------
     def resolve(self, ref: RefSite) -> Resolution:
         """Resolve a reference per BAB: exact (type, id), else derived types; >1 hit is ambiguous."""
-        if ref.kind == FILE or ref.expression:
+        if ref.kind == FILE:
             return Resolution(NOT_A_REF)
+        if ref.expression:
+            return self._resolve_expression(ref)
         idl = ref.target_key
         if ref.kind == INHERIT:
             typ = self.canonical(ref.target_type) if ref.target_type else ref.owner_type
@@ -314,6 +321,29 @@ class IndexData:
         self._resolution[cache_key] = result
         return result
 
+    def _resolve_expression(self, ref: RefSite) -> Resolution:
+        """`=$NAME` whose define holds a plain id resolves like that id (BAB evaluates it first)."""
+        match = _DEFINE_EXPR.fullmatch(ref.value)
+        if match is None:
+            return Resolution(NOT_A_REF)
+        values = {d.site.value.strip() for d in self.defines_by_name.get(match.group(1), [])}
+        if len(values) != 1:
+            return Resolution(UNRESOLVED)
+        value = values.pop()
+        name = value.split("\\", 1)[0]
+        qual, ident = name.split(":", 1) if ":" in name else (None, name)
+        typ = self.canonical(qual) if qual else ref.ref_type
+        cache_key = ("expr", typ, ident.lower())
+        hit = self._resolution.get(cache_key)
+        if hit is None:
+            hit = self._lookup(typ, ident.lower())
+            self._resolution[cache_key] = hit
+        return hit
+
+    def expression_refs(self) -> list[RefSite]:
+        """Reference-typed values written as `=$DEFINE` (looked up by their define's value)."""
+        return [r for r in self.refs() if r.expression]
+
     def _lookup(self, typ: str | None, idl: str) -> Resolution:
         if typ is None:
             types = sorted({d.type for d in self.by_id.get(idl, [])})
@@ -325,6 +355,38 @@ class IndexData:
             return Resolution(UNRESOLVED)
         keys = tuple((t, idl) for t in types)
         return Resolution(RESOLVED if len(keys) == 1 else AMBIGUOUS, keys)
+
+    def reference_diagnostics(self) -> list[Diagnostic]:
+        """Unresolved strong references and ambiguous references, with file:line (computed, never stale)."""
+        if self._ref_diags is not None:
+            return self._ref_diags
+        out: list[Diagnostic] = []
+        for r in self.refs():
+            if r.kind == FILE:
+                continue
+            res = self.resolve(r)
+            if res.status == AMBIGUOUS:
+                kinds = ", ".join(t for t, _i in res.keys)
+                out.append(
+                    Diagnostic(
+                        "AMBIGUOUS_REFERENCE",
+                        r.file,
+                        r.line,
+                        f"{r.value!r} ({r.ref_type}) matches several types: {kinds}",
+                    )
+                )
+            elif res.status == UNRESOLVED and r.kind in ("strong", INHERIT):
+                what = "inheritFrom base" if r.kind == INHERIT else f"{r.ref_type} reference"
+                out.append(
+                    Diagnostic(
+                        "UNRESOLVED_REFERENCE",
+                        r.file,
+                        r.line,
+                        f"{what} {r.value!r} from {r.owner_type}:{r.owner_id} is not in the index",
+                    )
+                )
+        self._ref_diags = out
+        return out
 
     def matches_type(self, actual: str, wanted: str | None) -> bool:
         """Query-side type filter: no type, the same type, or a derived type."""

@@ -100,6 +100,7 @@ class RefSite:
     parent: str | None
     attribute: str | None
     expression: bool = False
+    default: bool = False
 
     @property
     def target_key(self) -> str:
@@ -121,6 +122,7 @@ class FileRecord:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     fragments: set[str] = field(default_factory=set)
     expressions: list[RefSite] = field(default_factory=list)
+    seen_keys: set[tuple[str, str]] = field(default_factory=set)
     unknown_elements: int = 0
 
 
@@ -317,6 +319,14 @@ class Extractor:
             return
         inherit = node.get("inheritFrom")
         line = self._locate(file, line, "<" + (node.prefix + ":" if node.prefix else "") + type_name, True)[0]
+        key = (type_name, ident.lower())
+        if key in record.seen_keys and depth == 0:
+            record.diagnostics.append(
+                Diagnostic(
+                    "DUPLICATE_INSTANCE", file, line, f"{type_name}:{ident} is defined twice in this document"
+                )
+            )
+        record.seen_keys.add(key)
         record.assets.append(AssetSite(type_name, ident, file, line, inherit.strip() if inherit else None))
         if inherit and inherit.strip():
             value = inherit.strip()
@@ -378,6 +388,13 @@ class Extractor:
                     self._ref(
                         info, raw, owner_type, owner_id, file, _line(el), name, parent, key, record, key
                     )
+        for key, info in self.schema.default_refs(ctype):
+            # BAB fills XSD defaults before extracting references, so an omitted attribute still refers
+            if key not in el.attrib and info.default is not None:
+                self._ref(
+                    info, info.default, owner_type, owner_id, file, _line(el), name, parent, key, record, ""
+                )
+                record.refs[-1].default = True
         kids = self.schema.children(ctype)
         for child in el:
             cname = local_name(child.tag)
@@ -430,7 +447,7 @@ class Extractor:
                 record,
                 text.strip(),
             )
-        if child.attrib or len(child):
+        if child.attrib or len(child) or (self.schema is not None and self.schema.default_refs(ctype)):
             self._walk(
                 child,
                 ctype,
@@ -464,7 +481,7 @@ class Extractor:
             qual, target = None, value
         else:
             qual, target = split_value(value)
-        if attribute is not None:
+        if attribute is not None and needle:
             ln, col = self._locate(file, line, _attr_pattern(attribute), True)
         else:
             ln, col = self._locate(file, line, needle) if needle else (line, 0)

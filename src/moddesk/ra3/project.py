@@ -232,7 +232,7 @@ def detect_project(
     use_manifests: bool = True,
 ) -> ProjectConfig:
     """Work out entries, search roots, schema and manifests for a project folder (BAB/SDK conventions)."""
-    project = project_dir.resolve()
+    project = Path(os.path.abspath(project_dir))
     sdk = sdk_dir.resolve() if sdk_dir is not None else _find_sdk(project)
     cfg = ProjectConfig(project_dir=project, sdk_dir=sdk, use_manifests=use_manifests)
     cfg.schema_path = schema_path.resolve() if schema_path is not None else _find_schema(project, sdk)

@@ -168,7 +168,8 @@ class QueryApi:
             return out
         out["stats"] = data.stats()
         out["streams"] = data.streams
-        out["diagnosticsByCode"] = dict(Counter(d.code for d in data.diagnostics).most_common())
+        diags = data.diagnostics + data.reference_diagnostics()
+        out["diagnosticsByCode"] = dict(Counter(d.code for d in diags).most_common())
         out["manifests"] = data.manifests
         return out
 
@@ -200,7 +201,7 @@ class QueryApi:
         data = self._view(wait_for_index, allow_stale, timeout)
         items = [
             d
-            for d in data.diagnostics
+            for d in data.diagnostics + data.reference_diagnostics()
             if (code is None or d.code == code)
             and (file is None or d.file.lower() == self._display(data, file).lower())
         ]
@@ -382,8 +383,11 @@ class QueryApi:
             raise Ra3Error("INVALID_ARGUMENT", "id must not be empty")
         hits: list[tuple[RefSite, str]] = []
         unresolved_mentions = 0
-        for r in data.refs_by_id.get(idl, []):
-            if r.kind == FILE or r.expression:
+        candidates = data.refs_by_id.get(idl, []) + [
+            r for r in data.expression_refs() if idl in {k[1] for k in data.resolve(r).keys}
+        ]
+        for r in candidates:
+            if r.kind == FILE or data.resolve(r).status == "not-a-reference":
                 continue
             res = data.resolve(r)
             if res.status in (RESOLVED, AMBIGUOUS):
@@ -428,7 +432,7 @@ class QueryApi:
         data = self._view(wait_for_index, allow_stale, timeout)
         incoming: Counter[tuple[str, str]] = Counter()
         for r in data.refs():
-            if r.kind == FILE or r.expression:
+            if r.kind == FILE:
                 continue
             res = data.resolve(r)
             if res.status not in (RESOLVED, AMBIGUOUS):

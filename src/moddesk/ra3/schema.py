@@ -34,7 +34,7 @@ INHERIT = "inherit"
 
 ASSET_DECLARATION = "AssetDeclaration"
 ROOT_CONTAINERS = frozenset({"Tags", "Includes", "Defines"})
-MODEL_VERSION = 2
+MODEL_VERSION = 3
 
 
 @dataclass(slots=True)
@@ -43,6 +43,7 @@ class Decl:
 
     type: str
     ref_type: str | None = None
+    default: str | None = None
 
 
 @dataclass(slots=True)
@@ -61,10 +62,11 @@ class TypeDef:
 
 @dataclass(frozen=True, slots=True)
 class RefInfo:
-    """How a declaration references assets: kind (weak/strong/file) and the target type."""
+    """How a declaration references assets: kind (weak/strong/file), target type, XSD default value."""
 
     kind: str
     ref_type: str | None
+    default: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,7 @@ class SchemaModel:
         self._derived: dict[str, frozenset[str]] | None = None
         self._attr_cache: dict[str, dict[str, RefInfo]] = {}
         self._child_cache: dict[str, dict[str, ElementInfo]] = {}
+        self._default_cache: dict[str, list[tuple[str, RefInfo]]] = {}
 
     # --- type relations -------------------------------------------------------------------
     def canonical(self, name: str) -> str:
@@ -180,7 +183,8 @@ class SchemaModel:
         if kind is None:
             return None
         ref_type = decl.ref_type or self.type_ref_type(decl.type)
-        return RefInfo(kind, self.canonical(ref_type) if ref_type else None)
+        default = decl.default.strip() if decl.default and decl.default.strip() else None
+        return RefInfo(kind, self.canonical(ref_type) if ref_type else None, default)
 
     def attributes(self, type_name: str) -> dict[str, RefInfo]:
         """Reference-typed attributes of a complex type, including those of its bases."""
@@ -200,6 +204,14 @@ class SchemaModel:
                     out[attr] = info
         self._attr_cache[type_name] = out
         return out
+
+    def default_refs(self, type_name: str) -> list[tuple[str, RefInfo]]:
+        """Reference attributes with an XSD default (the compiler fills them in when omitted)."""
+        cached = self._default_cache.get(type_name)
+        if cached is None:
+            cached = [(k, v) for k, v in self.attributes(type_name).items() if v.default and v.kind != FILE]
+            self._default_cache[type_name] = cached
+        return cached
 
     def children(self, type_name: str) -> dict[str, ElementInfo]:
         """Child element declarations of a complex type (base chain included), with content refs."""
@@ -246,7 +258,7 @@ class SchemaModel:
                     t.extension,
                     t.simple_content,
                     t.ref_type,
-                    {k: [d.type, d.ref_type] for k, d in t.attributes.items()},
+                    {k: [d.type, d.ref_type, d.default] for k, d in t.attributes.items()},
                     {k: [d.type, d.ref_type] for k, d in t.children.items()},
                 ]
             )
@@ -267,7 +279,7 @@ class SchemaModel:
                 bool(ext),
                 bool(simple),
                 ref,
-                {k: Decl(v[0], v[1]) for k, v in attrs.items()},
+                {k: Decl(v[0], v[1], v[2]) for k, v in attrs.items()},
                 {k: Decl(v[0], v[1]) for k, v in kids.items()},
             )
         return cls(types, dict(data["topLevel"]), list(data["files"]))
@@ -380,7 +392,7 @@ class _Loader:
             aname = child.get("name")
             if aname:
                 tdef.attributes[aname] = Decl(
-                    self._decl_type(child, f"{tdef.name}@{aname}"), child.get(_REFTYPE)
+                    self._decl_type(child, f"{tdef.name}@{aname}"), child.get(_REFTYPE), child.get("default")
                 )
 
     def _decl_type(self, node: etree._Element, anon_name: str) -> str:

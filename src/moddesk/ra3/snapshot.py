@@ -67,6 +67,8 @@ def _ref_json(r: RefSite) -> dict[str, Any]:
     }
     if r.expression:
         out["expression"] = True
+    if r.default:
+        out["default"] = True
     return out
 
 
@@ -86,6 +88,7 @@ def _ref_from_json(r: dict[str, Any]) -> RefSite:
         r["parent"],
         r["attribute"],
         bool(r.get("expression", False)),
+        bool(r.get("default", False)),
     )
 
 
