@@ -54,3 +54,32 @@ def test_no_workspace_document_is_referenced() -> None:
     # the only file the skill points at is its own reference
     linked = set(re.findall(r"references/[\w.-]+", SKILL))
     assert linked == {"references/query-guide.md"}
+
+
+def test_skill_names_exactly_the_tools_the_server_has(tmp_path: Path) -> None:
+    import anyio
+    from mcp import Client
+
+    from moddesk.ra3.mcp import Ra3Backend, build_server
+
+    async def names() -> set[str]:
+        async with Client(build_server(Ra3Backend(tmp_path))) as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+    tools = anyio.run(names)
+    table = SKILL.split("## Tools", 1)[1].split("\n## ", 1)[0]
+    mentioned = set(re.findall(r"^\| `(\w+)", table, re.M))
+    assert mentioned == tools
+    for name in ("get_status", "find_asset", "get_asset_references"):
+        assert name in GUIDE
+
+
+def test_skill_installs_through_the_kit(tmp_path: Path) -> None:
+    from moddesk.kit.agents import Locations, install_skill, skill_dir, system_skill
+
+    loc = Locations.under(tmp_path / "home", project=tmp_path)
+    source = system_skill("ra3")
+    assert source.name == "ra3-mod-xml" and "references/query-guide.md" in source.files
+    target = skill_dir(source.name, loc)
+    assert install_skill(source, target, loc).action == "create"
+    assert (target / "SKILL.md").read_text(encoding="utf-8") == SKILL
