@@ -29,6 +29,29 @@ def name_hash(name: bytes) -> int:
     return (h * 33) & M32
 
 
+def name_hashes(names: list[bytes]) -> U32:
+    """:func:`name_hash` of many names at once (column-wise over a padded byte matrix)."""
+    n = len(names)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint32)
+    lengths = np.fromiter((len(x) for x in names), dtype=np.int64, count=n)
+    width = int(lengths.max())
+    flat = np.frombuffer(b"".join(x.ljust(width, b"\0") for x in names), dtype=np.uint8).reshape(n, width)
+    h = np.full(n, 0x1505, dtype=np.uint64)
+    for col in range(width):
+        live = lengths > col
+        h = np.where(live, (h * np.uint64(33) + flat[:, col]) & np.uint64(M32), h)
+    return ((h * np.uint64(33)) & np.uint64(M32)).astype(np.uint32)
+
+
+def classic_encrypt_many(padded: bytes, lengths: npt.NDArray[np.int64], checksums: U32) -> bytes:
+    """Encrypt consecutive 4-aligned blocks (``lengths`` bytes each) with their own checksums in one pass."""
+    w = np.frombuffer(padded, dtype="<u4")
+    keys = np.repeat((checksums.astype(np.uint32) ^ np.uint32(CLASSIC_KEY)), lengths // 4)
+    r = (w << np.uint32(6)) | (w >> np.uint32(26))
+    return (r ^ keys).astype("<u4", copy=False).tobytes()
+
+
 def crc32_seeded(data: bytes | bytearray | memoryview, seed: int) -> int:
     """Standard CRC-32 continued from ``seed`` (pvfUtility's ``CreateBuffKey``; spec §1.4)."""
     return zlib.crc32(data, seed & M32) & M32

@@ -455,7 +455,7 @@ def write_nkpi(
             parts.append(data)
             pos += len(data)
         plain = b"".join(parts)
-        plan.append(("new", -1, _seal_chunk(plain, variant, magic), len(plain)))
+        plan.append(("new", -1, seal_chunk(plain, variant, magic), len(plain)))
     # new files: packed into fresh chunks of about CHUNK_TARGET bytes
     batch: list[int] = []
     batch_size = 0
@@ -473,7 +473,7 @@ def write_nkpi(
             parts.append(data)
             pos += len(data)
         plain = b"".join(parts)
-        plan.append(("new", -1, _seal_chunk(plain, variant, magic), len(plain)))
+        plan.append(("new", -1, seal_chunk(plain, variant, magic), len(plain)))
         batch, batch_size = [], 0
 
     for i in new_files:
@@ -536,7 +536,7 @@ def write_nkpi(
         yield from copy_slices(view, *run)
 
 
-def _seal_chunk(plain: bytes, variant: NkpiVariant, magic: int) -> bytes:
+def seal_chunk(plain: bytes, variant: NkpiVariant, magic: int) -> bytes:
     return lcg_crypt(zlib.compress(plain, 6), variant.body_seed, magic)
 
 

@@ -112,17 +112,19 @@ class StringTable:
 class StringPools:
     """The NKPI UTF-8 (``sTrA``) and UTF-16LE (``sTrW``) pools addressed by magic offsets."""
 
-    def __init__(self, pool_a: bytes, pool_w: bytes) -> None:
+    def __init__(self, pool_a: bytes, pool_w: bytes, *, ascii_in_utf8: bool | None = None) -> None:
         self.pool_a = bytearray(pool_a)
+        # pvfine: ASCII goes to the UTF-8 pool only when the archive already uses it
+        self.ascii_in_utf8 = len(pool_a) > 1 if ascii_in_utf8 is None else ascii_in_utf8
         self.pool_w = bytearray(pool_w)
         self.source_lengths = (len(pool_a), len(pool_w))
         self._cache: dict[int, str | None] = {}
         self._index: dict[str, int] | None = None
 
     @classmethod
-    def new(cls) -> StringPools:
+    def new(cls, *, ascii_in_utf8: bool = True) -> StringPools:
         """Pools holding only the empty string at offset 0 (pvfine's convention)."""
-        return cls(b"\0", b"\0\0")
+        return cls(b"\0", b"\0\0", ascii_in_utf8=ascii_in_utf8)
 
     @property
     def changed(self) -> bool:
@@ -201,7 +203,7 @@ class StringPools:
         magic = self._index.get(text)
         if magic is not None:
             return magic
-        if text.isascii() and len(self.pool_a) > 1:
+        if text.isascii() and self.ascii_in_utf8:
             pos = len(self.pool_a)
             self.pool_a += text.encode("ascii") + b"\0"
             magic = pos << 1

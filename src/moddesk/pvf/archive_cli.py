@@ -1,0 +1,273 @@
+"""``moddesk pvf info|ls|cat|extract|pack|generate|verify``: the archive commands (thin over ``Archive``)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from moddesk.pvf.archive import FORMATS, Archive, normalize_path
+from moddesk.pvf.format.errors import PvfFormatError
+
+#: Written by ``extract`` so that ``pack`` rebuilds the same logical archive.
+MANIFEST = ".moddesk-pvf.json"
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the archive commands to ``app``."""
+    app.command("info")(info)
+    app.command("ls")(ls)
+    app.command("cat")(cat)
+    app.command("extract")(extract)
+    app.command("pack")(pack)
+    app.command("generate")(generate)
+    app.command("verify")(verify)
+
+
+@contextmanager
+def _format_errors() -> Iterator[None]:
+    try:
+        yield
+    except PvfFormatError as exc:
+        err_console.print(f"[red]{exc.code}[/red]: {escape(exc.message)}")
+        if exc.path:
+            err_console.print(f"path: {escape(exc.path)}")
+        raise typer.Exit(2) from None
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+ArchiveArg = Annotated[Path, typer.Argument(help="Script.pvf archive", exists=True, dir_okay=False)]
+
+
+def info(archive: ArchiveArg, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show an archive's format, region, version and size (reads only the directory)."""
+    with _format_errors(), Archive.open(archive) as pvf:
+        kinds: dict[str, int] = {}
+        for e in pvf.entries:
+            kinds[e.kind] = kinds.get(e.kind, 0) + 1
+        facts = {
+            **pvf.version,
+            "path": str(archive),
+            "bytes": archive.stat().st_size,
+            "files": len(pvf),
+            "kinds": kinds,
+            "problems": pvf.problems,
+        }
+    if as_json:
+        print(json.dumps(facts, ensure_ascii=False, indent=2))
+        return
+    table = Table(show_header=False, box=None)
+    for key, value in facts.items():
+        table.add_row(f"[bold]{key}[/bold]", escape(str(value)))
+    console.print(table)
+
+
+def ls(
+    archive: ArchiveArg,
+    pattern: Annotated[str, typer.Argument(help="glob over archive paths, e.g. 'equipment/**/*.equ'")] = "*",
+    long: Annotated[bool, typer.Option("--long", "-l", help="show size and kind")] = False,
+    limit: Annotated[int, typer.Option(help="stop after this many (0 = all)")] = 0,
+) -> None:
+    """List entries (optionally filtered by a glob; case-insensitive)."""
+    glob = normalize_path(pattern)
+    shown = 0
+    with _format_errors(), Archive.open(archive) as pvf:
+        out = sys.stdout
+        for e in pvf.entries:
+            if glob != "*" and not fnmatch.fnmatchcase(normalize_path(e.path), glob):
+                continue
+            out.write(f"{e.size:>10}  {e.kind:<6}  {e.path}\n" if long else e.path + "\n")
+            shown += 1
+            if limit and shown >= limit:
+                break
+
+
+def cat(
+    archive: ArchiveArg,
+    path: Annotated[str, typer.Argument(help="entry path inside the archive")],
+    raw: Annotated[bool, typer.Option("--raw", help="write the decoded bytes instead of text")] = False,
+) -> None:
+    """Print one entry: scripts as #PVF_File text, .str as text; --raw for bytes."""
+    with _format_errors(), Archive.open(archive) as pvf:
+        if raw:
+            sys.stdout.buffer.write(pvf.read(path))
+            return
+        sys.stdout.write(pvf.read_text(path))
+
+
+def _safe_relpath(path: str) -> Path:
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    if not parts:
+        raise PvfFormatError("NOT_FOUND", "entry has no usable file name", path=path)
+    return Path(*parts)
+
+
+def extract(
+    archive: ArchiveArg,
+    out: Annotated[Path, typer.Argument(help="new folder to create (must not exist)")],
+    pattern: Annotated[str, typer.Option(help="only entries matching this glob")] = "*",
+    raw: Annotated[bool, typer.Option("--raw", help="write decoded bytes, not text")] = False,
+) -> None:
+    """Extract entries into a new folder (scripts as UTF-8 text); the folder appears only when complete."""
+    from moddesk.kit.files import publish_no_overwrite
+
+    if out.exists():
+        err_console.print(f"[red]TARGET_EXISTS[/red]: {escape(str(out))} already exists")
+        raise typer.Exit(2)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    glob = normalize_path(pattern)
+    with _format_errors(), Archive.open(archive) as pvf, _progress("extract") as progress:
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        manifest: dict[str, object] = {"format": pvf.format, "region": pvf.region, "files": []}
+        files: list[dict[str, object]] = []
+        seen: set[str] = set()
+        for entry, data in pvf.iter_bytes(progress):
+            if glob != "*" and not fnmatch.fnmatchcase(normalize_path(entry.path), glob):
+                continue
+            rel = _safe_relpath(entry.path)
+            key = str(rel).lower()
+            n = 1
+            while key in seen:  # duplicate paths exist in real archives
+                rel = rel.with_name(f"{rel.name}.dup{n}")
+                key, n = str(rel).lower(), n + 1
+            seen.add(key)
+            mode = "raw"
+            payload = data
+            if not raw and entry.kind != "binary":
+                try:
+                    payload = pvf.render(entry.path, data).encode("utf-8", errors="surrogateescape")
+                    mode = "text"
+                except PvfFormatError:
+                    payload = data
+            target = staging / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(payload)
+            files.append(
+                {"path": entry.path, "file": rel.as_posix(), "mode": mode, "dataType": entry.data_type}
+            )
+        manifest["files"] = files
+        (staging / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+        publish_no_overwrite(staging, out)
+    console.print(f"extracted {len(files)} files to {escape(str(out))}")
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for root, dirs, names in os.walk(folder):
+        dirs.sort()
+        for name in sorted(names):
+            if name != MANIFEST:
+                yield Path(root) / name
+
+
+def pack_folder(
+    folder: Path, fmt: str, region: str, progress: Callable[[int, int], None] | None = None
+) -> Archive:
+    """An archive holding ``folder``'s files: text compiled/encoded, others stored raw (see ``extract``)."""
+    manifest_path = folder / MANIFEST
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        plan = [(folder / f["file"], f["path"], f["mode"], f.get("dataType")) for f in manifest["files"]]
+    else:
+        plan = []
+        for p in _walk(folder):
+            rel = p.relative_to(folder).as_posix()
+            plan.append((p, rel, "auto", None))
+    pvf = Archive.new(fmt, region=region)
+    total = len(plan)
+    for n, (file, path, mode, data_type) in enumerate(plan):
+        data = file.read_bytes()
+        if mode == "auto":
+            mode = "text" if _looks_like_text(path, data) else "raw"
+        if mode == "text":
+            text = data.decode("utf-8", errors="surrogateescape")
+            pvf.write_bytes(path, pvf.encode_text(path, text), data_type=data_type)
+        else:
+            pvf.write_bytes(path, data, data_type=data_type)
+        if progress is not None:
+            progress(n + 1, total)
+    return pvf
+
+
+def _looks_like_text(path: str, data: bytes) -> bool:
+    from moddesk.pvf.archive import SCRIPT_EXTENSIONS, TEXT_EXTENSIONS
+
+    name = path.lower()
+    ext = name[name.rfind(".") :] if "." in name else ""
+    if data.lstrip(b"\xef\xbb\xbf \r\n\t").startswith(b"#PVF_File") or ext in SCRIPT_EXTENSIONS:
+        return True
+    return ext in TEXT_EXTENSIONS
+
+
+def pack(
+    folder: Annotated[Path, typer.Argument(help="folder of files (an `extract` output or a text export)")],
+    out: Annotated[Path, typer.Argument(help="archive to write (atomically)")],
+    fmt: Annotated[str, typer.Option("--format", help=f"one of {', '.join(FORMATS)}")] = "classic",
+    region: Annotated[str, typer.Option(help="classic text code page: tw, cn, kr, jp")] = "cn",
+) -> None:
+    """Build an archive from a folder: #PVF_File text is compiled, .str encoded, the rest stored."""
+    if not folder.is_dir():
+        err_console.print(f"[red]NOT_FOUND[/red]: {escape(str(folder))} is not a folder")
+        raise typer.Exit(2)
+    with _format_errors(), _progress("pack") as progress:
+        pvf = pack_folder(folder, fmt, region, progress)
+        size = pvf.save_as(out)
+        count = len(pvf)
+        pvf.close()
+    console.print(f"packed {count} files into {escape(str(out))} ({size:,} bytes, {fmt})")
+
+
+def generate(
+    out: Annotated[Path, typer.Argument(help="archive to write (atomically)")],
+    fmt: Annotated[
+        str, typer.Option("--format", help=f"one of {', '.join(FORMATS)} (nkpi = 90US)")
+    ] = "classic",
+    files: Annotated[int, typer.Option("--files", min=16, help="number of files")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="same seed, same bytes")] = 0,
+    region: Annotated[str, typer.Option(help="classic text code page: tw, cn, kr, jp")] = "cn",
+) -> None:
+    """Generate a realistic synthetic archive (equipment, stackables, skills, lists, strings)."""
+    from moddesk.pvf.generate import generate_archive
+
+    fmt = {"nkpi": "90US", "nkpi-protected": "90CN"}.get(fmt, fmt)
+    with _format_errors(), _progress("generate") as progress:
+        result = generate_archive(out, fmt=fmt, files=files, seed=seed, region=region, progress=progress)
+    console.print(
+        f"generated {result.files:,} files, {result.bytes:,} bytes ({result.format}) → {escape(str(out))}"
+    )
+
+
+def verify(archive: ArchiveArg) -> None:
+    """Check name hashes, checksums, the HASH section and every chunk; list every problem found."""
+    with _format_errors(), Archive.open(archive) as pvf, _progress("verify") as progress:
+        problems = pvf.verify(progress)
+    if problems:
+        for p in problems:
+            console.print(f"[red]problem[/red] {escape(p)}")
+        raise typer.Exit(1)
+    console.print(f"{archive}: ok ({pvf.format})")

@@ -1,0 +1,130 @@
+"""Script text: lexing, rendering and compiling for both token numberings."""
+
+import struct
+
+import pytest
+
+from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.text import DictStrings, compile_script, lex, normalize_text, render_script
+from moddesk.pvf.format.tokens import Family, TokenStream, decode_tokens, encode_tokens, make_tokens
+
+
+def _roundtrip(text: str, family: Family) -> str:
+    st = DictStrings()
+    stream = compile_script(text, family, st)
+    back = decode_tokens(encode_tokens(stream), family)
+    assert (back.tokens == stream.tokens).all()
+    return render_script(back, st)
+
+
+@pytest.mark.parametrize("family", list(Family))
+def test_values_of_every_kind_survive(family: Family) -> None:
+    text = "#PVF_File\n\n[name]\n\t`a b`\t1\t-2\t1.5\t0.001\t8000.0\n\n[command]\n\t{6=`(RIGHT)`}\n\t{8=`,`}\n[/command]\n"
+    assert _roundtrip(text, family) == text
+
+
+def test_classic_units_use_the_classic_numbering() -> None:
+    st = DictStrings()
+    stream = compile_script("[grade]\n\t74\t1.0\t`x`\t{3=5}\t{6=`c`}\t<3::name_1`shown`>", Family.CLASSIC, st)
+    assert stream.tokens["type"].tolist() == [5, 2, 4, 7, 3, 6, 9, 10]
+    assert st.strings == ["[grade]", "x", "c", "name_1"]
+    raw = encode_tokens(stream)
+    assert raw[:2] == b"\xb0\xd0" and len(raw) == 2 + 5 * 8
+    assert struct.unpack_from("<f", raw, 2 + 5 * 2 + 1)[0] == 1.0
+
+
+def test_nkpi_units_use_the_nkpi_numbering() -> None:
+    st = DictStrings()
+    stream = compile_script(
+        "[grade]\n\t74\t1.0\t`x`\t{3=5}\t{6=`c`}\t{8=`,`}\t{#8=`<3::k>`}", Family.NKPI, st
+    )
+    assert stream.tokens["type"].tolist() == [3, 0, 2, 6, 1, 5, 7, 8]
+    assert encode_tokens(stream)[:1] == b"\x03"
+
+
+def test_links_render_with_resolved_text_and_compile_without_it() -> None:
+    st = DictStrings()
+    stream = compile_script("[name]\n\t<3::name_7``>\n", Family.CLASSIC, st)
+    out = render_script(stream, st, links=lambda i, k: f"{i}:{k}")
+    assert out == "#PVF_File\n\n[name]\n\t<3::name_7`3:name_7`>\n"
+    with pytest.raises(PvfFormatError) as err:
+        compile_script("<3::k``>", Family.NKPI, st)
+    assert err.value.code == "BAD_TEXT"
+
+
+def test_backticks_inside_strings_are_doubled() -> None:
+    st = DictStrings()
+    for content in ["`", "a`b", "`x", "x`", "``"]:
+        stream = TokenStream(Family.CLASSIC, make_tokens([(7, st.intern(content))]))
+        text = render_script(stream, st)
+        again = compile_script(text, Family.CLASSIC, st)
+        assert st.string_at(int(again.tokens["value"][0])) == content
+
+
+def test_unrepresentable_floats_use_the_bits_escape() -> None:
+    st = DictStrings()
+    bits = [0x7FC00000, 0x7F800000, 0x80000000]
+    stream = TokenStream(Family.CLASSIC, make_tokens([(4, b) for b in bits]))
+    text = render_script(stream, st)
+    assert "{4=" in text
+    assert compile_script(text, Family.CLASSIC, st).tokens["value"].tolist() == bits
+
+
+def test_unknown_types_and_missing_strings_stay_lossless() -> None:
+    st = DictStrings(["[a]"])
+    stream = TokenStream(Family.CLASSIC, make_tokens([(5, 0), (7, 99), (200, 5), (9, 1)]), trailing=b"\x01")
+    text = render_script(stream, st)
+    again = compile_script(text, Family.CLASSIC, st)
+    assert again.tokens.tolist() == stream.tokens.tolist()
+    nk = TokenStream(Family.NKPI, make_tokens([(4, 7), (9, 1), (11, 2)]))
+    assert compile_script(render_script(nk, st), Family.NKPI, st).tokens.tolist() == nk.tokens.tolist()
+
+
+def test_level_info_layout_uses_the_first_value_as_the_row_width() -> None:
+    text = "#PVF_File\n\n[level info]\n\t2\n\t1\t2\n\t3\t4\n"
+    assert _roundtrip(text, Family.CLASSIC) == text
+
+
+def test_nested_paired_sections_are_indented() -> None:
+    text = "#PVF_File\n\n[dungeon]\n\t[consume MP]\n\t\t20\t238\n\t[static data]\n\t\t1\n\t[/static data]\n[/dungeon]\n"
+    assert _roundtrip(text, Family.CLASSIC) == text
+
+
+def test_list_files_put_every_token_on_its_own_line() -> None:
+    st = DictStrings()
+    stream = compile_script("#PVF_File\n\n1\t`a.equ`\n2\t`b.equ`", Family.CLASSIC, st)
+    assert render_script(stream, st, path="x/y.lst") == "#PVF_File\n\n1\n`a.equ`\n2\n`b.equ`"
+
+
+def test_multiline_strings_and_lines_are_tracked() -> None:
+    lexemes = list(lex("[a]\n\t`one\ntwo`\t3\n[b]"))
+    assert [(lx.kind, lx.line) for lx in lexemes] == [
+        ("section", 1),
+        ("string", 2),
+        ("int", 3),
+        ("section", 4),
+    ]
+    assert lexemes[1].value == "one\ntwo"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["`open", "[open", "{6=`x`", "{x=1}", "<3::k", "abc", "1.2.3x", "{999=1}", "99999999999", "{4=`x`"],
+)
+def test_broken_text_raises_bad_text(bad: str) -> None:
+    with pytest.raises(PvfFormatError) as err:
+        compile_script(bad, Family.CLASSIC, DictStrings())
+    assert err.value.code in {"BAD_TEXT"}
+
+
+def test_normalisation_ignores_layout_only() -> None:
+    a = "#PVF_File\n\n[x]\n\t1\t2\n"
+    b = "#PVF_File\n[x]\n\t1\n\t\t2\t\n"
+    assert normalize_text(a) == normalize_text(b)
+    assert normalize_text(a) != normalize_text(a.replace("2", "3"))
+
+
+def test_classic_script_magic_is_required() -> None:
+    with pytest.raises(PvfFormatError) as err:
+        decode_tokens(b"\x00\x00", Family.CLASSIC)
+    assert err.value.code == "BAD_TOKEN"
