@@ -9,6 +9,7 @@ import pytest
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import sha256_file
+from moddesk.pvf.demo import write_sample_archive
 from moddesk.pvf.history import History, repo_dir_for
 
 
@@ -16,9 +17,7 @@ from moddesk.pvf.history import History, repo_dir_for
 def archive(tmp_path: Path) -> Path:
     folder = tmp_path / "my mods"
     folder.mkdir()
-    path = folder / "Script copy.pvf"
-    path.write_bytes(b"pretend archive bytes")
-    return path
+    return write_sample_archive(folder / "Script copy.pvf", files=3)
 
 
 def test_init_copies_base_and_creates_repo(archive: Path) -> None:
@@ -50,10 +49,10 @@ def test_commit_log_state_diff_undo(archive: Path) -> None:
 
     changes = {c.path: c.kind for c in history.diff(first.id, second.id)}
     assert changes == {"a.equ": "modified", "b.equ": "deleted"}
-    assert {c.path: c.kind for c in history.diff(None, first.id)} == {
-        "a.equ": "modified",
-        "b.equ": "modified",
-    }
+    assert {c.path: c.kind for c in history.diff(None, first.id)} == {"a.equ": "added", "b.equ": "added"}
+    touched = history.commit({"skill/s0.skl": b"changed"}, "touch a base file")
+    assert touched is not None
+    assert {c.path: c.kind for c in history.diff(second.id, touched.id)} == {"skill/s0.skl": "modified"}
 
     undo = history.undo(second.id)
     assert undo is not None and history.head == undo.id
@@ -62,16 +61,16 @@ def test_commit_log_state_diff_undo(archive: Path) -> None:
     assert history.get_object(after["b.equ"] or "") == b"two"
     # undoing the first commit puts both paths back to the base
     history.undo(first.id)
-    assert history.state(history.head) == {}
+    assert set(history.state(history.head)) == {"skill/s0.skl"}
 
 
 def test_objects_are_content_addressed_and_verified(archive: Path) -> None:
     history = History.init(archive)
     sha = history.put_object(b"payload")
     assert history.put_object(b"payload") == sha
-    path = history.repo / "objects" / sha[:2] / sha[2:]
-    assert path.read_bytes() == b"payload"
-    path.write_bytes(b"tampered")
+    assert history.get_object(sha) == b"payload"
+    with sqlite3.connect(history.repo / "repo.db") as db:
+        db.execute("UPDATE objects SET data = ? WHERE sha256 = ?", (b"tampered", sha))
     with pytest.raises(ServiceError) as err:
         history.get_object(sha)
     assert err.value.code == "HISTORY_DETACHED"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -165,9 +166,8 @@ def test_disk_committed_when_upkeep_fails(archive: Path) -> None:
     ws, rev = opened(service, archive)
     assert service.info()["versionStatus"] == "attached"
     rev = service.apply_changes(ws, rev, EDIT)["revision"]
-    objects = archive.with_name(archive.name + ".moddesk") / "objects"
-    objects.rmdir()
-    objects.write_bytes(b"not a folder")  # the history cannot store objects any more
+    with sqlite3.connect(archive.with_name(archive.name + ".moddesk") / "repo.db") as db:
+        db.execute("DROP TABLE changes")  # the history cannot record commits any more
     result = finish(service, service.save(ws, rev))
     assert result["diskCommitted"] is True
     assert result["warnings"] and "history" in result["warnings"][0]

@@ -1,5 +1,6 @@
 """Version history next to an archive: ``<archive>.moddesk/`` with SQLite ``repo.db``, an immutable
-base copy and SHA-256 content-addressed objects.
+base copy and SHA-256 content-addressed objects (stored in ``repo.db``, so a commit and its objects
+are written in one transaction).
 
 A commit records, per changed path, the object that path holds after the commit (or that the
 path was deleted, or restored to the base). The state of a commit is the fold of its ancestors'
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from moddesk.kit.files import atomic_write_bytes, sha256_file
+from moddesk.kit.files import sha256_file
 from moddesk.pvf.errors import pvf_error
 
 REPO_SUFFIX = ".moddesk"
@@ -46,6 +47,7 @@ CREATE TABLE IF NOT EXISTS commits (
     author TEXT NOT NULL,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS objects (sha256 TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS changes (
     commit_id TEXT NOT NULL REFERENCES commits(id),
     path TEXT NOT NULL,
@@ -112,9 +114,10 @@ class History:
         self.repo = repo
         self._db = sqlite3.connect(repo / "repo.db", check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._lock = threading.RLock()
         self._states: dict[str | None, State] = {None: {}}
+        self._base_paths: frozenset[str] | None = None
 
     # ------------------------------------------------------------------ create / attach
 
@@ -128,7 +131,6 @@ class History:
         if (repo / "repo.db").exists():
             raise pvf_error("HISTORY_EXISTS", f"{repo} already holds a history", repo=str(repo))
         repo.mkdir(exist_ok=True)
-        (repo / "objects").mkdir(exist_ok=True)
         base = repo / BASE_NAME
         temp = repo / (BASE_NAME + ".partial")
         shutil.copyfile(archive, temp)
@@ -214,24 +216,20 @@ class History:
         """Content hash of the archive file as the history last saw it."""
         return self._meta("source_sha256")
 
-    def _object_path(self, sha: str) -> Path:
-        return self.repo / "objects" / sha[:2] / sha[2:]
-
     def put_object(self, data: bytes) -> str:
         """Store ``data`` once under its SHA-256 and return the hash."""
         sha = sha256_bytes(data)
-        target = self._object_path(sha)
-        if not target.exists():
-            target.parent.mkdir(exist_ok=True)
-            atomic_write_bytes(target, data)
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO objects(sha256, data) VALUES (?, ?)", (sha, data))
         return sha
 
     def get_object(self, sha: str) -> bytes:
         """The bytes stored under ``sha`` (verified against the hash)."""
-        try:
-            data = self._object_path(sha).read_bytes()
-        except FileNotFoundError as exc:
-            raise pvf_error("HISTORY_DETACHED", f"object {sha} is missing from {self.repo}") from exc
+        with self._lock:
+            row = self._db.execute("SELECT data FROM objects WHERE sha256 = ?", (sha,)).fetchone()
+        if row is None:
+            raise pvf_error("HISTORY_DETACHED", f"object {sha} is missing from {self.repo}")
+        data = bytes(row[0])
         if sha256_bytes(data) != sha:
             raise pvf_error("HISTORY_DETACHED", f"object {sha} in {self.repo} is corrupt")
         return data
@@ -251,9 +249,14 @@ class History:
         hold their base content again.
         """
         entries: dict[str, ChangeValue] = {p: RESTORE_BASE for p in base_restores}
+        blobs: dict[str, bytes] = {}
         for path, data in changes.items():
-            entries[path] = None if data is None else self.put_object(data)
-        return self._commit_entries(entries, message, author)
+            if data is None:
+                entries[path] = None
+            else:
+                entries[path] = sha = sha256_bytes(data)
+                blobs[sha] = data
+        return self._commit_entries(entries, message, author, blobs)
 
     def differs(
         self, changes: Mapping[str, bytes | None], base_restores: frozenset[str] = frozenset()
@@ -266,7 +269,13 @@ class History:
             _state_value(current, p) != (None if d is None else sha256_bytes(d)) for p, d in changes.items()
         )
 
-    def _commit_entries(self, entries: Mapping[str, ChangeValue], message: str, author: str) -> Commit | None:
+    def _commit_entries(
+        self,
+        entries: Mapping[str, ChangeValue],
+        message: str,
+        author: str,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> Commit | None:
         with self._lock:
             parent = self.head
             current = self.state(parent)
@@ -280,7 +289,12 @@ class History:
             now = time.time()
             body = repr((parent, message, author, now, sorted(effective.items(), key=lambda kv: kv[0])))
             commit_id = sha256_bytes(body.encode("utf-8"))[:16]
-            with self._transaction() as db:
+            used = {value for value in effective.values() if value}
+            with self._transaction() as db:  # objects and the commit land together or not at all
+                db.executemany(
+                    "INSERT OR IGNORE INTO objects(sha256, data) VALUES (?, ?)",
+                    [(sha, data) for sha, data in (blobs or {}).items() if sha in used],
+                )
                 db.execute(
                     "INSERT INTO commits(id, parent, message, author, created_at) VALUES (?, ?, ?, ?, ?)",
                     (commit_id, parent, message, author, now),
@@ -347,6 +361,15 @@ class History:
                 self._states[commit.id] = dict(state)
             return state
 
+    def base_paths(self) -> frozenset[str]:
+        """Normalised paths of the base archive (read once, from its directory only)."""
+        if self._base_paths is None:
+            from moddesk.pvf.archive import Archive, normalize_path
+
+            with Archive.open(self.base_path) as base:
+                self._base_paths = frozenset(normalize_path(p) for p in base.namelist())
+        return self._base_paths
+
     def diff(self, old: str | None, new: str | None) -> list[PathChange]:
         """Paths that differ between two commits (None = the base), sorted by path."""
         before, after = self.state(old), self.state(new)
@@ -355,12 +378,10 @@ class History:
             a, b = before.get(path, RESTORE_BASE), after.get(path, RESTORE_BASE)
             if a == b:
                 continue
-            if b is None:
-                kind: ChangeKind = "deleted"
-            elif a is None:
-                kind = "added"
-            else:
-                kind = "modified"
+            in_base = path in self.base_paths() if RESTORE_BASE in (a, b) else False
+            had = a is not None and (a != RESTORE_BASE or in_base)
+            has = b is not None and (b != RESTORE_BASE or in_base)
+            kind: ChangeKind = "added" if has and not had else "deleted" if had and not has else "modified"
             changes.append(PathChange(path, kind, a or None, b or None))
         return changes
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -535,7 +536,7 @@ class PvfService:
                     history.mark_source(identity.sha256)
                 if commit is not None:
                     ctx.log(f"history commit {commit.id}")
-            except (ServiceError, OSError) as exc:
+            except (ServiceError, OSError, sqlite3.Error) as exc:
                 warnings.append(f"the file was written but the history was not updated: {exc}")
         result = {
             "ok": True,
