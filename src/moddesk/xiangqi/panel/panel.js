@@ -1,0 +1,347 @@
+// moddesk xiangqi panel: renders the service's projection and sends the person's actions over RPC.
+// The server is the only rules authority: legal targets come from `legalTargets`, never recomputed here.
+"use strict";
+
+const RPC = "/xiangqi-mate/";
+const CELL = 60, MARGIN = 40;
+const NAMES = {
+  K: "帅", A: "仕", B: "相", N: "马", R: "车", C: "炮", P: "兵",
+  k: "将", a: "士", b: "象", n: "马", r: "车", c: "炮", p: "卒",
+};
+const TEXT = {
+  zh: {
+    title: "象棋对弈", new: "新局", sideRed: "执红", sideBlack: "执黑", oppModel: "对手：模型",
+    oppLocal: "对手：本地引擎", undo: "悔棋", hint: "提示", resign: "认输", review: "复盘",
+    fallback: "由本地引擎代走", moves: "着法", reviewTitle: "复盘：评估曲线",
+    yourTurn: "轮到你走", thinking: "对手思考中…", failed: "对手应招失败", over: "对局结束",
+    confirmResign: "确定认输吗？", noGame: "还没有对局，点「新局」开始。",
+    pollStopped: "对手长时间未应招，可以点「由本地引擎代走」。",
+    "ai.fallback.local": "已由本地引擎代走", "ai.timeout": "模型超时，本地引擎代走",
+    "ai.budget": "模型额度用尽，本地引擎代走", "ai.failed": "引擎出错", "game.over": "对局结束",
+    "game.resigned": "你已认输", "game.undone": "已悔棋", "game.new": "新局开始",
+    opponentModel: "对手：当前会话模型", opponentLocal: "对手：本地引擎", lang: "English",
+    candidates: "候选着法", turning: "转折点", best: "最佳",
+  },
+  en: {
+    title: "Xiangqi", new: "New game", sideRed: "Play red", sideBlack: "Play black", oppModel: "vs model",
+    oppLocal: "vs local engine", undo: "Undo", hint: "Hint", resign: "Resign", review: "Review",
+    fallback: "Let the local engine move", moves: "Moves", reviewTitle: "Review: evaluation curve",
+    yourTurn: "Your move", thinking: "Opponent is thinking…", failed: "Opponent failed to move",
+    over: "Game over", confirmResign: "Really resign?", noGame: "No game yet: press New game.",
+    pollStopped: "The opponent has not answered; you can let the local engine move.",
+    "ai.fallback.local": "The local engine moved instead", "ai.timeout": "Model timed out; the local engine moved",
+    "ai.budget": "Model budget used up; the local engine moved", "ai.failed": "Engine error",
+    "game.over": "Game over", "game.resigned": "You resigned", "game.undone": "Move taken back",
+    "game.new": "New game", opponentModel: "Opponent: the chat model", opponentLocal: "Opponent: local engine",
+    lang: "中文", candidates: "Candidates", turning: "Turning points", best: "best",
+  },
+};
+
+const state = {
+  session: new URLSearchParams(location.search).get("session"),
+  view: null, selected: null, lang: "zh", hints: [], reviewData: null,
+  poll: { timer: null, delay: 800, started: 0, stopped: false },
+};
+
+const t = (key) => (TEXT[state.lang][key] ?? key);
+const $ = (id) => document.getElementById(id);
+const svgEl = (name, attrs) => {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", name);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  return el;
+};
+
+async function rpc(endpoint, payload) {
+  const body = Object.assign({}, payload || {});
+  if (state.session) body.sessionId = state.session;
+  const res = await fetch(RPC + endpoint, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  });
+  const data = await res.json();
+  if (!data.ok) {
+    showMessage(data.error.messageZh && state.lang === "zh" ? data.error.messageZh : data.error.message, "error");
+    return null;
+  }
+  return data.value;
+}
+
+function flipped() { return state.view && state.view.hero === "b"; }
+function xy(index) {
+  let col = index % 9, row = Math.floor(index / 9);
+  if (flipped()) { col = 8 - col; row = 9 - row; }
+  return [MARGIN + col * CELL, MARGIN + row * CELL];
+}
+
+function drawGrid(svg) {
+  const defs = svgEl("defs");
+  const marker = svgEl("marker", { id: "arrowhead", markerWidth: 6, markerHeight: 6, refX: 3, refY: 3, orient: "auto" });
+  marker.appendChild(svgEl("path", { d: "M0,0 L6,3 L0,6 z", fill: "#1d8f3a" }));
+  defs.appendChild(marker);
+  svg.appendChild(defs);
+  const g = svgEl("g");
+  const L = (x1, y1, x2, y2) => g.appendChild(svgEl("line", { x1, y1, x2, y2, class: "line" }));
+  for (let r = 0; r < 10; r++) L(MARGIN, MARGIN + r * CELL, MARGIN + 8 * CELL, MARGIN + r * CELL);
+  for (let c = 0; c < 9; c++) {
+    if (c === 0 || c === 8) L(MARGIN + c * CELL, MARGIN, MARGIN + c * CELL, MARGIN + 9 * CELL);
+    else {
+      L(MARGIN + c * CELL, MARGIN, MARGIN + c * CELL, MARGIN + 4 * CELL);
+      L(MARGIN + c * CELL, MARGIN + 5 * CELL, MARGIN + c * CELL, MARGIN + 9 * CELL);
+    }
+  }
+  for (const top of [0, 7]) {
+    L(MARGIN + 3 * CELL, MARGIN + top * CELL, MARGIN + 5 * CELL, MARGIN + (top + 2) * CELL);
+    L(MARGIN + 5 * CELL, MARGIN + top * CELL, MARGIN + 3 * CELL, MARGIN + (top + 2) * CELL);
+  }
+  const river = (x, s) => {
+    const el = svgEl("text", { x, y: MARGIN + 4.5 * CELL + 9, class: "river", "text-anchor": "middle" });
+    el.textContent = s; g.appendChild(el);
+  };
+  river(MARGIN + 2 * CELL, "楚 河"); river(MARGIN + 6 * CELL, "汉 界");
+  svg.appendChild(g);
+}
+
+function myTurn(v) { return v && v.phase === "playing" && v.turn === v.hero && !v.pending; }
+
+function render() {
+  const v = state.view;
+  const svg = $("board");
+  svg.replaceChildren();
+  drawGrid(svg);
+  if (!v) { $("status").textContent = t("noGame"); return; }
+  if (v.lastMove) {
+    for (const sq of [v.lastMove.from, v.lastMove.to]) {
+      const [x, y] = xy(sq);
+      svg.appendChild(svgEl("rect", { x: x - 29, y: y - 29, width: 58, height: 58, class: "last" }));
+    }
+  }
+  const targets = state.selected !== null ? (v.legalTargets[String(state.selected)] || []) : [];
+  v.board.forEach((p, i) => {
+    if (!p) return;
+    const [x, y] = xy(i);
+    const red = p === p.toUpperCase();
+    const movable = myTurn(v) && (red ? "r" : "b") === v.turn && (v.legalTargets[String(i)] || []).length > 0;
+    const g = svgEl("g", {
+      class: `piece ${red ? "red" : "black"}${movable ? " movable" : ""}${state.selected === i ? " selected" : ""}`,
+      "data-square": i, "data-piece": p,
+    });
+    g.appendChild(svgEl("circle", { cx: x, cy: y, r: 26 }));
+    const txt = svgEl("text", { x, y });
+    txt.textContent = NAMES[p] || p;
+    g.appendChild(txt);
+    g.addEventListener("click", () => onSquare(i));
+    svg.appendChild(g);
+  });
+  for (const to of targets) {
+    const [x, y] = xy(to);
+    const hit = svgEl("circle", { cx: x, cy: y, r: 27, class: "target-hit", "data-target": to });
+    hit.addEventListener("click", (ev) => { ev.stopPropagation(); onSquare(to); });
+    svg.appendChild(hit);
+    const dot = svgEl("circle", { cx: x, cy: y, r: 9, class: "target", "data-target": to });
+    dot.addEventListener("click", (ev) => { ev.stopPropagation(); onSquare(to); });
+    svg.appendChild(dot);
+  }
+  for (const h of state.hints.slice(0, 1)) {
+    const [x1, y1] = xy(h.from), [x2, y2] = xy(h.to);
+    svg.appendChild(svgEl("line", { x1, y1, x2, y2, class: "hintarrow" }));
+  }
+  renderSide(v);
+}
+
+function renderSide(v) {
+  let status;
+  if (v.phase !== "playing") status = `${t("over")}：${v.status.reasonZh}`;
+  else if (v.pending === "ai-thinking") status = t("thinking");
+  else if (v.pending === "ai-failed") status = t("failed");
+  else if (v.turn === v.hero) status = t("yourTurn");
+  else status = t("thinking");
+  $("status").textContent = status;
+  $("opponent").textContent = v.opponent.kind === "model" ? t("opponentModel") : t("opponentLocal");
+  if (v.message) showMessage(t(v.message.code), v.message.tone);
+  const list = $("movelist");
+  list.replaceChildren();
+  v.history.forEach((h, i) => {
+    const li = document.createElement("li");
+    li.textContent = h.zh + (h.captured ? " ×" : "");
+    li.dataset.iccs = h.iccs;
+    if (i === v.history.length - 1) li.className = "current";
+    list.appendChild(li);
+  });
+  list.scrollTop = list.scrollHeight;
+  const playing = v.phase === "playing";
+  $("btn-undo").disabled = v.history.length === 0;
+  $("btn-hint").disabled = !myTurn(v);
+  $("btn-resign").disabled = !playing;
+  const showFallback = playing && (v.pending === "ai-failed" ||
+    (v.pending === "ai-thinking" && v.opponent.kind === "model" && state.poll.stopped));
+  $("btn-fallback").hidden = !showFallback;
+  if (v.evaluation) setEval(v.evaluation.scoreRed);
+  const hintBox = $("hints");
+  hintBox.replaceChildren();
+  if (state.hints.length) {
+    const head = document.createElement("div");
+    head.textContent = t("candidates");
+    hintBox.appendChild(head);
+    for (const c of state.hints) {
+      const d = document.createElement("div");
+      d.className = "candidate";
+      d.textContent = `${c.zh} (${c.iccs})  ${c.score > 0 ? "+" : ""}${c.score}  ${(c.pvZh || []).slice(1, 4).join(" ")}`;
+      hintBox.appendChild(d);
+    }
+  }
+}
+
+function setEval(scoreRed) {
+  const clipped = Math.max(-1000, Math.min(1000, scoreRed));
+  $("evalfill").style.height = `${50 + clipped / 20}%`;
+  $("evaltext").textContent = (scoreRed / 100).toFixed(1);
+}
+
+function showMessage(text, tone) {
+  const el = $("message");
+  el.textContent = text || "";
+  el.className = `message ${tone || ""}`;
+}
+
+async function onSquare(i) {
+  const v = state.view;
+  if (!myTurn(v)) return;
+  if (state.selected !== null && (v.legalTargets[String(state.selected)] || []).includes(i)) {
+    const from = state.selected;
+    state.selected = null;
+    await act("move", { from, to: i, iccs: iccsOf(from, i) });
+    return;
+  }
+  const p = v.board[i];
+  const own = p && ((p === p.toUpperCase()) === (v.turn === "r"));
+  state.selected = own && (v.legalTargets[String(i)] || []).length ? i : null;
+  render();
+}
+
+function iccsOf(from, to) {
+  const sq = (i) => "abcdefghi"[i % 9] + String(9 - Math.floor(i / 9));
+  return sq(from) + sq(to);
+}
+
+async function act(endpoint, payload) {
+  const value = await rpc(endpoint, payload);
+  if (!value) return null;
+  if (endpoint !== "hint") state.hints = [];
+  if (endpoint === "new") { state.session = value.sessionId; history.replaceState(null, "", `?session=${value.sessionId}`); }
+  apply(value);
+  return value;
+}
+
+function apply(value) {
+  if (state.view && value.revision < state.view.revision && value.sessionId === state.view.sessionId) return;
+  const prevPending = state.view && state.view.pending;
+  state.view = value;
+  if (!value.message) showMessage("", "");
+  render();
+  if (value.pending === "ai-thinking") {
+    if (prevPending !== "ai-thinking") startPolling();
+  } else {
+    stopPolling();
+    if (myTurn(value) && !value.evaluation) refreshEval();
+  }
+}
+
+async function refreshEval() {
+  const rev = state.view.revision;
+  const value = await rpc("state", { includeEval: true });
+  if (value && value.revision === rev && value.evaluation) { state.view.evaluation = value.evaluation; setEval(value.evaluation.scoreRed); }
+}
+
+// Polling: only while the opponent is thinking and the page is visible; 800 ms, x1.35, 2 s cap, stop at 30 s.
+function startPolling() {
+  stopPolling();
+  Object.assign(state.poll, { delay: 800, started: Date.now(), stopped: false });
+  schedule();
+}
+function stopPolling() {
+  clearTimeout(state.poll.timer);
+  state.poll.timer = null;
+}
+function schedule() {
+  state.poll.timer = setTimeout(tick, state.poll.delay);
+}
+async function tick() {
+  state.poll.timer = null;
+  if (document.visibilityState !== "visible") return;
+  if (Date.now() - state.poll.started > 30000) {
+    state.poll.stopped = true;
+    showMessage(t("pollStopped"), "warn");
+    render();
+    return;
+  }
+  const value = await rpc("state", {});
+  if (!value) return;
+  state.poll.delay = Math.min(2000, state.poll.delay * 1.35);
+  const was = state.view;
+  state.view = value;
+  if (was && value.revision !== was.revision) render();
+  if (value.pending === "ai-thinking") schedule();
+  else { stopPolling(); render(); if (myTurn(value)) refreshEval(); }
+}
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible" && state.view && state.view.pending === "ai-thinking" && !state.poll.timer && !state.poll.stopped) {
+    schedule();
+  }
+});
+
+function drawReview(data) {
+  const box = $("review");
+  box.hidden = false;
+  const svg = $("curve");
+  svg.replaceChildren();
+  const pts = data.curve;
+  if (!pts.length) return;
+  const n = Math.max(1, pts.length - 1);
+  const y = (s) => 60 - Math.max(-1000, Math.min(1000, s)) * 0.055;
+  svg.appendChild(svgEl("line", { x1: 0, y1: 60, x2: 300, y2: 60, class: "zero" }));
+  svg.appendChild(svgEl("polyline", { points: pts.map((p, i) => `${(i * 300) / n},${y(p.scoreRed)}`).join(" ") }));
+  for (const tp of data.turningPoints) {
+    svg.appendChild(svgEl("circle", { cx: (tp.ply * 300) / n, cy: y(tp.after), r: 3 }));
+  }
+  const list = $("turning");
+  list.replaceChildren();
+  for (const tp of data.turningPoints) {
+    const li = document.createElement("li");
+    li.textContent = `${tp.ply}. ${tp.zh}  ${(tp.before / 100).toFixed(1)} → ${(tp.after / 100).toFixed(1)}` +
+      (tp.best ? `  (${t("best")}: ${tp.best.zh})` : "");
+    list.appendChild(li);
+  }
+}
+
+function applyLang() {
+  document.documentElement.lang = state.lang === "zh" ? "zh-CN" : "en";
+  for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
+  $("lang").textContent = t("lang");
+  render();
+}
+
+$("lang").addEventListener("click", () => { state.lang = state.lang === "zh" ? "en" : "zh"; applyLang(); });
+$("btn-new").addEventListener("click", () => {
+  state.session = null;
+  $("review").hidden = true;
+  act("new", { side: $("new-side").value, opponent: $("new-opponent").value });
+});
+$("btn-undo").addEventListener("click", () => {
+  const v = state.view;
+  act("undo", { plies: v && v.turn !== v.hero && v.phase === "playing" ? 1 : 2 });
+});
+$("btn-hint").addEventListener("click", async () => {
+  const value = await rpc("hint", { count: 3 });
+  if (value) { state.hints = value.candidates; apply(value); }
+});
+$("btn-resign").addEventListener("click", () => { if (confirm(t("confirmResign"))) act("resign", {}); });
+$("btn-review").addEventListener("click", async () => {
+  const value = await rpc("review", { highlight: "turning" });
+  if (value) { drawReview(value.review); apply(value); }
+});
+$("btn-fallback").addEventListener("click", () => { state.poll.stopped = false; act("fallback", {}); });
+
+(async () => {
+  render();
+  const value = await rpc("state", {});
+  if (value) { state.session = value.sessionId; apply(value); }
+})();
