@@ -1,0 +1,490 @@
+"""Alpha-beta search: iterative deepening PVS with a transposition table, quiescence, null move,
+killers/history, late-move reductions, check extension, mate-distance scores and repetition rules.
+
+Entry point: ``search(pos, depth=…, time_limit=…, nodes=…, multipv=…, stop=…, on_info=…)`` or a
+reusable ``Searcher`` (keeps its transposition table between calls; ``stop()`` from any thread).
+Scores are centipawns from the side to move's point of view; ``MATE - n`` means mate in ``n`` plies.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from moddesk.xiangqi.board import PAWN, Move, Position
+from moddesk.xiangqi.evaluate import PIECE_VALUES, PST, evaluate_red
+
+MATE = 30000
+MATE_BOUND = MATE - 500  # scores beyond this are mates
+INF = 32000
+MAX_PLY = 96
+EXACT, LOWER, UPPER = 0, 1, 2
+_ORDER_VALUE = (0, 10000, 200, 200, 400, 900, 450, 100)  # the king first in MVV-LVA
+
+
+@dataclass
+class Line:
+    """One principal variation: its first move, score (cp, side to move), mate in moves (+ wins)."""
+
+    move: Move
+    score: int
+    mate: int | None
+    depth: int
+    pv: list[Move] = field(default_factory=list)
+
+
+@dataclass
+class SearchInfo:
+    """Progress reported after every finished depth (and every MultiPV line)."""
+
+    depth: int
+    seldepth: int
+    multipv: int
+    score: int
+    mate: int | None
+    nodes: int
+    nps: int
+    time: float
+    pv: list[Move]
+
+
+@dataclass
+class SearchResult:
+    """Outcome of a search: best move (None when there is no legal move) and the lines found."""
+
+    best_move: Move | None
+    lines: list[Line]
+    depth: int
+    nodes: int
+    time: float
+    stopped: bool = False
+
+
+class _Stop(Exception):
+    """Raised inside the tree when a limit is hit or stop was requested."""
+
+
+def mate_in(score: int) -> int | None:
+    """Moves to mate for a mate score (+ the side to move mates, - it is mated), else None."""
+    if score > MATE_BOUND:
+        return (MATE - score + 1) // 2
+    if score < -MATE_BOUND:
+        return -((MATE + score) // 2)
+    return None
+
+
+class Searcher:
+    """A search engine instance; reuse it to keep the transposition table between searches."""
+
+    def __init__(self, tt_entries: int = 1 << 20) -> None:
+        self.tt: dict[int, tuple[int, int, int, tuple[int, int] | None]] = {}
+        self.tt_entries = tt_entries
+        self._stop_event = threading.Event()
+        self._external_stop: threading.Event | None = None
+        self.nodes = 0
+        self.seldepth = 0
+
+    def stop(self) -> None:
+        """Ask a running search to stop soon and return its best result so far (thread-safe)."""
+        self._stop_event.set()
+
+    def resize(self, tt_entries: int) -> None:
+        """Change the transposition table bound (entries) and clear it."""
+        self.tt_entries = max(1024, tt_entries)
+        self.tt.clear()
+
+    # ----- public entry --------------------------------------------------------------------
+
+    def search(
+        self,
+        pos: Position,
+        depth: int | None = None,
+        time_limit: float | None = None,
+        nodes: int | None = None,
+        multipv: int = 1,
+        stop: threading.Event | None = None,
+        history: Iterable[int] | None = None,
+        on_info: Callable[[SearchInfo], None] | None = None,
+    ) -> SearchResult:
+        """Search ``pos`` (left unchanged) until a depth, time (seconds) or node limit, or ``stop``.
+
+        ``history``: Zobrist keys of earlier game positions, so repeating one scores as a draw.
+        With no limit at all the search runs until stopped (or depth 64).
+        """
+        self._stop_event.clear()
+        self._external_stop = stop
+        self.pos = pos.copy()
+        self.board = self.pos.board
+        self.nodes = 0
+        self.seldepth = 0
+        self.start = time.monotonic()
+        self.deadline = self.start + time_limit if time_limit is not None else None
+        self.node_limit = nodes
+        max_depth = depth if depth is not None else 64
+        self.killers: list[list[tuple[int, int] | None]] = [[None, None] for _ in range(MAX_PLY + 2)]
+        self.hist: dict[tuple[int, int], int] = {}
+        self.ev = evaluate_red(self.pos)
+        self.ev_stack: list[int] = []
+        window = self.pos.halfmove
+        keys = list(history or [])
+        if keys and keys[-1] == self.pos.key:
+            keys.pop()
+        self.game_keys = set(keys[-window:]) if window else set()
+        self.path_keys = [self.pos.key]
+        self.path_checks = [self.pos.is_check()]
+        if len(self.tt) > self.tt_entries:
+            self.tt.clear()
+
+        root_moves = self.pos.generate_legal()
+        if not root_moves:
+            return SearchResult(None, [], 0, 0, 0.0)
+        multipv = max(1, min(multipv, len(root_moves)))
+        lines: list[Line] = []
+        completed = 0
+        stopped = False
+        scores: dict[tuple[int, int], int] = {}
+        for d in range(1, max_depth + 1):
+            self.root_depth = d
+            new_lines: list[Line] = []
+            excluded: list[tuple[int, int]] = []
+            try:
+                for k in range(multipv):
+                    candidates = [m for m in root_moves if m not in excluded]
+                    candidates.sort(key=lambda m: -scores.get(m, -INF))
+                    move, score = self._root(d, candidates, scores)
+                    excluded.append(move)
+                    pv = self._pv(move, d)
+                    line = Line(Move(*move), score, mate_in(score), d, pv)
+                    new_lines.append(line)
+                    if on_info is not None:
+                        on_info(self._info(line, k + 1))
+            except _Stop:
+                stopped = True
+                if not lines:
+                    lines = new_lines  # depth 1 did not finish: keep whatever it found
+                break
+            lines = sorted(new_lines, key=lambda ln: -ln.score)
+            completed = d
+            best = lines[0].score
+            mate = mate_in(best)
+            if mate is not None and multipv == 1 and d >= 2 * abs(mate) + 2:
+                break  # the mate was found with room to spare: deeper search will not change it
+            if self.deadline is not None and time.monotonic() - self.start > 0.55 * (
+                self.deadline - self.start
+            ):
+                break  # another depth would most likely not finish in time
+        if not lines:
+            first = Move(*root_moves[0])
+            lines = [Line(first, 0, None, 0, [first])]
+        elapsed = time.monotonic() - self.start
+        return SearchResult(lines[0].move, lines, completed, self.nodes, elapsed, stopped)
+
+    # ----- internals -------------------------------------------------------------------------
+
+    def _info(self, line: Line, index: int) -> SearchInfo:
+        elapsed = time.monotonic() - self.start
+        return SearchInfo(
+            depth=line.depth,
+            seldepth=self.seldepth,
+            multipv=index,
+            score=line.score,
+            mate=line.mate,
+            nodes=self.nodes,
+            nps=int(self.nodes / elapsed) if elapsed > 0 else 0,
+            time=elapsed,
+            pv=line.pv,
+        )
+
+    def _check_limits(self) -> None:
+        if self._stop_event.is_set() or (self._external_stop is not None and self._external_stop.is_set()):
+            raise _Stop
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise _Stop
+        if self.node_limit is not None and self.nodes >= self.node_limit:
+            raise _Stop
+
+    def _make(self, m: tuple[int, int]) -> bool:
+        """Play ``m``; return whether it gives check."""
+        frm, to = m
+        board = self.board
+        p = board[frm]
+        self.ev_stack.append(self.ev)
+        self.ev += PST[p][to] - PST[p][frm] - PST[board[to]][to]
+        pos = self.pos
+        pos.push(m)
+        check = pos.is_check()
+        self.path_keys.append(pos.key)
+        self.path_checks.append(check)
+        return check
+
+    def _unmake(self) -> None:
+        self.pos.pop()
+        self.ev = self.ev_stack.pop()
+        self.path_keys.pop()
+        self.path_checks.pop()
+
+    def _repetition(self, ply: int) -> int | None:
+        """Score of a repeated position (draw, or a loss for a perpetual checker), else None."""
+        keys = self.path_keys
+        key = keys[ply]
+        reversible = self.pos.halfmove
+        j = ply - 4
+        while j >= 0 and ply - j <= reversible:
+            if keys[j] == key:
+                checks = self.path_checks
+                # positions ply-1, ply-3 … follow the side to move's own moves; ply, ply-2 … the opponent's
+                we_checked = all(checks[i] for i in range(ply - 1, j, -2))
+                they_checked = all(checks[i] for i in range(ply, j + 1, -2))
+                if we_checked and not they_checked:
+                    return -(MATE - ply)  # perpetual check loses for the checker
+                if they_checked and not we_checked:
+                    return MATE - ply
+                return 0
+            j -= 2
+        if reversible >= ply and key in self.game_keys:
+            return 0
+        return None
+
+    def _order(
+        self, moves: list[tuple[int, int]], tt_move: tuple[int, int] | None, ply: int
+    ) -> list[tuple[int, int]]:
+        board = self.board
+        killers = self.killers[ply]
+        hist = self.hist
+        scored = []
+        for m in moves:
+            victim = board[m[1]]
+            if m == tt_move:
+                s = 10_000_000
+            elif victim:
+                s = 1_000_000 + _ORDER_VALUE[abs(victim)] * 16 - _ORDER_VALUE[abs(board[m[0]])] // 16
+            elif m == killers[0]:
+                s = 900_000
+            elif m == killers[1]:
+                s = 800_000
+            else:
+                s = hist.get(m, 0)
+            scored.append((s, m))
+        scored.sort(key=lambda x: -x[0])
+        return [m for _, m in scored]
+
+    def _root(
+        self, depth: int, moves: list[tuple[int, int]], scores: dict[tuple[int, int], int]
+    ) -> tuple[tuple[int, int], int]:
+        alpha, beta = -INF, INF
+        best_move = moves[0]
+        for i, m in enumerate(moves):
+            gives = self._make(m)
+            try:
+                nd = depth - 1 + (1 if gives else 0)
+                if i == 0:
+                    score = -self._negamax(nd, -beta, -alpha, 1, gives, True)
+                else:
+                    score = -self._negamax(nd, -alpha - 1, -alpha, 1, gives, True)
+                    if score > alpha:
+                        score = -self._negamax(nd, -beta, -alpha, 1, gives, True)
+            finally:
+                self._unmake()
+            scores[m] = score
+            if score > alpha:
+                alpha = score
+                best_move = m
+        self._store(self.pos.key, depth, EXACT, alpha, best_move, 0)
+        return best_move, alpha
+
+    def _store(
+        self, key: int, depth: int, flag: int, score: int, move: tuple[int, int] | None, ply: int
+    ) -> None:
+        if score > MATE_BOUND:
+            score += ply
+        elif score < -MATE_BOUND:
+            score -= ply
+        self.tt[key] = (depth, flag, score, move)
+
+    def _negamax(self, depth: int, alpha: int, beta: int, ply: int, in_check: bool, allow_null: bool) -> int:
+        self.nodes += 1
+        if not self.nodes & 1023:
+            self._check_limits()
+        rep = self._repetition(ply)
+        if rep is not None:
+            return rep
+        # mate-distance pruning
+        if alpha < -MATE + ply:
+            alpha = -MATE + ply
+        if beta > MATE - ply - 1:
+            beta = MATE - ply - 1
+        if alpha >= beta:
+            return alpha
+        if depth <= 0 or ply >= MAX_PLY:
+            return self._quiesce(alpha, beta, ply, in_check)
+        pos = self.pos
+        key = pos.key
+        pv_node = beta - alpha > 1
+        entry = self.tt.get(key)
+        tt_move = None
+        if entry is not None:
+            e_depth, flag, score, tt_move = entry
+            if e_depth >= depth and not pv_node:
+                if score > MATE_BOUND:
+                    score -= ply
+                elif score < -MATE_BOUND:
+                    score += ply
+                if flag == EXACT or (flag == LOWER and score >= beta) or (flag == UPPER and score <= alpha):
+                    return score
+        # null move: give the opponent a free move; if we still beat beta, this node is not worth it
+        if (
+            allow_null
+            and not pv_node
+            and not in_check
+            and depth >= 3
+            and self.ev * pos.sign >= beta
+            and self._has_pieces(pos.turn)
+        ):
+            pos.push_null()
+            self.path_keys.append(pos.key)
+            self.path_checks.append(False)
+            try:
+                score = -self._negamax(depth - 3, -beta, -beta + 1, ply + 1, False, False)
+            finally:
+                pos.pop_null()
+                self.path_keys.pop()
+                self.path_checks.pop()
+            if score >= beta and score < MATE_BOUND:
+                return beta
+        moves = pos.generate_legal()
+        if not moves:
+            return -MATE + ply  # checkmate and stalemate both lose
+        ordered = self._order(moves, tt_move, ply)
+        board = self.board
+        best = -INF
+        best_move = None
+        original_alpha = alpha
+        extend_ok = ply < 2 * self.root_depth + 4
+        killers = self.killers[ply]
+        for i, m in enumerate(ordered):
+            quiet = not board[m[1]]
+            gives = self._make(m)
+            try:
+                nd = depth - 1 + (1 if gives and extend_ok else 0)
+                if i == 0:
+                    score = -self._negamax(nd, -beta, -alpha, ply + 1, gives, True)
+                else:
+                    reduction = 0
+                    if depth >= 3 and i >= 3 and quiet and not in_check and not gives and m not in killers:
+                        reduction = 2 if i >= 10 and depth >= 5 else 1
+                    score = -self._negamax(nd - reduction, -alpha - 1, -alpha, ply + 1, gives, True)
+                    if score > alpha and reduction:
+                        score = -self._negamax(nd, -alpha - 1, -alpha, ply + 1, gives, True)
+                    if alpha < score < beta:
+                        score = -self._negamax(nd, -beta, -alpha, ply + 1, gives, True)
+            finally:
+                self._unmake()
+            if score > best:
+                best = score
+                best_move = m
+                if score > alpha:
+                    alpha = score
+                    if score >= beta:
+                        if quiet:
+                            if killers[0] != m:
+                                killers[1] = killers[0]
+                                killers[0] = m
+                            self.hist[m] = self.hist.get(m, 0) + depth * depth
+                        break
+        flag = LOWER if best >= beta else EXACT if best > original_alpha else UPPER
+        self._store(key, depth, flag, best, best_move, ply)
+        return best
+
+    def _has_pieces(self, color: int) -> bool:
+        """True if ``color`` has a rook, horse or cannon (null move is unsafe in bare endings)."""
+        board = self.board
+        return any(abs(board[sq]) in (4, 5, 6) for sq in self.pos.pieces[color])
+
+    def _quiesce(self, alpha: int, beta: int, ply: int, in_check: bool) -> int:
+        self.nodes += 1
+        if not self.nodes & 1023:
+            self._check_limits()
+        if ply > self.seldepth:
+            self.seldepth = ply
+        pos = self.pos
+        if ply >= MAX_PLY:
+            return self.ev * pos.sign
+        if in_check:
+            moves = pos.generate_legal()
+            if not moves:
+                return -MATE + ply
+            best = -INF
+        else:
+            stand = self.ev * pos.sign
+            if stand >= beta:
+                return stand
+            if stand > alpha:
+                alpha = stand
+            best = stand
+            moves = pos.generate_legal(captures_only=True)
+        board = self.board
+        scored = sorted(
+            moves,
+            key=lambda m: -(_ORDER_VALUE[abs(board[m[1]])] * 16 - _ORDER_VALUE[abs(board[m[0]])] // 16),
+        )
+        for m in scored:
+            if not in_check and best > -MATE_BOUND:
+                # delta pruning: even winning this piece cannot lift alpha
+                victim = abs(board[m[1]])
+                gain = PIECE_VALUES[victim] + (100 if victim == PAWN else 0)
+                if victim and best + gain + 200 < alpha:
+                    continue
+            gives = self._make(m)
+            try:
+                score = -self._quiesce(-beta, -alpha, ply + 1, gives)
+            finally:
+                self._unmake()
+            if score > best:
+                best = score
+                if score > alpha:
+                    alpha = score
+                    if score >= beta:
+                        break
+        return best
+
+    def _pv(self, first: tuple[int, int], depth: int) -> list[Move]:
+        """The principal variation: ``first`` then best moves from the transposition table."""
+        pos = self.pos
+        line = [Move(*first)]
+        pos.push(first)
+        seen = {pos.key}
+        pushed = 1
+        try:
+            while len(line) < max(depth, 1) + 4:
+                entry = self.tt.get(pos.key)
+                if entry is None or entry[3] is None:
+                    break
+                move = entry[3]
+                if move not in pos.generate_legal(False, (move[0],)):
+                    break
+                pos.push(move)
+                pushed += 1
+                line.append(Move(*move))
+                if pos.key in seen:
+                    break
+                seen.add(pos.key)
+        finally:
+            for _ in range(pushed):
+                pos.pop()
+        return line
+
+
+def search(
+    pos: Position,
+    depth: int | None = None,
+    time_limit: float | None = None,
+    nodes: int | None = None,
+    multipv: int = 1,
+    stop: threading.Event | None = None,
+    history: Iterable[int] | None = None,
+    on_info: Callable[[SearchInfo], None] | None = None,
+) -> SearchResult:
+    """Search ``pos`` with a fresh ``Searcher`` (see ``Searcher.search`` for the limits)."""
+    return Searcher().search(pos, depth, time_limit, nodes, multipv, stop, history, on_info)
