@@ -134,6 +134,41 @@ class _Worker:
         self.process.wait(10)
 
 
+class WorkerPool:
+    """Keeps one worker started and idle, so a run does not wait for Python and its imports.
+
+    The idle worker has loaded nothing of any run (it waits for its job line); it is used once.
+    """
+
+    def __init__(self, warm: bool = True) -> None:
+        self._warm = warm
+        self._idle: _Worker | None = None
+        self._lock = threading.Lock()
+
+    def take(self) -> _Worker:
+        with self._lock:
+            worker, self._idle = self._idle, None
+        if worker is None or worker.process.poll() is not None:
+            worker = _Worker()
+        if self._warm:
+            threading.Thread(target=self._refill, daemon=True).start()
+        return worker
+
+    def _refill(self) -> None:
+        fresh = _Worker()
+        with self._lock:
+            if self._idle is None:
+                self._idle = fresh
+                return
+        fresh.kill()
+
+    def close(self) -> None:
+        with self._lock:
+            worker, self._idle = self._idle, None
+        if worker is not None:
+            worker.kill()
+
+
 def _answer(host: ScriptHost, op: str, args: list[Any]) -> dict[str, Any]:
     """Serve one worker request; every failure becomes an error envelope, never an exception."""
     try:
@@ -161,13 +196,14 @@ def run_script(
     on_log: Callable[[str], None] = lambda line: None,
     on_progress: Callable[[float, float, str | None], None] = lambda d, t, m: None,
     cancelled: Callable[[], bool] = lambda: False,
+    pool: WorkerPool | None = None,
 ) -> ScriptOutcome:
     """Run ``source`` in a fresh worker against ``host``; block until it ends, is killed or cancelled."""
     check_source(source)
     limits = limits or ScriptLimits()
     started = time.monotonic()
     deadline = started + limits.wall_seconds
-    worker = _Worker()
+    worker = pool.take() if pool is not None else _Worker()
     dropped = 0
     try:
         worker.send({**limits.job(), "source": source})

@@ -23,6 +23,7 @@ from moddesk.pvf.scripting.plan import PlannedChange, build_plan, select
 from moddesk.pvf.scripting.runtime import (
     ScriptLimits,
     ScriptOutcome,
+    WorkerPool,
     check_source,
     run_script,
     validate_source,
@@ -147,8 +148,13 @@ class ScriptService:
     def __init__(self, service: PvfService, limits: ScriptLimits | None = None) -> None:
         self.service = service
         self.limits = limits or ScriptLimits()
+        self.pool = WorkerPool()
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the idle worker (runs in progress are ended by their tasks)."""
+        self.pool.close()
 
     # ------------------------------------------------------------------ docs and syntax
     def help(self, name: str | None = None) -> dict[str, Any]:
@@ -217,6 +223,7 @@ class ScriptService:
             on_log=ctx.log,
             on_progress=lambda done, total, message: ctx.progress(int(done), int(total), message),
             cancelled=lambda: ctx.cancelled,
+            pool=self.pool,
         )
         run.outcome = outcome.state
         if outcome.logs_dropped:

@@ -19,8 +19,9 @@ from moddesk.pvf.scripting import bridge
 from moddesk.pvf.scripting.paths import glob_regex, normalize_path
 
 # The prelude is evaluated after this many blank lines, so any stack frame with a line number
-# above it belongs to the runtime and below it to the user's script (sources are ≤ 1 MiB).
-PRELUDE_LINE_OFFSET = 2_000_000
+# above it belongs to the runtime and below it to the user's script (sources are ≤ 1 MiB, so
+# they have at most 1,048,577 lines).
+PRELUDE_LINE_OFFSET = 1_050_000
 WRAP_HEAD = "(function __script__() {"
 _FRAME = re.compile(r"<input>:(\d+)(?::(\d+))?")
 
@@ -326,7 +327,10 @@ def apply_rlimits(job: dict[str, Any]) -> None:
 
 def main() -> None:
     channel = Channel()
-    job = json.loads(sys.stdin.buffer.readline())
+    first = sys.stdin.buffer.readline()
+    if not first.strip():
+        return  # an idle pooled worker whose parent went away
+    job = json.loads(first)
     apply_rlimits(job)
     outcome = run(job, channel)
     channel.send({"event": "done", **outcome})
