@@ -31,6 +31,7 @@ from moddesk.kit.agents import (
     load_skill,
     plan_config,
     plan_launcher,
+    plan_remove,
     skill_dir,
     snippet,
     sync_skills,
@@ -158,6 +159,43 @@ def config_command(
     out.print(
         f"Done. Restart {target.title} (or reload its MCP servers) to pick up {spec.name!r}.", markup=False
     )
+
+
+@app.command("remove")
+def remove_command(
+    client: str = typer.Argument(..., help=f"MCP client: {', '.join(CLIENTS)}."),
+    system: str | None = typer.Option(None, "--system", "-s", help="Remove this system's server."),
+    name: str | None = typer.Option(None, "--name", help="Remove the server with this name instead."),
+    scope: str | None = typer.Option(
+        None, "--scope", help="user or project (default depends on the client)."
+    ),
+    project_dir: Path | None = typer.Option(None, "--project-dir", help="Project root for --scope project."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Write without asking."),
+) -> None:
+    """Remove a moddesk MCP server from a client's config, leaving everything else as it was."""
+    loc = _locations(project_dir)
+    if name is None and system not in SYSTEM_SERVERS:
+        raise typer.BadParameter(f"pass --system ({', '.join(SYSTEM_SERVERS)}) or --name")
+    server = name or SYSTEM_SERVERS[str(system)].name
+    try:
+        target = get_client(client)
+        chosen = scope or target.default_scope
+        if chosen not in ("user", "project"):
+            raise typer.BadParameter("--scope must be user or project")
+        change = plan_remove(target, "user" if chosen == "user" else "project", server, loc)
+    except ServiceError as exc:
+        _fail(exc)
+    if change.status == "unchanged":
+        out.print(f"{target.title}: {change.path} has no {server!r}; nothing to do.", markup=False)
+        return
+    out.print(f"{target.title} {change.scope} config: remove {server!r} from {change.path}", markup=False)
+    typer.echo(_diff(change.before, change.after, change.path), nl=False)
+    _confirm("Write these changes?", yes)
+    try:
+        apply_config(change)
+    except ServiceError as exc:
+        _fail(exc)
+    out.print(f"Removed {server!r}.", markup=False)
 
 
 @app.command("launcher")

@@ -44,7 +44,8 @@ def test_config_subprocess_merges_and_is_idempotent(tmp_path: Path, env: dict[st
     project = tmp_path / "mod project"
     cursor = tmp_path / "home" / ".cursor" / "mcp.json"
     cursor.parent.mkdir(parents=True)
-    cursor.write_text('{\n  "mcpServers": {\n    "linear": {"url": "https://mcp.linear.app/mcp"}\n  }\n}\n')
+    original = '{\n  "mcpServers": {\n    "linear": {"url": "https://mcp.linear.app/mcp"}\n  }\n}\n'
+    cursor.write_text(original)
 
     # no --yes and a "no" answer: nothing is written
     refused = _run(["config", "cursor", "--system", "xiangqi"], env, project, stdin="n\n")
@@ -63,6 +64,10 @@ def test_config_subprocess_merges_and_is_idempotent(tmp_path: Path, env: dict[st
     assert os.access(launcher, os.X_OK)
     again = _run(["config", "cursor", "--system", "xiangqi"], env, project)
     assert again.returncode == 0 and "nothing to do" in again.stdout
+    removed = _run(["remove", "cursor", "--system", "xiangqi", "--yes"], env, project)
+    assert removed.returncode == 0, removed.stderr
+    assert cursor.read_text() == original  # byte for byte what the user had
+    assert "nothing to do" in _run(["remove", "cursor", "--system", "xiangqi"], env, project).stdout
 
     # project scope + extra server args after --
     codex = _run(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -19,6 +20,7 @@ from moddesk.kit.agents import (
     launcher_path,
     merge_entry,
     plan_config,
+    plan_remove,
     snippet,
     system_server,
 )
@@ -358,6 +360,28 @@ def _fuzz_one(tmp: Path, client_id: str, data: bytes) -> None:
         del merged[client.container]
     assert merged == old  # everything else survived
 
+    # and removing it again gives back the same document
+    try:
+        removal = plan_remove(client, scope, "ra3-mod-xml", loc)  # type: ignore[arg-type]
+    except ServiceError as exc:
+        assert exc.code in ("CONFIG_HAS_COMMENTS", "CONFIG_MERGE_FAILED")
+        event(f"remove {exc.code}")
+        return
+    apply_config(removal)
+    event("removed")
+    restored = _load(client.format, path.read_text(encoding="utf-8"))
+    for doc in (restored, old):  # an empty servers table and no table at all read the same
+        if doc.get(client.container) == {}:
+            del doc[client.container]
+    assert restored == old
+
+
+def _load(fmt: str, text: str) -> dict[str, Any]:
+    if fmt == "toml":
+        return tomllib.loads(text)
+    root = jsonc.parse(text.lstrip("\ufeff")).root
+    return root.value if root is not None else {}  # type: ignore[no-any-return]
+
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
@@ -374,3 +398,42 @@ def test_fuzz_json_config_readers(
 @given(st.one_of(st.binary(max_size=100), _toml_like.map(str.encode), _servers_toml.map(str.encode)))
 def test_fuzz_toml_config_reader(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
     _fuzz_one(tmp_path_factory.mktemp("fz"), "codex", data)
+
+
+@pytest.mark.parametrize(
+    ("client_id", "scope", "original"),
+    [
+        ("vscode", "project", VSCODE_JSONC),
+        ("claude-code", "user", CLAUDE_CODE_USER),
+        ("codex", "user", CODEX),
+    ],
+)
+def test_remove_restores_the_original_file(loc: Locations, client_id: str, scope: str, original: str) -> None:
+    client = get_client(client_id)
+    path = client.path(scope, loc)  # type: ignore[arg-type]
+    _write(path, original)
+    apply_config(plan_config(client, scope, _spec(loc), loc))  # type: ignore[arg-type]
+    assert path.read_text(encoding="utf-8") != original
+    removal = plan_remove(client, scope, "ra3-mod-xml", loc)  # type: ignore[arg-type]
+    assert removal.status == "update"
+    apply_config(removal)
+    restored = path.read_text(encoding="utf-8")
+    if client.format == "toml":
+        assert tomllib.loads(restored) == tomllib.loads(original)
+        assert [line for line in original.splitlines() if line] == [
+            line for line in restored.splitlines() if line
+        ]
+    else:
+        assert restored == original  # byte for byte
+    assert plan_remove(client, scope, "ra3-mod-xml", loc).status == "unchanged"  # type: ignore[arg-type]
+    assert plan_remove(client, scope, "filesystem", loc).entry is None
+
+
+def test_remove_refuses_to_drop_comments(loc: Locations) -> None:
+    path = loc.codex_home / "config.toml"
+    text = '[mcp_servers.ra3-mod-xml]\n# why I pinned this\ncommand = "x"\nargs = []\n'
+    _write(path, text)
+    with pytest.raises(ServiceError) as info:
+        plan_remove(get_client("codex"), "user", "ra3-mod-xml", loc)
+    assert info.value.code == "CONFIG_HAS_COMMENTS"
+    assert plan_remove(get_client("cursor"), "user", "ra3-mod-xml", loc).status == "unchanged"  # no file

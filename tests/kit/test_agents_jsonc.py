@@ -143,3 +143,46 @@ def test_fuzz_set_member_keeps_everything_else(
         assert not isinstance(root.get("servers"), dict)
         return
     assert json.loads(new) == jsonc.expected_value(root, ("servers", name), value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"s": {"a": 1, "x": 2, "b": 3}}', '{"s": {"a": 1, "b": 3}}'),
+        ('{"s": {"x": 2, "b": 3}}', '{"s": {"b": 3}}'),
+        ('{"s": {"a": 1, "x": 2}}', '{"s": {"a": 1}}'),
+        ('{"s": {"x": 2}}', '{"s": {}}'),
+        ('{"s": {"a": 1}}', '{"s": {"a": 1}}'),
+        ("{}", "{}"),
+        (
+            '// keep\n{"s": {\n  "a": 1, // about a\n  "x": 2\n}}',
+            '// keep\n{"s": {\n  "a": 1, // about a\n}}',
+        ),
+        ('{"s": {"a": 1, "x": {"v": 2 /* mine */}}}', None),
+        ('{"s": {"x": 2, /* about b */ "b": 1}}', None),
+        ('// keep\n{"s": {\n  "x": 2,\n  "a": 1 // about a\n}}', '// keep\n{"s": {\n  "a": 1 // about a\n}}'),
+    ],
+)
+def test_remove_member(text: str, expected: str | None) -> None:
+    doc = jsonc.parse(text)
+    if expected is None:
+        with pytest.raises(jsonc.CommentsInTheWay):
+            jsonc.remove_member(doc, ("s", "x"))
+    else:
+        assert jsonc.remove_member(doc, ("s", "x")) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.text(max_size=6), json_values, max_size=5),
+    st.sampled_from([None, 0, 2, "\t"]),
+    json_values,
+)
+def test_fuzz_set_then_remove_restores_the_text(
+    root: dict[str, object], indent: int | str | None, value: object
+) -> None:
+    root.pop("servers", None)
+    root["servers"] = {"other": 1} if len(root) % 2 else {}
+    text = json.dumps(root, indent=indent)
+    added = jsonc.set_member(jsonc.parse(text), ("servers", "moddesk"), value)
+    assert jsonc.remove_member(jsonc.parse(added), ("servers", "moddesk")) == text

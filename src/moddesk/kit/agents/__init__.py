@@ -24,6 +24,7 @@ from moddesk.kit.agents.clients import (  # noqa: E402  (codes must be registere
     get_client,
     merge_entry,
     plan_config,
+    plan_remove,
     snippet,
 )
 from moddesk.kit.agents.launcher import (  # noqa: E402
@@ -73,6 +74,7 @@ __all__ = [
     "merge_entry",
     "plan_config",
     "plan_launcher",
+    "plan_remove",
     "render_launcher",
     "skill_dir",
     "skill_state",

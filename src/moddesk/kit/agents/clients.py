@@ -171,13 +171,13 @@ class ConfigChange:
     server: str
     before: str | None
     after: str
-    entry: dict[str, Any]
+    entry: dict[str, Any] | None  # None: the change removes the server
 
     @property
     def status(self) -> ChangeStatus:
         """``create`` (new file), ``update`` (text changes) or ``unchanged``."""
         if self.before is None:
-            return "create"
+            return "unchanged" if self.entry is None else "create"
         return "unchanged" if self.before == self.after else "update"
 
 
@@ -348,6 +348,85 @@ def plan_config(client: Client, scope: Scope, spec: ServerSpec, loc: Locations) 
     merge = _merged_toml if client.format == "toml" else _merged_json
     after, merged = merge(path, before or "", client.container, spec.name, entry)
     return ConfigChange(client, scope, path, spec.name, before, after, merged)
+
+
+def plan_remove(client: Client, scope: Scope, name: str, loc: Locations) -> ConfigChange:
+    """Compute the client's config without the server ``name``; writes nothing."""
+    path = client.path(scope, loc)
+    before = _read_text(path)
+    if before is None:
+        return ConfigChange(client, scope, path, name, None, "", None)
+    remove = _removed_toml if client.format == "toml" else _removed_json
+    return ConfigChange(client, scope, path, name, before, remove(path, before, client.container, name), None)
+
+
+def _merge_failed(path: Path) -> ServiceError:
+    return ServiceError(
+        "CONFIG_MERGE_FAILED",
+        f"could not edit {path} without changing other content; it was left untouched",
+        hint="Edit the file by hand.",
+        path=str(path),
+    )
+
+
+def _removed_json(path: Path, text: str, container: str, name: str) -> str:
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    try:
+        doc = jsonc.parse(text[len(bom) :])
+    except jsonc.JsoncError as exc:
+        raise _invalid(path, str(exc)) from None
+    root = doc.root.value if doc.root is not None else None
+    if not isinstance(root, dict):
+        return text
+    servers = root.get(container)
+    if not isinstance(servers, dict) or name not in servers:
+        return text
+    try:
+        new_body = jsonc.remove_member(doc, (container, name))
+    except jsonc.CommentsInTheWay:
+        raise ServiceError(
+            "CONFIG_HAS_COMMENTS",
+            f"removing {name!r} from {path} would drop comments next to it",
+            hint=f"Remove the {name!r} entry by hand.",
+            path=str(path),
+        ) from None
+    want = copy.deepcopy(root)
+    del want[container][name]
+    check = jsonc.parse(new_body)
+    if check.root is None or check.root.value != want or check.comment_texts() != doc.comment_texts():
+        raise _merge_failed(path)
+    return bom + new_body
+
+
+def _removed_toml(path: Path, text: str, container: str, name: str) -> str:
+    try:
+        plain = tomllib.loads(text)
+        doc = tomlkit.parse(text)
+    except (tomllib.TOMLDecodeError, tomlkit.exceptions.TOMLKitError) as exc:
+        raise _invalid(path, str(exc)) from None
+    servers = plain.get(container)
+    if not isinstance(servers, dict) or name not in servers:
+        return text
+    want = copy.deepcopy(plain)
+    del want[container][name]
+    try:
+        del doc[container][name]
+        new_text = tomlkit.dumps(doc)
+        check = tomllib.loads(new_text)
+    except (tomllib.TOMLDecodeError, tomlkit.exceptions.TOMLKitError, TypeError, ValueError, KeyError):
+        raise _merge_failed(path) from None
+    if not want[container] and container not in check:
+        del want[container]  # tomlkit drops a super-table whose last sub-table went: same document
+    if check != want:
+        raise _merge_failed(path)
+    if not set(_toml_comment_lines(text)) <= set(_toml_comment_lines(new_text)):
+        raise ServiceError(
+            "CONFIG_HAS_COMMENTS",
+            f"removing [{container}.{name}] from {path} would drop comments inside it",
+            hint=f"Remove the [{container}.{name}] table by hand.",
+            path=str(path),
+        )
+    return new_text
 
 
 def apply_config(change: ConfigChange) -> None:

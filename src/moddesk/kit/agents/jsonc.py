@@ -316,8 +316,51 @@ def _insert_member(text: str, doc: Document, obj: Node, key: str, value: Any, un
     for start, end in doc.comments:
         if start >= anchor and end <= close:
             insert_at = max(insert_at, end)
+    if doc.root is not None and "\n" not in text[doc.root.start : doc.root.end]:
+        # a one-line file stays one line
+        member_text = (" " if obj.members else "") + json.dumps(key, ensure_ascii=False) + ": "
+        member_text += json.dumps(value, ensure_ascii=False)
+        return text[:anchor] + comma + text[anchor:insert_at] + member_text + text[insert_at:]
     member_text = newline + indent + json.dumps(key, ensure_ascii=False) + ": "
     member_text += _render(value, indent, unit, newline)
     if "\n" not in text[insert_at:close]:
         member_text += newline + _line_indent(text, close)
     return text[:anchor] + comma + text[anchor:insert_at] + member_text + text[insert_at:]
+
+
+def remove_member(doc: Document, keys: tuple[str, ...]) -> str:
+    """Return the text without the object member at path ``keys`` (the text itself if it is absent).
+
+    Raises ``CommentsInTheWay`` rather than drop a comment along with the member.
+    """
+    text = doc.text
+    node = doc.root
+    for key in keys[:-1]:
+        child = node.member(key) if node is not None and isinstance(node.value, dict) else None
+        if child is None:
+            return text
+        node = child.node
+    if node is None or not isinstance(node.value, dict):
+        return text
+    index = next((i for i, m in enumerate(node.members) if m.key == keys[-1]), None)
+    if index is None:
+        return text
+    member = node.members[index]
+    end = member.comma_end if member.comma_end is not None else member.node.end
+    if index + 1 < len(node.members):
+        span = (member.key_start, node.members[index + 1].key_start)  # the next member moves up
+    elif index > 0:
+        previous = node.members[index - 1]
+        between = [
+            stop for start, stop in doc.comments if previous.node.end <= start and stop <= member.key_start
+        ]
+        if between and previous.comma_end is not None:
+            # a comment trails the previous member: keep it and that member's (now trailing) comma
+            span = (max(max(between), previous.comma_end), end)
+        else:
+            span = (previous.node.end, end)  # takes the previous member's comma along
+    else:
+        span = (node.start + 1, node.end - 1)  # the object becomes {}
+    if any(start >= span[0] and stop <= span[1] for start, stop in doc.comments):
+        raise CommentsInTheWay(span)
+    return text[: span[0]] + text[span[1] :]
