@@ -15,7 +15,7 @@ from typing import Any
 from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.model import AMBIGUOUS, ORIGIN_RANK, RESOLVED, UNRESOLVED, IndexData, Key
 from moddesk.ra3.parse import RefSite
-from moddesk.ra3.schema import FILE, INHERIT
+from moddesk.ra3.schema import COMPILED, FILE, INHERIT
 
 MAX_DEPTH = 3
 MAX_CHAIN = 8
@@ -34,6 +34,11 @@ def _where(data: IndexData, key: Key) -> dict[str, Any]:
     return out
 
 
+def _owned(data: IndexData, key: Key) -> list[RefSite]:
+    """An asset's references in source order (stable whichever way the index was loaded)."""
+    return sorted(data.refs_by_owner.get(key, []), key=lambda r: (r.file, r.line, r.col, r.element, r.value))
+
+
 def _inherit_chain(data: IndexData, key: Key) -> list[tuple[Key, RefSite | None]]:
     """The asset and its inheritFrom ancestors: (key, the inheritFrom ref that led there)."""
     chain: list[tuple[Key, RefSite | None]] = [(key, None)]
@@ -41,7 +46,7 @@ def _inherit_chain(data: IndexData, key: Key) -> list[tuple[Key, RefSite | None]
     current = key
     for _ in range(MAX_CHAIN):
         step: tuple[Key, RefSite] | None = None
-        for ref in data.refs_by_owner.get(current, []):
+        for ref in _owned(data, current):
             if ref.kind != INHERIT:
                 continue
             res = data.resolve(ref)
@@ -102,7 +107,7 @@ def asset_references(
                     edges.append(_edge(data, key, writer, via_ref, (owner,), RESOLVED, level))
                 prev = owner
                 defined_in = owner if owner != key else None
-                for ref in data.refs_by_owner.get(owner, []):
+                for ref in _owned(data, owner):
                     if ref.kind in (INHERIT, FILE):
                         continue
                     res = data.resolve(ref)
@@ -142,7 +147,12 @@ def _edge(
     status: str,
     level: int,
 ) -> dict[str, Any]:
-    kind = "inheritFrom" if ref.kind == INHERIT else ("attribute" if ref.attribute else "content")
+    if ref.kind == INHERIT:
+        kind = "inheritFrom"
+    elif ref.kind == COMPILED:
+        kind = "compiled"
+    else:
+        kind = "attribute" if ref.attribute else "content"
     edge: dict[str, Any] = {
         "from": {"type": from_key[0], "id": _where(data, from_key).get("id", from_key[1])},
         "to": _where(data, keys[0]) if keys and status == RESOLVED else None,

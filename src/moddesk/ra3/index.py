@@ -23,7 +23,7 @@ from lxml import etree
 
 from moddesk.ra3.art import scan_w3x
 from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.manifest import read_manifest
+from moddesk.ra3.manifest import Manifest, read_manifest
 from moddesk.ra3.model import (
     EMITTED,
     EXTERNAL,
@@ -36,8 +36,15 @@ from moddesk.ra3.model import (
     IndexData,
 )
 from moddesk.ra3.parse import Diagnostic, Extractor, FileRecord, RefSite, fragment_nodes, parse_xml_bytes
-from moddesk.ra3.project import ProjectConfig, display_path, file_key, manifest_for_reference, resolve_source
-from moddesk.ra3.schema import SchemaModel, load_schema
+from moddesk.ra3.project import (
+    ProjectConfig,
+    display_path,
+    file_key,
+    find_child,
+    manifest_for_reference,
+    resolve_source,
+)
+from moddesk.ra3.schema import COMPILED, SchemaModel, load_schema
 
 NO_INDEX, BUILDING, READY_XML, READY, STALE, ERROR = (
     "no_index",
@@ -350,8 +357,7 @@ class ModIndex:
             if record_entry is not None:
                 info.errors = sum(1 for d in record_entry[1].diagnostics if d.code == "XML_MALFORMED")
             data.add_file(info)
-        for mpath, stream in manifests.items():
-            self._load_manifest(data, Path(mpath), stream)
+        self._load_manifests(data, manifests)
 
     def _edges(
         self, record: FileRecord, data: IndexData, manifests: dict[str, str], seen: set[tuple[str, int]]
@@ -386,31 +392,71 @@ class ModIndex:
             )
         return out
 
-    def _load_manifest(self, data: IndexData, path: Path, source: str) -> None:
-        try:
-            manifest = read_manifest(path)
-        except Ra3Error as exc:
-            data.diagnostics.append(
-                Diagnostic("MANIFEST_INVALID", self._show(str(path)), 0, exc.message, "error")
+    def _load_manifests(self, data: IndexData, wanted: dict[str, str]) -> None:
+        """Compiled manifests as the read-only base layer: assets plus their compiled reference graph."""
+        loaded: list[tuple[Path, Manifest, str]] = []
+        queue = list(wanted.items())
+        seen: set[str] = set()
+        while queue:
+            mpath, source = queue.pop(0)
+            if file_key(mpath) in seen:
+                continue
+            seen.add(file_key(mpath))
+            try:
+                manifest = read_manifest(Path(mpath))
+            except Ra3Error as exc:
+                data.diagnostics.append(
+                    Diagnostic("MANIFEST_INVALID", self._show(mpath), 0, exc.message, "error")
+                )
+                continue
+            loaded.append((Path(mpath), manifest, source))
+            for _kind, name in manifest.referenced_manifests:
+                hit = find_child(Path(mpath).parent, name)
+                if hit is not None:
+                    queue.append((str(hit), f"referenced by {Path(mpath).name}"))
+        names: dict[tuple[int, int], tuple[str, str]] = {}
+        for _path, manifest, _source in loaded:
+            for a in manifest.assets:
+                names[(a.type_id, a.instance_id)] = (data.canonical(a.type_name), a.id)
+        for path, manifest, source in loaded:
+            shown = self._show(str(path))
+            assets: list[AssetDef] = []
+            refs: list[RefSite] = []
+            for a in manifest.assets:
+                typ = data.canonical(a.type_name)
+                assets.append(
+                    AssetDef(typ, a.id, a.source, 0, "manifest", f"manifest:{path.stem}", EXTERNAL, shown)
+                )
+                for target in a.references:
+                    hit = names.get(target)
+                    if hit is not None:
+                        refs.append(
+                            RefSite(
+                                typ,
+                                a.id,
+                                COMPILED,
+                                hit[0],
+                                f"{hit[0]}:{hit[1]}",
+                                hit[0],
+                                hit[1],
+                                a.source,
+                                0,
+                                0,
+                                typ,
+                                None,
+                                None,
+                            )
+                        )
+            data.set_record("manifest:" + shown, assets, refs, [])
+            data.manifests.append(
+                {
+                    "path": shown,
+                    "source": source,
+                    "version": manifest.version,
+                    "assets": len(manifest.assets),
+                    "references": manifest.reference_count,
+                }
             )
-            return
-        shown = self._show(str(path))
-        assets: list[AssetDef] = []
-        for a in manifest.assets:
-            typ = data.canonical(a.type_name)
-            assets.append(
-                AssetDef(typ, a.id, a.source, 0, "manifest", f"manifest:{path.stem}", EXTERNAL, shown)
-            )
-        data.set_record("manifest:" + shown, assets, [], [])
-        data.manifests.append(
-            {
-                "path": shown,
-                "source": source,
-                "version": manifest.version,
-                "assets": len(manifest.assets),
-                "references": manifest.reference_count,
-            }
-        )
 
     # --- records ------------------------------------------------------------------------------
     def _record(self, path: str) -> FileRecord:

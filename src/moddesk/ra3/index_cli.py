@@ -8,6 +8,7 @@ the raw JSON with `--json`). Queries read the project's snapshot (what `index --
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -373,7 +374,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Resolve an Include source / xi:include href as the compiler would."""
-        answer = run(project, fresh, lambda api: api.resolve_include(source, from_file))
+        origin = os.path.abspath(from_file) if from_file and os.path.exists(from_file) else from_file
+        answer = run(project, fresh, lambda api: api.resolve_include(source, origin))
         if as_json:
             return _print_json(answer)
         _status_line(answer)
@@ -388,7 +390,8 @@ def register(app: typer.Typer) -> None:
         path: str, project: ProjectOpt = Path("."), fresh: FreshOpt = False, as_json: JsonOpt = False
     ) -> None:
         """Is a file part of the build (emitted / visible / external per stream)?"""
-        answer = run(project, fresh, lambda api: api.is_file_active(path))
+        target = os.path.abspath(path) if os.path.exists(path) else path
+        answer = run(project, fresh, lambda api: api.is_file_active(target))
         if as_json:
             return _print_json(answer)
         _status_line(answer)

@@ -340,7 +340,8 @@ class QueryApi:
         current = key
         for _ in range(8):
             nxt = None
-            for ref in data.refs_by_owner.get(current, []):
+            owned = sorted(data.refs_by_owner.get(current, []), key=lambda r: (r.file, r.line, r.col))
+            for ref in owned:
                 if ref.kind != INHERIT:
                     continue
                 res = data.resolve(ref)

@@ -31,6 +31,7 @@ WEAK = "weak"
 STRONG = "strong"
 FILE = "file"
 INHERIT = "inherit"
+COMPILED = "compiled"  # an edge read from a compiled manifest's reference graph
 
 ASSET_DECLARATION = "AssetDeclaration"
 ROOT_CONTAINERS = frozenset({"Tags", "Includes", "Defines"})

@@ -1,0 +1,145 @@
+"""Incremental re-index: one changed file updates assets, references and status without a full build."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from moddesk.kit.errors import ServiceError
+from moddesk.ra3.index import ModIndex
+from moddesk.ra3.project import detect_project
+from moddesk.ra3.query import QueryApi
+from moddesk.ra3.sample import write_sample_project
+
+
+@pytest.fixture()
+def live(tmp_path: Path) -> tuple[Path, ModIndex, QueryApi]:
+    project = write_sample_project(tmp_path)
+    index = ModIndex(detect_project(project))
+    index.build()
+    return project, index, QueryApi(index)
+
+
+def _touch_write(path: Path, text: str) -> None:
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(text, encoding="utf-8")
+    while path.stat().st_mtime_ns == before:  # coarse file-system clocks
+        time.sleep(0.01)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_edit_adds_and_removes_an_asset_and_its_references(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    project, index, q = live
+    weapons = project / "Data" / "Weapons.xml"
+    text = weapons.read_text("utf-8")
+    assert q.find_references("SampleScout")["total"] == 3
+    build_before = index.status().build_id
+    new = text.replace(
+        '<WeaponTemplate id="SampleTankGun" inheritFrom="BaseCannon" ProjectileObject="SampleScout"/>',
+        '<WeaponTemplate id="SampleTankGun2" inheritFrom="BaseCannon"/>',
+    )
+    _touch_write(weapons, new)
+    result = index.update_files([weapons])
+    assert result.structural is False and result.reparsed == ["Data/Weapons.xml"]
+    assert index.status().build_id > build_before
+    assert q.find_asset("SampleTankGun2")["found"]
+    assert q.find_asset("SampleTankGun")["found"] is False
+    assert q.find_references("SampleScout")["total"] == 2
+    # the tank's reference to the removed gun is now unresolved and listed as a diagnostic
+    diags = q.list_diagnostics(code="UNRESOLVED_REFERENCE")["diagnostics"]
+    assert any("SampleTankGun" in d["message"] and d["file"] == "Data/Units/SampleTank.xml" for d in diags)
+
+
+def test_moving_an_asset_between_files(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    project, index, q = live
+    tank = project / "Data" / "Units" / "SampleTank.xml"
+    weapons = project / "Data" / "Weapons.xml"
+    tank_text = tank.read_text("utf-8")
+    line = '  <Texture id="SampleTank_Icon"/>\n'
+    assert line in tank_text
+    _touch_write(tank, tank_text.replace(line, ""))
+    w = weapons.read_text("utf-8")
+    _touch_write(weapons, w.replace("</AssetDeclaration>", line + "</AssetDeclaration>"))
+    index.update_files([tank, weapons])
+    found = q.find_asset("SampleTank_Icon")
+    assert [a["file"] for a in found["assets"]] == ["Data/Weapons.xml"]
+    refs = q.find_references("SampleTank_Icon")["references"]
+    assert [(r["from"]["id"], r["attribute"]) for r in refs] == [("SampleTank", "ButtonImage")]
+
+
+def test_changing_includes_rewalks_the_graph(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    project, index, q = live
+    mod = project / "Data" / "Mod.xml"
+    text = mod.read_text("utf-8")
+    enabled = text.replace(
+        '<!-- <Include type="all" source="Units/Unused.xml"/> -->',
+        '<Include type="all" source="Units/Unused.xml"/>',
+    )
+    _touch_write(mod, enabled)
+    result = index.update_files([mod])
+    assert result.structural is True
+    assert q.is_file_active("Data/Units/Unused.xml")["active"] is True
+    assert q.find_asset("NeverBuilt")["found"] is True
+
+
+def test_fragment_change_reextracts_its_includers(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    project, index, q = live
+    frag = project / "Data" / "Includes" / "DeathModules.xml"
+    _touch_write(
+        frag, frag.read_text("utf-8").replace('CreationList="OCL_TankDebris"', 'CreationList="OCL_Other"')
+    )
+    result = index.update_files([frag])
+    assert result.reparsed == ["Data/Units/SampleTank.xml"]
+    edges = q.get_asset_references("GameObject", "SampleTank")["edges"]
+    death = [e for e in edges if e["via"]["element"] == "CreateObjectDie"]
+    assert death[0]["value"] == "OCL_Other" and death[0]["status"] == "unresolved"
+
+
+def test_new_file_satisfies_a_missing_include(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    project, index, q = live
+    target = project / "Data" / "Missing" / "Nowhere.xml"
+    target.parent.mkdir()
+    target.write_text(
+        '<AssetDeclaration xmlns="uri:ea.com:eala:asset"><GameObject id="Found"/></AssetDeclaration>', "utf-8"
+    )
+    index.update_files([target])
+    assert q.find_asset("Found")["found"]
+    assert q.list_diagnostics(code="INCLUDE_NOT_FOUND")["total"] == 0
+
+
+def test_deleted_file_drops_its_assets(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    project, index, q = live
+    weapons = project / "Data" / "Weapons.xml"
+    weapons.unlink()
+    index.update_files([weapons])
+    assert q.find_asset("SampleTankGun")["found"] is False
+    assert q.list_diagnostics(code="INCLUDE_NOT_FOUND")["total"] == 2
+
+
+def test_dirty_files_make_answers_stale_until_updated(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    project, index, q = live
+    weapons = project / "Data" / "Weapons.xml"
+    index.mark_dirty([weapons])
+    status = q.find_asset("SampleTankGun")["index"]
+    assert status["stale"] is True and status["complete"] is False and status["state"] == "stale"
+    with pytest.raises(ServiceError) as err:
+        q.find_asset("SampleTankGun", allow_stale=False)
+    assert err.value.code == "INDEX_NOT_READY"
+    with pytest.raises(ServiceError) as err2:
+        q.find_asset("SampleTankGun", wait_for_index=True, timeout=0.05)
+    assert err2.value.code == "INDEX_TIMEOUT"
+    index.update_files([weapons])
+    assert q.find_asset("SampleTankGun", allow_stale=False)["index"]["complete"] is True
+
+
+def test_update_before_build_is_an_error(tmp_path: Path) -> None:
+    index = ModIndex(detect_project(write_sample_project(tmp_path)))
+    with pytest.raises(ServiceError) as err:
+        index.update_files([tmp_path / "x.xml"])
+    assert err.value.code == "NO_INDEX"
+    with pytest.raises(ServiceError) as err2:
+        QueryApi(index).find_asset("x")
+    assert err2.value.code == "NO_INDEX"
+    assert QueryApi(index).get_status()["index"]["state"] == "no_index"
