@@ -260,3 +260,11 @@ def test_get_refuses_oversized_definitions() -> None:
     with pytest.raises(ServiceError) as info:
         docs.get(doc_id, docs.rules_revision)
     assert info.value.code == "DEFINITION_TOO_LARGE"
+
+
+def test_summary_cut_keeps_combining_marks_with_their_base() -> None:
+    doc = base_rules()
+    doc["rules"][0] = dict(doc["rules"][0], description="a" * 510 + "e\u0301" + "b" * 20)
+    docs = AnnotationDocs(builtin=[parse_document(doc, "b.json")])
+    item = docs.search(pvf_version="all", query="wpn.price")["items"][0]
+    assert item["summary"] == "a" * 510 + "…" and item["summaryTruncated"] is True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ PAGE_BYTE_CAP = 96 * 1024
 MAX_WARNINGS = 50
 MAX_MATCHED_VALUES = 5
 MAX_ISSUES_REPORTED = 50
+_JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 register_codes(
     {
@@ -73,8 +75,15 @@ def _limit(value: int | None, default: int, maximum: int, name: str) -> int:
 
 
 def _summary(text: str) -> tuple[str, bool]:
-    # Python strings index by code point, so a cut never splits a character.
-    return (text, False) if len(text) <= SUMMARY_CHARS else (text[: SUMMARY_CHARS - 1] + "…", True)
+    """At most 512 characters; the cut backs off so no combining mark or joiner is orphaned."""
+    if len(text) <= SUMMARY_CHARS:
+        return text, False
+    cut = SUMMARY_CHARS - 1
+    while cut > 0 and (
+        unicodedata.combining(text[cut]) or text[cut] in _JOINERS or text[cut - 1] in _JOINERS
+    ):
+        cut -= 1
+    return text[:cut] + "…", True
 
 
 def _json_size(value: Any) -> int:
@@ -252,7 +261,16 @@ class AnnotationDocs:
                 key = (-score, 0 if entry.kind == "rule" else 1, entry.id, layer_rank, entry.order)
                 scored.append((key, payload))
         scored.sort(key=lambda pair: pair[0])
-        page = [p for _, p in scored[start : start + size]]
+        page: list[dict[str, Any]] = []
+        used = 0
+        truncated = False
+        for _, payload in scored[start : start + size]:
+            cost = _json_size(payload)
+            if page and used + cost > PAGE_BYTE_CAP:
+                truncated = True
+                break
+            page.append(payload)
+            used += cost
         end = start + len(page)
         next_cursor = self._codec.encode(identity, end, snap.revision) if end < len(scored) else None
         context: dict[str, Any] = {
@@ -267,6 +285,7 @@ class AnnotationDocs:
             "items": page,
             "totalMatches": len(scored),
             "nextCursor": next_cursor,
+            "truncated": truncated,
         }
 
     @staticmethod

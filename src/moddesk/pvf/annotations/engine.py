@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from moddesk.pvf.annotations.model import TargetSpec, normalize_archive_path
@@ -45,17 +46,33 @@ class EngineResult:
 
 def section_matches(pattern: str, section: Section) -> bool:
     """Match a rule's section path against a section of the file."""
-    return section_path_matches(pattern, section.path)
+    return _match_parts(_compile_section(pattern), section.names())
 
 
 def section_path_matches(pattern: str, path: str) -> bool:
     """Plain names are top-level; ``a/b`` nests; ``*`` is one level, ``**`` any depth, ``x|y`` either."""
-    want = [p.strip().casefold() for p in pattern.split("/")]
-    have = [p.casefold() for p in path.split("/")]
-    return _match_parts(want, have)
+    return _match_parts(_compile_section(pattern), [p.casefold() for p in path.split("/")])
 
 
-def _match_parts(want: list[str], have: list[str]) -> bool:
+_Part = str | frozenset[str]
+
+
+@lru_cache(maxsize=4096)
+def _compile_section(pattern: str) -> tuple[_Part, ...]:
+    parts: list[_Part] = []
+    for raw in pattern.split("/"):
+        part = raw.strip().casefold()
+        parts.append(part if part in ("*", "**") else frozenset(p.strip() for p in part.split("|")))
+    return tuple(parts)
+
+
+def _last_names(pattern: str) -> frozenset[str] | None:
+    """The literal names a pattern's last part allows (None when it is a wildcard)."""
+    last = _compile_section(pattern)[-1]
+    return last if isinstance(last, frozenset) else None
+
+
+def _match_parts(want: tuple[_Part, ...], have: list[str]) -> bool:
     if not want:
         return not have
     head = want[0]
@@ -63,7 +80,19 @@ def _match_parts(want: list[str], have: list[str]) -> bool:
         return any(_match_parts(want[1:], have[i:]) for i in range(len(have) + 1))
     if not have:
         return False
-    return (head == "*" or have[0] in head.split("|")) and _match_parts(want[1:], have[1:])
+    ok = head == "*" or (isinstance(head, frozenset) and have[0] in head)
+    return ok and _match_parts(want[1:], have[1:])
+
+
+def _candidates(pattern: str, view: ScriptView, by_name: dict[str, list[Section]]) -> list[Section]:
+    names = _last_names(pattern)
+    if names is None:
+        pool = view.sections
+    elif len(names) == 1:
+        pool = by_name.get(next(iter(names)), [])
+    else:
+        pool = sorted((s for n in names for s in by_name.get(n, [])), key=lambda s: s.tag_start)
+    return [s for s in pool if section_matches(pattern, s)]
 
 
 def ancestor_directories(path: str) -> list[str]:
@@ -175,16 +204,21 @@ def _section_info(section: Section | None) -> dict[str, Any]:
     return {"section": section.path, "occurrence": section.occurrence}
 
 
-def _apply_rule(entry: Entry, view: ScriptView, hits: list[Hit], warnings: list[dict[str, Any]]) -> None:
+def _apply_rule(
+    entry: Entry,
+    view: ScriptView,
+    by_name: dict[str, list[Section]],
+    hits: list[Hit],
+    warnings: list[dict[str, Any]],
+) -> None:
     assert entry.resolved is not None
     target = entry.resolved.target
     ann = entry.resolved.annotation
     if target.kind == "section":
         assert target.section is not None
-        for tagged in view.sections:
-            if section_matches(target.section, tagged):
-                payload = {**_rule_base(entry), **_section_info(tagged)}
-                hits.append(Hit(tagged.tag_start, tagged.tag_end, entry.order, tagged, payload))
+        for tagged in _candidates(target.section, view, by_name):
+            payload = {**_rule_base(entry), **_section_info(tagged)}
+            hits.append(Hit(tagged.tag_start, tagged.tag_end, entry.order, tagged, payload))
         return
     if target.kind != "token":
         return
@@ -193,7 +227,7 @@ def _apply_rule(entry: Entry, view: ScriptView, hits: list[Hit], warnings: list[
         scopes = [(None, view.root_tokens)]
     else:
         assert target.section is not None
-        scopes = [(s, s.tokens) for s in view.sections if section_matches(target.section, s)]
+        scopes = [(s, s.tokens) for s in _candidates(target.section, view, by_name)]
     values = ann.value_map()
     for section, tokens in scopes:
         records, problem = _records(tokens, target)
@@ -388,13 +422,16 @@ def explain_view(snapshot: Snapshot, path: str, view: ScriptView, version: str |
     path = normalize_archive_path(path)
     hits: list[Hit] = []
     warnings: list[dict[str, Any]] = []
+    by_name: dict[str, list[Section]] = {}
+    for section in view.sections:
+        by_name.setdefault(section.name.casefold(), []).append(section)
     for entry in snapshot.rules_in_order:
         res = entry.resolved
         if res is None or res.target.kind in ("path", "directory"):
             continue
         if not res.applies_to_version(version) or not res.matches_path(path):
             continue
-        _apply_rule(entry, view, hits, warnings)
+        _apply_rule(entry, view, by_name, hits, warnings)
     covered = {h.start for h in hits if h.payload.get("type") == "image"}
     _runtime_hits(view, path, version, covered, hits)
     hits.sort(key=lambda h: (h.start, h.end, h.order))

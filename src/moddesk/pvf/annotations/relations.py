@@ -9,8 +9,8 @@ not covered), ``unsupported`` (relation not defined, or no archive to look into)
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
+import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,7 +37,13 @@ class ListIndex:
     """One parsed ``.lst``: id (exact string) → target archive path."""
 
     path: str
-    entries: Mapping[str, str]
+    entries: Mapping[str, str]  # id -> path as written
+    path_base: str = "list"
+
+    def target(self, ref_id: str) -> str | None:
+        """Archive path of ``ref_id``'s file (joined lazily: lists have up to millions of entries)."""
+        written = self.entries.get(ref_id)
+        return None if written is None else list_target_path(self.path, written, self.path_base)
 
 
 def list_records(
@@ -62,6 +68,23 @@ def list_target_path(list_path: str, written: str, path_base: str) -> str:
     return normalize_archive_path(posixpath.normpath(joined)) if joined else ""
 
 
+_LIST_TOKEN_RE = re.compile(r"`([^`]*)`|(?m:^[ \t]*#[^\n]*)|([^\s`]+)")
+
+
+def list_values(text: str) -> list[str]:
+    """Value texts of a list file (strings without backticks), skipping ``#`` header/comment lines.
+
+    A dedicated scan: lists reach millions of characters and only need id/path texts.
+    """
+    out: list[str] = []
+    for m in _LIST_TOKEN_RE.finditer(text):
+        if m.group(1) is not None:
+            out.append(m.group(1))
+        elif m.group(2) is not None:
+            out.append(m.group(2))
+    return out
+
+
 class ListCache:
     """A small LRU of parsed lists keyed by path + text digest, shared across explain calls."""
 
@@ -71,20 +94,26 @@ class ListCache:
 
     def get(self, spec: RelationSpec, list_path: str, text: str) -> ListIndex:
         """The parsed list for this text (parsed once per distinct content)."""
-        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-        key = (list_path, digest, spec.record_tokens, spec.id_token, spec.path_token, spec.path_base)
+        # str hashes are cached on the object, so a re-read of the same text costs nothing here.
+        key = (
+            list_path,
+            f"{len(text)}:{hash(text)}",
+            spec.record_tokens,
+            spec.id_token,
+            spec.path_token,
+            spec.path_base,
+        )
         hit = self._items.get(key)
         if hit is not None:
             self._items.move_to_end(key)
             return hit
-        view = parse_script(text)
         entries: dict[str, str] = {}
-        for id_tok, path_tok in list_records(
-            view.root_tokens, spec.record_tokens, spec.id_token, spec.path_token
-        ):
+        values = list_values(text)
+        size = spec.record_tokens
+        for start in range(0, len(values) - size + 1, size):
             # The first occurrence of an id wins, as in the game's own list loader.
-            entries.setdefault(id_tok.value, list_target_path(list_path, path_tok.value, spec.path_base))
-        index = ListIndex(list_path, entries)
+            entries.setdefault(values[start + spec.id_token], values[start + spec.path_token])
+        index = ListIndex(list_path, entries, spec.path_base)
         self._items[key] = index
         if len(self._items) > self._capacity:
             self._items.popitem(last=False)
@@ -155,7 +184,7 @@ class Resolver:
                 "listPath": list_path,
             }
         index = self._cache.get(spec, list_path, text)
-        target = index.entries.get(ref_id)
+        target = index.target(ref_id)
         if target is None:
             return {
                 "resolutionStatus": "missing",

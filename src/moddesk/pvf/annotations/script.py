@@ -31,6 +31,7 @@ _TOKEN_RE = re.compile(
 )
 _INT_RE = re.compile(r"[+-]?\d+\Z")
 _FLOAT_RE = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?\Z|[+-]?\d+[eE][+-]?\d+\Z")
+_ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
 _PLACEHOLDER_RE = re.compile(r"<(\d{1,10})::([^<>`\s]+)>")
 
 
@@ -119,7 +120,7 @@ class Positions:
 
     def __init__(self, text: str) -> None:
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self._astral = [i for i, ch in enumerate(text) if ord(ch) > 0xFFFF] if not text.isascii() else []
+        self._astral = [m.start() for m in _ASTRAL_RE.finditer(text)] if not text.isascii() else []
 
     def utf16(self, index: int) -> int:
         """UTF-16 offset of the Python index ``index``."""
