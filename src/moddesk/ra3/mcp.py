@@ -40,20 +40,14 @@ INSTRUCTIONS = (
 
 
 class Answer(BaseModel):
-    """Every tool's structured output: where the answer came from, index status, the result."""
+    """source: the live indexer, the saved snapshot, or none; index: status incl. projectDir."""
 
     model_config = ConfigDict(extra="forbid")
 
-    source: Literal["live", "snapshot", "none"] = Field(
-        description="live = the running indexer, snapshot = the last saved index, none = no index"
-    )
-    index: dict[str, Any] = Field(
-        description="Index status: state, complete, stale, buildId, generatedAt, projectDir"
-    )
-    result: Any = Field(description="The query result")
-    liveProblem: Annotated[
-        str | None, Field(description="Why the live indexer was not used, if it was not")
-    ] = None
+    source: Literal["live", "snapshot", "none"]
+    index: dict[str, Any]
+    result: Any
+    liveProblem: str | None = None
 
 
 class UsageGuide(BaseModel):
@@ -255,21 +249,20 @@ AssetType = Annotated[
 ]
 Limit = Annotated[int, Field(ge=1, le=500, description="Page size")]
 Cursor = Annotated[str | None, Field(description="nextCursor from the previous page")]
-Wait = Annotated[bool, Field(description="Wait for a fresh final index instead of a stale one")]
-AllowStale = Annotated[bool, Field(description="false = refuse stale or partial answers (waits)")]
-Timeout = Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS, description="Seconds to wait for the index")]
+Wait = Annotated[bool, Field(description="Wait up to 30 s for a final index")]
+AllowStale = Annotated[bool, Field(description="false: refuse a stale or partial index")]
 
 
 def build_server(backend: Ra3Backend) -> MCPServer:
     """The MCP server with every read-only query tool bound to one backend."""
     server = new_server("ra3-mod-xml", INSTRUCTIONS)
 
-    def consistency(wait: bool, allow_stale: bool, timeout: float) -> dict[str, Any]:
-        return {"wait_for_index": wait, "allow_stale": allow_stale, "timeout_seconds": timeout}
+    def consistency(wait: bool, allow_stale: bool) -> dict[str, Any]:
+        return {"wait_for_index": wait, "allow_stale": allow_stale, "timeout_seconds": DEFAULT_WAIT_SECONDS}
 
-    def get_status(wait_for_index: Wait = False, timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS) -> Answer:
+    def get_status(wait_for_index: Wait = False) -> Answer:
         """Index status of this project: state (no_index, building, ready_xml, ready, stale, error), counts, projectDir, and whether a live indexer answers. Cheap; call it first when unsure the project is indexed."""
-        return backend.ask("get_status", {}, **consistency(wait_for_index, True, timeout_seconds))
+        return backend.ask("get_status", {}, **consistency(wait_for_index, True))
 
     def list_projects() -> Answer:
         """Projects the running indexer serves, with their status (this server only answers about its own project)."""
@@ -282,13 +275,12 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         cursor: Cursor = None,
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """Where an asset is defined: type, id, file, line, origin. Matches ids case-insensitively; with type, derived types match too."""
         return backend.ask(
             "find_asset",
             {"id": id, "type": type},
-            **consistency(wait_for_index, allow_stale, timeout_seconds),
+            **consistency(wait_for_index, allow_stale),
         )
 
     def get_definition(
@@ -296,13 +288,12 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         id: AssetId,
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """The definition of one asset (file, line, inheritFrom, origin); ASSET_NOT_FOUND when absent."""
         return backend.ask(
             "get_definition",
             {"type": type, "id": id},
-            **consistency(wait_for_index, allow_stale, timeout_seconds),
+            **consistency(wait_for_index, allow_stale),
         )
 
     def find_references(
@@ -312,13 +303,12 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         cursor: Cursor = None,
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """Who references an asset (reverse references): referencing asset, file, line, kind. Paged."""
         return backend.ask(
             "find_references",
             {"id": id, "type": type, "limit": limit, "cursor": cursor},
-            **consistency(wait_for_index, allow_stale, timeout_seconds),
+            **consistency(wait_for_index, allow_stale),
         )
 
     def get_asset_references(
@@ -331,13 +321,12 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         maxEdges: Annotated[int, Field(ge=1, le=2000, description="Edge cap; truncation is reported")] = 200,
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """What an asset references, as edges with provenance (element, attribute, file, line, definedIn for inherited ones). Use targetTypes (e.g. ["WeaponTemplate"]) to keep it small."""
         return backend.ask(
             "get_asset_references",
             {"type": type, "id": id, "depth": depth, "targetTypes": targetTypes, "maxEdges": maxEdges},
-            **consistency(wait_for_index, allow_stale, timeout_seconds),
+            **consistency(wait_for_index, allow_stale),
         )
 
     def list_diagnostics(
@@ -347,13 +336,12 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         cursor: Cursor = None,
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """Problems the indexer found (malformed XML, missing includes, unresolved or ambiguous references) with file:line. Paged."""
         return backend.ask(
             "list_diagnostics",
             {"code": code, "file": file, "limit": limit, "cursor": cursor},
-            **consistency(wait_for_index, allow_stale, timeout_seconds),
+            **consistency(wait_for_index, allow_stale),
         )
 
     def list_assets_by_type(
@@ -363,13 +351,12 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         cursor: Cursor = None,
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """Assets of one type (and its subtypes), optionally by id prefix. Paged."""
         return backend.ask(
             "list_assets_by_type",
             {"type": type, "prefix": prefix, "limit": limit, "cursor": cursor},
-            **consistency(wait_for_index, allow_stale, timeout_seconds),
+            **consistency(wait_for_index, allow_stale),
         )
 
     def resolve_include(
@@ -377,13 +364,12 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         fromFile: Annotated[str | None, Field(description="File that contains the include")] = None,
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """Where an include path resolves (search roots, DATA:/ART:/AUDIO:/ROOT: aliases)."""
         return backend.ask(
             "resolve_include",
             {"source": source, "fromFile": fromFile},
-            **consistency(wait_for_index, allow_stale, timeout_seconds),
+            **consistency(wait_for_index, allow_stale),
         )
 
     def is_file_active(
@@ -392,23 +378,17 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         ],
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """Whether an XML file is reached from the entry files through includes, and how."""
-        return backend.ask(
-            "is_file_active", {"path": path}, **consistency(wait_for_index, allow_stale, timeout_seconds)
-        )
+        return backend.ask("is_file_active", {"path": path}, **consistency(wait_for_index, allow_stale))
 
     def find_define(
         name: Annotated[str, Field(description="Define name, with or without $", min_length=1)],
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """Value and location of a $DEFINE."""
-        return backend.ask(
-            "find_define", {"name": name}, **consistency(wait_for_index, allow_stale, timeout_seconds)
-        )
+        return backend.ask("find_define", {"name": name}, **consistency(wait_for_index, allow_stale))
 
     def unreferenced(
         type: AssetType = None,
@@ -416,13 +396,12 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         cursor: Cursor = None,
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
-        timeout_seconds: Timeout = DEFAULT_WAIT_SECONDS,
     ) -> Answer:
         """Project assets nobody references (optionally of one type). Paged."""
         return backend.ask(
             "unreferenced",
             {"type": type, "limit": limit, "cursor": cursor},
-            **consistency(wait_for_index, allow_stale, timeout_seconds),
+            **consistency(wait_for_index, allow_stale),
         )
 
     def get_usage_guide() -> UsageGuide:
