@@ -192,7 +192,11 @@ function renderSide(v) {
 
 function setEval(scoreRed) {
   const clipped = Math.max(-1000, Math.min(1000, scoreRed));
-  $("evalfill").style.height = `${50 + clipped / 20}%`;
+  // the bar fills from the person's side of the board: Red's share when Red is at the bottom
+  const ours = flipped() ? -clipped : clipped;
+  $("evalfill").style.height = `${50 + ours / 20}%`;
+  $("evalfill").style.background = flipped() ? "#222" : "#c0392b";
+  $("evalfill").parentElement.style.background = flipped() ? "#c0392b" : "#222";
   $("evaltext").textContent = (scoreRed / 100).toFixed(1);
 }
 

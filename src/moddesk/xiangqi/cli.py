@@ -1,0 +1,396 @@
+"""`moddesk xiangqi …` commands: the service (`serve`, `mcp`) and the person's game commands."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import sys
+import webbrowser
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from moddesk.kit.errors import ServiceError
+from moddesk.kit.files import atomic_write_text
+from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.rpc import CHANNEL, dispatch, error_body, panel_link
+
+app = typer.Typer(help="Chinese chess against the AI model or the local engine.", no_args_is_help=True)
+console = Console()
+
+PIECES = {
+    "K": "帅", "A": "仕", "B": "相", "N": "马", "R": "车", "C": "炮", "P": "兵",
+    "k": "将", "a": "士", "b": "象", "n": "马", "r": "车", "c": "炮", "p": "卒",
+}  # fmt: skip
+
+SessionOpt = Annotated[
+    str | None, typer.Option("--session", "-s", help="Game id (default: the current game).")
+]
+UrlOpt = Annotated[str | None, typer.Option("--url", help="URL of a running `moddesk xiangqi serve`.")]
+LocalOpt = Annotated[
+    bool, typer.Option("--local", help="Use an in-process service on the same game database.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the raw JSON value.")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Settings TOML file.")]
+
+
+def endpoint_file(settings: Settings) -> Path:
+    """Where a running service records its URL so the CLI can find it."""
+    return settings.database().parent / "serve.json"
+
+
+def _write_endpoint(settings: Settings, url: str) -> Path:
+    path = endpoint_file(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps({"url": url, "pid": os.getpid()}))
+    return path
+
+
+def _remove_endpoint(path: Path) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+            path.unlink()
+
+
+# ----------------------------------------------------------------------------------- long-running
+
+
+@app.command()
+def serve(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 = any free port).")] = 8765,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the panel in the browser.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Game service + MCP endpoint (/mcp, Streamable HTTP) + browser panel, in one process."""
+    from moddesk.kit.mcp import serve_http
+    from moddesk.xiangqi.mcp import build_server
+    from moddesk.xiangqi.rpc import rpc_routes
+
+    settings = Settings.load(config)
+    service = GameService(settings)
+    service.start_watchdog()
+    holder: dict[str, str] = {}
+    server = build_server(service, lambda s: panel_link(holder["url"])(s))
+    http = serve_http(server, port, extra_routes=rpc_routes(service))
+    holder["url"] = http.url
+    marker = _write_endpoint(settings, http.url)
+    console.print(f"[bold]xiangqi[/] panel  {http.url}/xiangqi/")
+    console.print(f"[bold]xiangqi[/] MCP    {http.url}/mcp")
+    console.print(f"games in {settings.database()}")
+    if open_browser:
+        webbrowser.open(f"{http.url}/xiangqi/")
+    try:
+        http.serve_forever()
+    finally:
+        _remove_endpoint(marker)
+        service.close()
+
+
+@app.command()
+def mcp(
+    panel_port: Annotated[int, typer.Option(help="Port for the panel on 127.0.0.1 (0 = any free port).")] = 0,
+    no_panel: Annotated[bool, typer.Option("--no-panel", help="Do not start the browser panel.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Stdio MCP server for an AI client; also serves the panel for the person."""
+    from moddesk.kit.http import LoopbackServer
+    from moddesk.kit.mcp import serve_stdio
+    from moddesk.xiangqi.mcp import build_server
+    from moddesk.xiangqi.rpc import panel_app
+
+    settings = Settings.load(config)
+    service = GameService(settings)
+    service.start_watchdog()
+    panel = None
+    marker = None
+    if not no_panel:
+        panel = LoopbackServer(lambda port: panel_app(service, port), panel_port).start()
+        marker = _write_endpoint(settings, panel.url)
+        print(f"xiangqi panel: {panel.url}/xiangqi/", file=sys.stderr)
+    server = build_server(service, panel_link(panel.url) if panel else None)
+    try:
+        serve_stdio(server)
+    finally:
+        if marker is not None:
+            _remove_endpoint(marker)
+        if panel is not None:
+            panel.stop()
+        service.close()
+
+
+# ----------------------------------------------------------------------------------- person commands
+
+
+def _call(
+    endpoint: str, payload: dict[str, Any], url: str | None, local: bool, config: Path | None
+) -> dict[str, Any]:
+    """Run a hero action on the running service (RPC) or, with --local, in this process."""
+    settings = Settings.load(config)
+    if local:
+        service = GameService(settings)
+        try:
+            value = dispatch(service, endpoint, payload)
+            if (
+                value.get("sessionId")
+                and value.get("pending") == "ai-thinking"
+                and value["opponent"]["kind"] == "local"
+            ):
+                value = service.wait_idle(value["sessionId"], timeout=settings.think_time * 3 + 10) | {
+                    k: v for k, v in value.items() if k in ("played", "playedIccs", "captured", "undone")
+                }
+            return value
+        finally:
+            service.close()
+    if url is None:
+        path = endpoint_file(settings)
+        try:
+            url = json.loads(path.read_text(encoding="utf-8"))["url"]
+        except (OSError, ValueError, KeyError):
+            raise ServiceError(
+                "NOT_FOUND",
+                "no running xiangqi service found",
+                hint="Start `moddesk xiangqi serve` (or `mcp`), pass --url, or use --local.",
+            ) from None
+    try:
+        response = httpx.post(f"{url}{CHANNEL}/{endpoint}", json=payload, timeout=120)
+        body = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise ServiceError(
+            "NOT_FOUND",
+            f"the service at {url} did not answer: {exc}",
+            hint="Is it still running? Or use --local.",
+        ) from exc
+    if not body.get("ok"):
+        error = body.get("error", {})
+        raise ServiceError(
+            error.get("code", "INTERNAL_ERROR"), error.get("message", "failed"), **error.get("details", {})
+        )
+    result: dict[str, Any] = body["value"]
+    return result
+
+
+def board_text(value: dict[str, Any]) -> Text:
+    """The board with Chinese piece names, Red in red, the last move marked."""
+    last = value.get("lastMove") or {}
+    marks = {last.get("from"), last.get("to")}
+    text = Text()
+    for r in range(10):
+        text.append(f"{9 - r} ")
+        for f in range(9):
+            sq = r * 9 + f
+            p = value["board"][sq]
+            style = ("bold red" if p.isupper() else "bold") if p else "dim"
+            if sq in marks:
+                style += " reverse"
+            text.append(PIECES.get(p, "·") if p else "·", style=style)
+            text.append(" ")
+        text.append("\n")
+        if r == 4:
+            text.append("  ─── 楚河 ── 汉界 ───\n", style="dim")
+    text.append("  a b c d e f g h i")
+    return text
+
+
+def show(value: dict[str, Any], as_json: bool) -> None:
+    """Print a command's result for a person."""
+    if as_json:
+        console.print_json(json.dumps(value, ensure_ascii=False))
+        return
+    if "pgn" in value:
+        console.print(value["pgn"], end="")
+        return
+    console.print(board_text(value))
+    status = value["status"]
+    turn = "红方" if value["turn"] == "r" else "黑方"
+    line = f"[bold]{status['reasonZh']}[/]" if value["phase"] == "over" else f"轮到{turn}走"
+    if value.get("pending") == "ai-thinking":
+        line += "（对手思考中）"
+    console.print(f"{line}   会话 {value['sessionId']}  第 {value['plies']} 手  revision {value['revision']}")
+    if value.get("played"):
+        console.print(f"你走了 {value['played']}")
+    if value.get("lastMove"):
+        console.print(f"上一步：{value['lastMove']['zh']} ({value['lastMove']['iccs']})")
+    if value.get("message"):
+        console.print(f"[yellow]{value['message']['code']}[/]")
+    if value.get("candidates"):
+        table = Table("着法", "ICCS", "评分", "主要变化")
+        for c in value["candidates"]:
+            table.add_row(c["zh"], c["iccs"], str(c["score"]), " ".join(c["pvZh"][:6]))
+        console.print(table)
+    if value.get("review"):
+        review = value["review"]
+        console.print(f"评估曲线：{' '.join(str(p['scoreRed']) for p in review['curve'])}")
+        table = Table("手", "着法", "之前", "之后", "最佳")
+        for tp in review["turningPoints"]:
+            table.add_row(
+                str(tp["ply"]),
+                tp["zh"],
+                str(tp["before"]),
+                str(tp["after"]),
+                tp["best"]["zh"] if tp["best"] else "-",
+            )
+        console.print(table)
+
+
+def _run(
+    endpoint: str,
+    payload: dict[str, Any],
+    session: str | None,
+    url: str | None,
+    local: bool,
+    as_json: bool,
+    config: Path | None,
+) -> None:
+    if session:
+        payload["sessionId"] = session
+    try:
+        value = _call(endpoint, payload, url, local, config)
+    except ServiceError as exc:
+        if as_json:
+            console.print_json(json.dumps(error_body(exc), ensure_ascii=False))
+        else:
+            body = error_body(exc)["error"]
+            console.print(
+                f"[red]{exc.code}[/]: {exc.message}"
+                + (f"  {body['messageZh']}" if body.get("messageZh") else "")
+            )
+            moves = body["details"].get("legalMoves")
+            if moves:
+                console.print("合法着法：" + " ".join(f"{m['zh']}({m['iccs']})" for m in moves))
+            if exc.hint:
+                console.print(f"[dim]{exc.hint}[/]")
+        raise typer.Exit(1) from None
+    show(value, as_json)
+
+
+@app.command()
+def new(
+    side: Annotated[str, typer.Option(help="Your side: r (red, first) or b.")] = "r",
+    opponent: Annotated[
+        str, typer.Option(help="model (the AI in your MCP client) or local (the engine).")
+    ] = "local",
+    max_plies: Annotated[
+        int | None, typer.Option("--max-plies", help="Plies before the game is drawn.")
+    ] = None,
+    url: UrlOpt = None,
+    local: LocalOpt = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Start a new game."""
+    payload: dict[str, Any] = {"side": side, "opponent": opponent}
+    if max_plies is not None:
+        payload["maxPlies"] = max_plies
+    _run("new", payload, None, url, local, as_json, config)
+
+
+@app.command()
+def state(
+    session: SessionOpt = None,
+    url: UrlOpt = None,
+    local: LocalOpt = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Show the board and the game's state."""
+    _run("state", {}, session, url, local, as_json, config)
+
+
+@app.command()
+def move(
+    text: Annotated[str, typer.Argument(help="ICCS (h2e2), Chinese (炮二平五) or WXF (C2=5).")],
+    session: SessionOpt = None,
+    url: UrlOpt = None,
+    local: LocalOpt = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Play your move."""
+    _run("move", {"move": text}, session, url, local, as_json, config)
+
+
+@app.command()
+def undo(
+    plies: Annotated[int, typer.Argument(help="Plies to take back.")] = 2,
+    session: SessionOpt = None,
+    url: UrlOpt = None,
+    local: LocalOpt = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Take back moves (default: your last move and the reply)."""
+    _run("undo", {"plies": plies}, session, url, local, as_json, config)
+
+
+@app.command()
+def hint(
+    count: Annotated[int, typer.Option(help="Number of candidates.")] = 3,
+    session: SessionOpt = None,
+    url: UrlOpt = None,
+    local: LocalOpt = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Engine candidates for the side to move."""
+    _run("hint", {"count": count}, session, url, local, as_json, config)
+
+
+@app.command()
+def resign(
+    session: SessionOpt = None,
+    url: UrlOpt = None,
+    local: LocalOpt = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Resign the game (only you can)."""
+    _run("resign", {}, session, url, local, as_json, config)
+
+
+@app.command()
+def review(
+    all_moves: Annotated[bool, typer.Option("--all", help="Every move, not only turning points.")] = False,
+    session: SessionOpt = None,
+    url: UrlOpt = None,
+    local: LocalOpt = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Review the game: evaluation curve and turning points."""
+    _run("review", {"highlight": "all" if all_moves else "turning"}, session, url, local, as_json, config)
+
+
+@app.command()
+def export(
+    session: SessionOpt = None,
+    url: UrlOpt = None,
+    local: LocalOpt = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Export the game: PGN-style record with Chinese moves (--json adds ICCS list and FEN)."""
+    _run("export", {}, session, url, local, as_json, config)
+
+
+@app.command()
+def fallback(
+    session: SessionOpt = None,
+    url: UrlOpt = None,
+    local: LocalOpt = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Stop waiting for the model and let the local engine move now."""
+    _run("fallback", {}, session, url, local, as_json, config)
+
+
+# the engine commands (uci, perft, analyse) live beside the engine core, imported by name
+with contextlib.suppress(ImportError):
+    importlib.import_module("moddesk.xiangqi.uci_cli").register(app)

@@ -1,0 +1,910 @@
+"""GameService: the only implementation behind the MCP tools, the RPC/panel, the prompts and the CLI.
+
+Games are keyed by session id and persisted in SQLite (one JSON record per game, guarded by a
+revision column), so a restart loses nothing. Every entry point calls this service with an
+``actor``: tools act as ``opponent`` (the AI model), everything else as ``hero`` (the person).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import sqlite3
+import threading
+import time
+import tomllib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, Field, ValidationError
+
+from moddesk.kit.errors import ERROR_CODES, ServiceError, register_codes
+from moddesk.xiangqi import board as xb
+from moddesk.xiangqi import notation, rules
+from moddesk.xiangqi.review import Analyst, candidates, evaluation_summary, make_analyst
+
+logger = logging.getLogger("moddesk.xiangqi.game")
+
+Actor = Literal["hero", "opponent"]
+Side = Literal["r", "b"]
+OpponentKind = Literal["model", "local"]
+
+# code -> (English description for the registry, Chinese text for `errorZh`)
+GAME_ERRORS: dict[str, tuple[str, str]] = {
+    "NOT_YOUR_TURN": (
+        "It is not this actor's turn; the model may never move for the person.",
+        "现在不是你的回合",
+    ),
+    "ILLEGAL_MOVE": ("The move is well-formed but not legal in this position.", "这步棋不合法"),
+    "BAD_NOTATION": (
+        "The move text could not be read as ICCS, Chinese or WXF notation.",
+        "无法识别的着法记谱",
+    ),
+    "AMBIGUOUS_MOVE": ("The move text matches more than one legal move.", "着法有歧义，请写明前后或用 ICCS"),
+    "GAME_OVER": ("The game has ended; start a new one.", "对局已结束"),
+    "NO_GAME": ("No game exists yet; start one with new.", "还没有对局，请先开新局"),
+    "UNKNOWN_SESSION": ("No game with this session id exists here.", "没有这个会话的对局"),
+    "STALE_REVISION": ("The game changed since the given revision; read it again.", "对局已更新，请重新读取"),
+    "NOTHING_TO_UNDO": ("There is no move to take back.", "没有可以悔的棋"),
+    "NOT_PENDING": (
+        "The opponent is not thinking, so there is nothing to hand to the local engine.",
+        "对手不在思考中",
+    ),
+    "ENGINE_FAILED": ("The engine could not produce a move or an analysis.", "引擎出错"),
+}
+# the notation codes belong to the engine core (moddesk.xiangqi.board registers them)
+register_codes({code: text for code, (text, _zh) in GAME_ERRORS.items() if code not in ERROR_CODES})
+
+MESSAGE_TONES = {
+    "ai.fallback.local": "warn",
+    "ai.timeout": "warn",
+    "ai.failed": "error",
+    "game.over": "info",
+    "game.resigned": "info",
+    "game.undone": "info",
+    "game.new": "info",
+}
+
+
+class GameError(ServiceError):
+    """A game failure in the seed's error contract: code, message, ``errorZh``, often ``legalMoves``."""
+
+    def __init__(self, code: str, message: str, hint: str | None = None, **details: Any) -> None:
+        zh = details.pop("errorZh", None) or GAME_ERRORS.get(code, ("", code))[1]
+        super().__init__(code, message, hint, errorZh=zh, **details)
+
+
+# ----------------------------------------------------------------------------------- the position
+
+
+def _side(color: int) -> Side:
+    return "r" if color == xb.RED else "b"
+
+
+class Game:
+    """A game's position after replaying its moves, with the Chinese record of every move."""
+
+    def __init__(self, start_fen: str, rule_set: str, no_capture_limit: int) -> None:
+        self.pos = xb.Position(start_fen)
+        self.start_fen = self.pos.fen()
+        self.rule_set = rule_set
+        self.no_capture_limit = no_capture_limit
+        self._history: list[dict[str, str]] = []
+
+    @classmethod
+    def replay(cls, start_fen: str, moves: list[str], rule_set: str, no_capture_limit: int) -> Game:
+        game = cls(start_fen, rule_set, no_capture_limit)
+        for iccs in moves:
+            game.play(iccs)
+        return game
+
+    @property
+    def turn(self) -> Side:
+        return _side(self.pos.turn)
+
+    def fen(self) -> str:
+        return self.pos.fen()
+
+    def board(self) -> list[str]:
+        """90 FEN letters in square order, ``""`` for an empty point."""
+        return [xb.piece_letter(p) if p else "" for p in self.pos.board]
+
+    def legal_targets(self) -> dict[str, list[int]]:
+        targets: dict[str, list[int]] = {}
+        for frm, to in self.pos.legal_moves():
+            targets.setdefault(str(frm), []).append(to)
+        return targets
+
+    def legal_moves(self) -> list[dict[str, str]]:
+        """Every legal move as ``{iccs, zh}`` (the catalogue a model corrects itself from)."""
+        return [{"iccs": m.iccs(), "zh": notation.to_chinese(self.pos, m)} for m in self.pos.legal_moves()]
+
+    def history(self) -> list[dict[str, str]]:
+        return [dict(h) for h in self._history]
+
+    def moves(self) -> list[str]:
+        """The ICCS moves played from ``start_fen``."""
+        return [h["iccs"] for h in self._history]
+
+    def keys(self) -> list[int]:
+        """Zobrist keys of every position of the game, the current one last (for repetition)."""
+        return [*self.pos.key_history(), self.pos.key]
+
+    def play(self, iccs: str) -> dict[str, str]:
+        """Play a legal ICCS move; returns ``{iccs, zh, captured, side}``."""
+        move = xb.Move(xb.parse_square(iccs[:2]), xb.parse_square(iccs[2:4]))
+        zh = notation.to_chinese(self.pos, move)
+        side = self.turn
+        captured = self.pos.push(move)
+        entry = {
+            "iccs": move.iccs(),
+            "zh": zh,
+            "captured": xb.piece_letter(captured) if captured else "",
+            "side": side,
+        }
+        self._history.append(entry)
+        return entry
+
+    def resolve_move(self, move: str | dict[str, Any]) -> str:
+        """Read a move given as ICCS / Chinese / WXF text or ``{from,to}``; errors carry ``legalMoves``."""
+        try:
+            parsed = notation.parse_move(self.pos, move)
+        except xb.XiangqiError as exc:
+            raise GameError(
+                exc.code,
+                exc.message,
+                hint="Pick one of legalMoves (ICCS like h2e2 or Chinese like 炮二平五).",
+                legalMoves=self.legal_moves(),
+            ) from exc
+        return parsed.iccs()
+
+    def status(self) -> dict[str, Any]:
+        """``{state, winner, reason, reasonZh}`` from the rules engine."""
+        result = rules.game_status(self.pos, rule_set=self.rule_set, no_capture_limit=self.no_capture_limit)
+        return {
+            "state": result.state,
+            "winner": None if result.winner is None else _side(result.winner),
+            "reason": result.reason_code,
+            "reasonZh": result.reason_zh,
+        }
+
+
+# ----------------------------------------------------------------------------------- settings
+
+
+class Settings(BaseModel):
+    """Game settings; read from ``xiangqi.toml`` in the config dir, then ``MODDESK_XIANGQI_*`` env vars."""
+
+    opponent: OpponentKind = Field(
+        default="model", description="Default opponent of a new game: model or local"
+    )
+    hero: Side = Field(default="r", description="Default side of the person: r (red, moves first) or b")
+    model_timeout: float = Field(
+        default=120.0, ge=0, description="Seconds the model may think before the engine moves (0 = never)"
+    )
+    engine: str = Field(
+        default="builtin",
+        description='"builtin" or "uci:/path/to/engine" for hints, review and the local opponent',
+    )
+    think_time: float = Field(default=1.0, gt=0, le=60, description="Seconds per move for the local opponent")
+    hint_time: float = Field(default=1.0, gt=0, le=60, description="Seconds per hint search")
+    review_time: float = Field(default=0.1, gt=0, le=10, description="Seconds per position in a review")
+    rule_set: Literal["asian", "check", "draw"] = Field(
+        default="asian", description="Repetition rules: asian (perpetual check and chase lose), check, draw"
+    )
+    max_plies: int = Field(default=300, ge=1, le=2000, description="Plies after which a game is drawn")
+    no_capture_limit: int = Field(
+        default=120, ge=10, le=1000, description="Plies without a capture after which a game is drawn"
+    )
+    db_path: Path | None = Field(
+        default=None, description="SQLite file for games (default: the user data dir)"
+    )
+
+    @classmethod
+    def load(cls, path: Path | None = None, env: dict[str, str] | None = None) -> Settings:
+        """Defaults, overlaid by the TOML file (if present), overlaid by environment variables."""
+        env = dict(os.environ) if env is None else env
+        path = path or Path(
+            env.get("MODDESK_XIANGQI_CONFIG") or platformdirs.user_config_path("moddesk") / "xiangqi.toml"
+        )
+        values: dict[str, Any] = {}
+        if path.is_file():
+            try:
+                values.update(tomllib.loads(path.read_text(encoding="utf-8")))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ServiceError("CONFIG_INVALID", f"{path}: {exc}", hint="Fix the TOML syntax.") from exc
+        for name in cls.model_fields:
+            key = f"MODDESK_XIANGQI_{name.upper()}"
+            if key in env:
+                values[name] = env[key]
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ServiceError(
+                "CONFIG_INVALID", f"xiangqi settings: {exc.errors()[0]['msg']}", hint=str(path)
+            ) from exc
+
+    def database(self) -> Path:
+        return self.db_path or platformdirs.user_data_path("moddesk") / "xiangqi" / "games.db"
+
+
+# ----------------------------------------------------------------------------------- records
+
+
+@dataclass
+class GameRecord:
+    """Everything persisted about one game; the position is the start FEN replayed with ``moves``."""
+
+    session_id: str
+    hero: Side
+    opponent: dict[str, Any]
+    max_plies: int
+    start_fen: str
+    moves: list[str] = field(default_factory=list)
+    revision: int = 1
+    pending: str | None = None
+    pending_since: float | None = None
+    message: dict[str, str] | None = None
+    clock: dict[str, float] = field(default_factory=lambda: {"red": 0.0, "black": 0.0})
+    turn_started: float = field(default_factory=time.time)
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0, "calls": 0}
+    )
+    resigned: Side | None = None
+    reasons: list[str] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> GameRecord:
+        return cls(**json.loads(text))
+
+
+class GameStore:
+    """SQLite persistence with optimistic concurrency: a save names the revision it replaces."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS games (session_id TEXT PRIMARY KEY, revision INTEGER NOT NULL,"
+            " updated REAL NOT NULL, pending TEXT, data TEXT NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX IF NOT EXISTS games_updated ON games(updated)")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def get(self, session_id: str) -> GameRecord | None:
+        with self._lock:
+            row = self._db.execute("SELECT data FROM games WHERE session_id = ?", (session_id,)).fetchone()
+        return None if row is None else GameRecord.from_json(row[0])
+
+    def revision(self, session_id: str) -> int | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT revision FROM games WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    def latest(self) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT session_id FROM games ORDER BY updated DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
+    def pending_model_games(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT session_id FROM games WHERE pending = 'ai-thinking'").fetchall()
+        return [str(r[0]) for r in rows]
+
+    def insert(self, record: GameRecord) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO games (session_id, revision, updated, pending, data) VALUES (?, ?, ?, ?, ?)",
+                (record.session_id, record.revision, time.time(), record.pending, record.to_json()),
+            )
+
+    def save(self, record: GameRecord, replaces: int) -> None:
+        """Write ``record`` if the stored revision is still ``replaces``; else STALE_REVISION."""
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE games SET revision = ?, updated = ?, pending = ?, data = ? WHERE session_id = ? AND revision = ?",
+                (record.revision, time.time(), record.pending, record.to_json(), record.session_id, replaces),
+            )
+        if cursor.rowcount != 1:
+            raise GameError(
+                "STALE_REVISION",
+                f"game {record.session_id} changed in another process; read it again",
+                hint="Call the board/state again and retry.",
+            )
+
+
+# ----------------------------------------------------------------------------------- the service
+
+
+@dataclass
+class _Job:
+    """A background engine move for one game, valid only while the game stays at ``revision``."""
+
+    revision: int
+    stop: threading.Event
+    thread: threading.Thread
+
+
+class GameService:
+    """Games, actors, the opponent (model or local engine), hints, review and export."""
+
+    def __init__(self, settings: Settings | None = None, engine: Analyst | None = None) -> None:
+        self.settings = settings or Settings()
+        self.store = GameStore(self.settings.database())
+        self.engine = engine or make_analyst(self.settings.engine)
+        self._locks: dict[str, threading.RLock] = {}
+        self._locks_guard = threading.Lock()
+        self._hint_locks: dict[str, threading.Lock] = {}
+        self._jobs: dict[str, _Job] = {}
+        self._views: dict[str, tuple[int, dict[str, Any], float]] = {}
+        self._eval_cache: dict[tuple[str, int], dict[str, Any]] = {}
+        self._closed = threading.Event()
+        self._watchdog: threading.Thread | None = None
+        self.current: str | None = None  # the game a stdio conversation is playing
+        self.on_change: list[Callable[[str, int], None]] = []
+
+    # ---- lifecycle
+
+    def start_watchdog(self, interval: float = 0.5) -> None:
+        """Enforce the model timeout in the background (the lazy check on every read stays too)."""
+        if self._watchdog is not None:
+            return
+
+        def loop() -> None:
+            while not self._closed.wait(interval):
+                for session in self.store.pending_model_games():
+                    try:
+                        self._check_timeout(session)
+                    except ServiceError as exc:
+                        logger.info("timeout check for %s: %s", session, exc)
+
+        self._watchdog = threading.Thread(target=loop, name="xiangqi-watchdog", daemon=True)
+        self._watchdog.start()
+
+    def close(self) -> None:
+        self._closed.set()
+        for job in list(self._jobs.values()):
+            job.stop.set()
+            job.thread.join(5)
+        if self._watchdog is not None:
+            self._watchdog.join(5)
+        self.engine.close()
+        self.store.close()
+
+    # ---- locking and loading
+
+    def _lock(self, session: str) -> threading.RLock:
+        with self._locks_guard:
+            return self._locks.setdefault(session, threading.RLock())
+
+    def _hint_lock(self, session: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._hint_locks.setdefault(session, threading.Lock())
+
+    def resolve(self, session_id: str | None) -> str:
+        """The game a call means: the given id (must exist), else this process's current, else the latest."""
+        if session_id:
+            if self.store.revision(session_id) is None:
+                raise GameError(
+                    "UNKNOWN_SESSION",
+                    f"no game with session id {session_id!r}",
+                    hint="Use the sessionId returned by new, or omit it for the current game.",
+                )
+            return session_id
+        if self.current and self.store.revision(self.current) is not None:
+            return self.current
+        latest = self.store.latest()
+        if latest is None:
+            raise GameError("NO_GAME", "no game exists yet", hint="Start one with xiangqi_new / new.")
+        return latest
+
+    def _load(self, session: str) -> GameRecord:
+        record = self.store.get(session)
+        if record is None:
+            raise GameError("UNKNOWN_SESSION", f"no game with session id {session!r}")
+        return record
+
+    @contextmanager
+    def _mutate(self, session: str) -> Iterator[GameRecord]:
+        """Serialize a change to one game and save it with the next revision if the body returns."""
+        with self._lock(session):
+            record = self._load(session)
+            before = record.revision
+            snapshot = record.to_json()
+            yield record
+            if record.to_json() == snapshot:
+                return
+            record.revision = before + 1
+            self.store.save(record, before)
+            self._views.pop(session, None)
+        for listener in self.on_change:
+            listener(session, record.revision)
+
+    # ---- derived state
+
+    def _replay(self, start_fen: str, moves: list[str]) -> Game:
+        return Game.replay(start_fen, moves, self.settings.rule_set, self.settings.no_capture_limit)
+
+    def _game(self, record: GameRecord) -> Game:
+        return Game.replay(
+            record.start_fen, record.moves, self.settings.rule_set, self.settings.no_capture_limit
+        )
+
+    def _status(self, record: GameRecord, game: Game) -> dict[str, Any]:
+        if record.resigned is not None:
+            winner = "b" if record.resigned == "r" else "r"
+            who = "红方" if record.resigned == "r" else "黑方"
+            return {"state": "resigned", "winner": winner, "reason": "RESIGNED", "reasonZh": f"{who}认输"}
+        status = game.status()
+        if status["state"] == "playing" and len(record.moves) >= record.max_plies:
+            return {
+                "state": "draw",
+                "winner": None,
+                "reason": "MAX_PLIES",
+                "reasonZh": f"达到 {record.max_plies} 步上限，和棋",
+            }
+        return status
+
+    def _side_name(self, side: str) -> str:
+        return "red" if side == "r" else "black"
+
+    def _clock(self, record: GameRecord, game: Game, playing: bool) -> dict[str, float]:
+        clock = dict(record.clock)
+        if playing:
+            clock[self._side_name(game.turn)] += max(0.0, time.time() - record.turn_started)
+        return {k: round(v, 1) for k, v in clock.items()}
+
+    def project(self, record: GameRecord, game: Game | None = None) -> dict[str, Any]:
+        """The seed §2.2 projection: what every entry point returns."""
+        game = game or self._game(record)
+        status = self._status(record, game)
+        playing = status["state"] == "playing"
+        last = record.moves[-1] if record.moves else None
+        history = game.history()
+        return {
+            "ok": True,
+            "sessionId": record.session_id,
+            "revision": record.revision,
+            "fen": game.fen(),
+            "turn": game.turn,
+            "hero": record.hero,
+            "phase": "playing" if playing else "over",
+            "pending": record.pending if playing else None,
+            "status": {k: status[k] for k in ("state", "winner", "reason", "reasonZh")},
+            "board": game.board(),
+            "legalTargets": game.legal_targets() if playing else {},
+            "lastMove": history[-1] | {"from": xb.parse_square(last[:2]), "to": xb.parse_square(last[2:4])}
+            if last
+            else None,
+            "history": history,
+            "opponent": record.opponent,
+            "usage": dict(record.usage),
+            "clock": self._clock(record, game, playing),
+            "message": record.message,
+            "maxPlies": record.max_plies,
+            "plies": len(record.moves),
+        }
+
+    def _legal_list(self, game: Game) -> list[dict[str, str]]:
+        return game.legal_moves()
+
+    def _set_message(self, record: GameRecord, code: str | None) -> None:
+        record.message = None if code is None else {"code": code, "tone": MESSAGE_TONES.get(code, "info")}
+
+    # ---- the opponent
+
+    def _opponent_side(self, record: GameRecord) -> Side:
+        return "b" if record.hero == "r" else "r"
+
+    def _after_change(self, record: GameRecord, game: Game) -> None:
+        """Set ``pending`` for whoever moves next; start the local engine when it is its turn."""
+        self._cancel_job(record.session_id)
+        playing = self._status(record, game)["state"] == "playing"
+        if not playing or game.turn != self._opponent_side(record):
+            record.pending = None
+            record.pending_since = None
+            return
+        record.pending = "ai-thinking"
+        record.pending_since = time.time()
+
+    def _schedule_engine(self, session: str, reason: str | None) -> None:
+        """After a save: if the local engine must move (local opponent, or fallback), start it."""
+        with self._lock(session):
+            record = self._load(session)
+            if record.pending != "ai-thinking":
+                return
+            if record.opponent["kind"] != "local" and reason is None:
+                return
+            if session in self._jobs:
+                return
+            stop = threading.Event()
+            revision = record.revision
+            thread = threading.Thread(
+                target=self._engine_move,
+                args=(session, revision, stop, reason),
+                name=f"xiangqi-engine-{session}",
+                daemon=True,
+            )
+            self._jobs[session] = _Job(revision, stop, thread)
+            thread.start()
+
+    def _cancel_job(self, session: str) -> None:
+        job = self._jobs.pop(session, None)
+        if job is not None:
+            job.stop.set()
+
+    def _engine_move(self, session: str, revision: int, stop: threading.Event, reason: str | None) -> None:
+        """Background: search, then apply the move only if the game did not change meanwhile."""
+        try:
+            record = self._load(session)
+            game = self._game(record)
+            result = self.engine.best_move(game, self.settings.think_time, stop)
+        except Exception as exc:  # the engine may be an external process: report, never crash the server
+            logger.exception("engine move failed for %s", session)
+            self._engine_failed(session, revision, str(exc))
+            return
+        if stop.is_set():
+            return
+        try:
+            with self._mutate(session) as record:
+                job = self._jobs.get(session)
+                if record.revision != revision or job is None or job.stop is not stop:
+                    return
+                self._jobs.pop(session, None)
+                game = self._game(record)
+                self._apply(record, game, result, by="engine")
+                self._set_message(record, reason)
+        except ServiceError as exc:
+            logger.info("engine move for %s dropped: %s", session, exc)
+
+    def _engine_failed(self, session: str, revision: int, detail: str) -> None:
+        with self._mutate(session) as record:
+            self._jobs.pop(session, None)
+            if record.revision == revision and record.pending == "ai-thinking":
+                record.pending = "ai-failed"
+                record.message = {"code": "ai.failed", "tone": "error", "detail": detail[:200]}
+
+    def _check_timeout(self, session: str) -> None:
+        timeout = self.settings.model_timeout
+        if timeout <= 0:
+            return
+        started = False
+        with self._lock(session):
+            record = self._load(session)
+            if (
+                record.pending == "ai-thinking"
+                and record.opponent["kind"] == "model"
+                and record.pending_since is not None
+                and time.time() - record.pending_since >= timeout
+                and session not in self._jobs
+            ):
+                started = True
+        if started:
+            self._schedule_engine(session, "ai.timeout")
+
+    def _apply(self, record: GameRecord, game: Game, iccs: str, by: str) -> dict[str, str]:
+        """Play one legal move (ICCS) on the record: clocks, history, pending."""
+        now = time.time()
+        record.clock[self._side_name(game.turn)] += max(0.0, now - record.turn_started)
+        record.turn_started = now
+        played = game.play(iccs)
+        record.moves.append(iccs)
+        record.reasons.append(by)
+        self._after_change(record, game)
+        return played
+
+    # ---- use cases
+
+    def new(
+        self,
+        actor: Actor,
+        side: Side | None = None,
+        opponent: OpponentKind | None = None,
+        max_plies: int | None = None,
+        client: dict[str, Any] | None = None,
+        fen: str | None = None,
+    ) -> dict[str, Any]:
+        """Start a game. ``side`` is the person's side; a tool call (actor opponent) plays ``model`` by default."""
+        hero: Side = side or self.settings.hero
+        kind: OpponentKind = opponent or ("model" if actor == "opponent" else self.settings.opponent)
+        info: dict[str, Any] = {"kind": kind}
+        if kind == "model":
+            info |= {
+                "provider": (client or {}).get("name"),
+                "model": (client or {}).get("model"),
+                "label": "当前会话模型",
+            }
+        else:
+            info |= {"engine": self.engine.name, "label": "本地引擎"}
+        start = Game.replay(fen or xb.START_FEN, [], self.settings.rule_set, self.settings.no_capture_limit)
+        record = GameRecord(
+            session_id=secrets.token_hex(8),
+            hero=hero,
+            opponent=info,
+            max_plies=max_plies or self.settings.max_plies,
+            start_fen=start.fen(),
+        )
+        self._after_change(record, start)
+        self._set_message(record, "game.new")
+        self.store.insert(record)
+        self.current = record.session_id
+        self._schedule_engine(record.session_id, None)
+        return self.view(record.session_id)
+
+    def view(self, session: str) -> dict[str, Any]:
+        """The projection of the stored game (cached per revision; reads never take the game lock)."""
+        self._check_timeout(session)
+        revision = self.store.revision(session)
+        cached = self._views.get(session)
+        if cached is not None and cached[0] == revision:
+            value = dict(cached[1])
+            if value["phase"] == "playing":  # the clock of the side to move keeps running
+                side = "red" if value["turn"] == "r" else "black"
+                value["clock"] = dict(value["clock"])
+                value["clock"][side] = round(value["clock"][side] + time.time() - cached[2], 1)
+            return value
+        record = self._load(session)
+        value = self.project(record)
+        self._views[session] = (record.revision, value, time.time())
+        return dict(value)
+
+    def state(self, session_id: str | None = None, include_eval: bool = False) -> dict[str, Any]:
+        session = self.resolve(session_id)
+        value = self.view(session)
+        if include_eval and value["phase"] == "playing":
+            value["evaluation"] = self.evaluation(session, value["revision"])
+        return value
+
+    def board(
+        self, session_id: str | None = None, include_moves: bool = True, include_eval: bool = False
+    ) -> dict[str, Any]:
+        """The projection plus the legal-move catalogue (ICCS + Chinese) and optionally an evaluation."""
+        value = self.state(session_id, include_eval=include_eval)
+        if include_moves:
+            game = self._game(self._load(value["sessionId"]))
+            value["legalMoves"] = self._legal_list(game) if value["phase"] == "playing" else []
+        return value
+
+    def evaluation(self, session: str, revision: int) -> dict[str, Any]:
+        key = (session, revision)
+        if key not in self._eval_cache:
+            game = self._game(self._load(session))
+            lines = self.engine.analyse(game, self.settings.review_time * 3, 1, None)
+            self._eval_cache[key] = evaluation_summary(game, lines)
+            if len(self._eval_cache) > 512:
+                self._eval_cache.pop(next(iter(self._eval_cache)))
+        return dict(self._eval_cache[key])
+
+    def move(
+        self,
+        actor: Actor,
+        move: str | dict[str, Any],
+        session_id: str | None = None,
+        expected_revision: int | None = None,
+        reason: str | None = None,
+        usage_chars: int = 0,
+    ) -> dict[str, Any]:
+        """Play a move for ``actor``; the text may be ICCS, Chinese, WXF or ``{from,to}``."""
+        session = self.resolve(session_id)
+        with self._mutate(session) as record:
+            if expected_revision is not None and expected_revision != record.revision:
+                raise GameError(
+                    "STALE_REVISION",
+                    f"the game is at revision {record.revision}, not {expected_revision}",
+                    hint="Read the board again and decide on the new position.",
+                    revision=record.revision,
+                )
+            game = self._game(record)
+            status = self._status(record, game)
+            if status["state"] != "playing":
+                raise GameError(
+                    "GAME_OVER", f"the game is over: {status['reason']}", hint="Start a new game."
+                )
+            mover: Side = record.hero if actor == "hero" else self._opponent_side(record)
+            if game.turn != mover:
+                legal = self._legal_list(game)
+                if actor == "opponent":
+                    raise GameError(
+                        "NOT_YOUR_TURN",
+                        "it is the person's turn; the model may not move for them",
+                        hint="Wait for the person's move, then read the board again.",
+                        errorZh="现在不是对手的回合，不得替人类方走子",
+                        legalMoves=legal,
+                    )
+                raise GameError(
+                    "NOT_YOUR_TURN",
+                    "it is the opponent's turn",
+                    hint="Wait for the opponent's reply.",
+                    errorZh="现在是对手的回合，请等待应招",
+                    legalMoves=legal,
+                )
+            iccs = game.resolve_move(
+                move
+            )  # raises BAD_NOTATION / ILLEGAL_MOVE / AMBIGUOUS_MOVE with legalMoves
+            if actor == "opponent" and record.opponent["kind"] == "model":
+                # MCP does not report the model's tokens: estimate them (~4 chars a token) from what
+                # the model wrote (the move call) and what it read (the position it answered).
+                read = len(json.dumps(self.project(record, game), ensure_ascii=False))
+                record.usage["calls"] += 1
+                record.usage["outputTokens"] += (usage_chars + 3) // 4
+                record.usage["inputTokens"] += (read + 3) // 4
+                record.usage["totalTokens"] = record.usage["inputTokens"] + record.usage["outputTokens"]
+            played = self._apply(record, game, iccs, by=actor)
+            self._set_message(
+                record, None if self._status(record, game)["state"] == "playing" else "game.over"
+            )
+        self._schedule_engine(session, None)
+        value = self.view(session)
+        value["played"] = played["zh"]
+        value["playedIccs"] = played["iccs"]
+        value["captured"] = played["captured"]
+        if reason:
+            value["reason"] = reason[:500]
+        return value
+
+    def undo(self, actor: Actor, plies: int = 2, session_id: str | None = None) -> dict[str, Any]:
+        """Take back ``plies`` moves (never past the start); cancels a thinking engine first."""
+        session = self.resolve(session_id)
+        with self._mutate(session) as record:
+            if not record.moves:
+                raise GameError("NOTHING_TO_UNDO", "no move has been played", hint="Play a move first.")
+            self._cancel_job(session)
+            count = max(1, min(plies, len(record.moves)))
+            undone = record.moves[-count:]
+            before = self._game(record)
+            undone_zh = [h["zh"] for h in before.history()[-count:]]
+            del record.moves[-count:]
+            del record.reasons[-count:]
+            record.resigned = None
+            record.turn_started = time.time()
+            game = self._game(record)
+            self._after_change(record, game)
+            self._set_message(record, "game.undone")
+        self._schedule_engine(session, None)
+        value = self.view(session)
+        value["undone"] = [{"iccs": i, "zh": z} for i, z in zip(undone, undone_zh, strict=True)]
+        return value
+
+    def resign(self, session_id: str | None = None) -> dict[str, Any]:
+        """The person resigns (hero only: there is no tool for this)."""
+        session = self.resolve(session_id)
+        with self._mutate(session) as record:
+            game = self._game(record)
+            if self._status(record, game)["state"] != "playing":
+                raise GameError("GAME_OVER", "the game is already over", hint="Start a new game.")
+            self._cancel_job(session)
+            record.clock[self._side_name(game.turn)] += max(0.0, time.time() - record.turn_started)
+            record.resigned = record.hero
+            record.pending = None
+            record.pending_since = None
+            self._set_message(record, "game.resigned")
+        return self.view(session)
+
+    def fallback(self, session_id: str | None = None) -> dict[str, Any]:
+        """Give up on the model for this move and let the local engine move now."""
+        session = self.resolve(session_id)
+        with self._lock(session):
+            record = self._load(session)
+            if record.pending not in ("ai-thinking", "ai-failed"):
+                raise GameError(
+                    "NOT_PENDING", "the opponent is not thinking", hint="Only useful while waiting."
+                )
+            if record.pending == "ai-failed":
+                with self._mutate(session) as rec:
+                    rec.pending = "ai-thinking"
+                    rec.pending_since = time.time()
+        self._schedule_engine(session, "ai.fallback.local")
+        return self.view(session)
+
+    def wait_idle(self, session: str, timeout: float = 30.0) -> dict[str, Any]:
+        """Block until no engine job runs for the game (tests, demo and the CLI's --wait)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            job = self._jobs.get(session)
+            if job is None:
+                return self.view(session)
+            job.thread.join(max(0.0, min(0.2, deadline - time.monotonic())))
+        return self.view(session)
+
+    def hint(self, session_id: str | None = None, count: int = 3, depth: int | None = None) -> dict[str, Any]:
+        """Candidate moves for the side to move (ICCS, Chinese, score, PV) and an evaluation summary."""
+        session = self.resolve(session_id)
+        with self._hint_lock(session):
+            value = self.view(session)
+            if value["phase"] != "playing":
+                raise GameError(
+                    "GAME_OVER", "the game is over; there is nothing to hint", hint="Start a new game."
+                )
+            game = self._game(self._load(session))
+            lines = self.engine.analyse(game, self.settings.hint_time, max(1, min(count, 10)), depth)
+            value["candidates"] = candidates(game, lines)
+            value["evaluation"] = evaluation_summary(game, lines)
+        return value
+
+    def review(
+        self, session_id: str | None = None, highlight: Literal["turning", "all"] = "turning"
+    ) -> dict[str, Any]:
+        """Move-by-move evaluation curve, turning points and the best alternative of each move."""
+        from moddesk.xiangqi.review import review_game
+
+        session = self.resolve(session_id)
+        with self._hint_lock(session):
+            record = self._load(session)
+            value = self.view(session)
+            value["review"] = review_game(
+                self.engine,
+                record.start_fen,
+                record.moves,
+                self.settings.review_time,
+                self._replay,
+                highlight,
+            )
+        return value
+
+    def export(self, session_id: str | None = None) -> dict[str, Any]:
+        """The game as ICCS and Chinese move lists, FEN, and a PGN-style record with Chinese moves."""
+        session = self.resolve(session_id)
+        record = self._load(session)
+        value = self.view(session)
+        history = value["history"]
+        status = value["status"]
+        result = {"r": "1-0", "b": "0-1"}.get(
+            status["winner"] or "", "1/2-1/2" if status["state"] != "playing" else "*"
+        )
+        created = time.strftime("%Y.%m.%d", time.localtime(record.created))
+        red, black = ("人", "对手") if record.hero == "r" else ("对手", "人")
+        lines = [
+            '[Game "Chinese Chess"]',
+            f'[Event "moddesk {record.session_id}"]',
+            f'[Date "{created}"]',
+            f'[Red "{red}"]',
+            f'[Black "{black}"]',
+            f'[Result "{result}"]',
+            f'[FEN "{record.start_fen}"]',
+            '[Format "Chinese"]',
+            "",
+        ]
+        body: list[str] = []
+        first_black = (
+            Game.replay(record.start_fen, [], self.settings.rule_set, self.settings.no_capture_limit).turn
+            == "b"
+        )
+        offset = 1 if first_black else 0
+        for i, h in enumerate(history):
+            n = (i + offset) // 2 + 1
+            if (i + offset) % 2 == 0:
+                body.append(f"{n}. {h['zh']}")
+            else:
+                body.append(f"{n}. ... {h['zh']}" if i == 0 else h["zh"])
+        lines.append(" ".join([*body, result]))
+        return {
+            "ok": True,
+            "sessionId": session,
+            "revision": value["revision"],
+            "startFen": record.start_fen,
+            "fen": value["fen"],
+            "iccs": [h["iccs"] for h in history],
+            "chinese": [h["zh"] for h in history],
+            "result": result,
+            "status": status,
+            "pgn": "\n".join(lines) + "\n",
+        }

@@ -1,0 +1,455 @@
+"""MCP adapter: the six ``xiangqi_*`` tools (the model plays as ``opponent``) and the ``xiangqi`` prompt.
+
+Thin by design: validate input → call ``GameService`` → shape one text block plus the structured
+projection. Failures are the seed's error contract ``{ok:false, error, errorZh, legalMoves…}`` with
+``isError`` set; the text block lists the legal moves so the model can correct itself in one retry.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from moddesk.kit.errors import ServiceError
+from moddesk.kit.mcp import new_server
+from moddesk.xiangqi.game import GameService
+from moddesk.xiangqi.rpc import dispatch, parse_command
+
+logger = logging.getLogger("moddesk.xiangqi.mcp")
+
+INSTRUCTIONS = (
+    "Chinese chess (xiangqi) against the person you are talking with. You are the opponent: "
+    "start with xiangqi_new, read the position with xiangqi_board, answer with xiangqi_move "
+    "(ICCS like h2e2 or Chinese like 炮8平5). You can never move for the person. Use xiangqi_hint "
+    "when unsure (it costs no model budget) and xiangqi_review after the game."
+)
+
+PIECE_ZH = {
+    "K": "帅", "A": "仕", "B": "相", "N": "马", "R": "车", "C": "炮", "P": "兵",
+    "k": "将", "a": "士", "b": "象", "n": "马", "r": "车", "c": "炮", "p": "卒",
+}  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------- output models
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Status(_Open):
+    state: str = Field(description="playing, checkmate, stalemate, draw, resigned, …")
+    winner: Literal["r", "b"] | None
+    reason: str | None = None
+    reasonZh: str
+
+
+class LastMove(_Open):
+    from_: int = Field(alias="from")
+    to: int
+    iccs: str
+    zh: str
+
+
+class HistoryEntry(_Open):
+    zh: str
+    iccs: str
+    captured: str = Field(description="FEN letter of the captured piece, empty if none")
+
+
+class Opponent(_Open):
+    kind: Literal["model", "local"]
+    label: str
+
+
+class Usage(_Open):
+    inputTokens: int
+    outputTokens: int
+    totalTokens: int
+    calls: int
+
+
+class Clock(_Open):
+    red: float = Field(description="seconds Red has used")
+    black: float = Field(description="seconds Black has used")
+
+
+class Message(_Open):
+    code: str = Field(description="machine code the client localises, e.g. ai.fallback.local")
+    tone: str
+
+
+class MoveText(_Open):
+    iccs: str
+    zh: str
+
+
+class Evaluation(_Open):
+    score: int = Field(description="centipawns for the side to move")
+    scoreRed: int = Field(description="centipawns from Red's side (mates as ±30000)")
+    mate: int | None
+    depth: int
+    bestMove: MoveText | None
+
+
+class GameView(_Open):
+    """The game projection every tool returns (seed §2.2)."""
+
+    ok: bool
+    sessionId: str
+    revision: int = Field(description="increases on every change; drop older responses")
+    fen: str
+    turn: Literal["r", "b"]
+    hero: Literal["r", "b"] = Field(description="the person's side; you play the other")
+    phase: Literal["playing", "over"]
+    pending: Literal["ai-thinking", "ai-failed"] | None
+    status: Status
+    board: list[str] = Field(description="90 FEN letters, index = (9 - rank) * 9 + file, '' = empty")
+    legalTargets: dict[str, list[int]] = Field(description="from index -> legal to indexes (side to move)")
+    lastMove: LastMove | None
+    history: list[HistoryEntry]
+    opponent: Opponent
+    usage: Usage
+    clock: Clock
+    message: Message | None
+    maxPlies: int
+    plies: int
+    panelUrl: str | None = None
+
+
+class BoardView(GameView):
+    legalMoves: list[MoveText] | None = None
+    evaluation: Evaluation | None = None
+    ascii: str | None = None
+
+
+class MoveView(GameView):
+    played: str = Field(description="the move just played, in Chinese notation")
+    playedIccs: str
+    captured: str
+
+
+class UndoView(GameView):
+    undone: list[MoveText]
+
+
+class Candidate(_Open):
+    iccs: str
+    zh: str
+    score: int
+    mate: int | None
+    pv: list[str]
+    pvZh: list[str]
+
+
+class HintView(GameView):
+    candidates: list[Candidate]
+    evaluation: Evaluation
+
+
+class ReviewData(_Open):
+    curve: list[dict[str, int]]
+    turningPoints: list[dict[str, Any]]
+
+
+class ReviewView(GameView):
+    review: ReviewData
+
+
+# ----------------------------------------------------------------------------------- text blocks
+
+
+def ascii_board(value: dict[str, Any]) -> str:
+    """The board as text: rank 9 at the top, Red in upper case with Chinese names beside."""
+    board = value["board"]
+    rows = []
+    for r in range(10):
+        cells = " ".join(board[r * 9 + f] or "." for f in range(9))
+        rows.append(f"{9 - r} {cells}")
+        if r == 4:
+            rows.append("  -----------------  (river)")
+    rows.append("  a b c d e f g h i")
+    return "\n".join(rows)
+
+
+def _headline(value: dict[str, Any]) -> str:
+    side = {"r": "Red", "b": "Black"}
+    you = side["b" if value["hero"] == "r" else "r"]
+    status = value["status"]
+    if value["phase"] == "over":
+        state = f"game over: {status['state']} ({status['reasonZh']})"
+    elif value["pending"] == "ai-thinking":
+        state = f"{side[value['turn']]} to move — your turn (you play {you})"
+    else:
+        state = f"{side[value['turn']]} to move — the person's turn; wait (you play {you})"
+    last = value.get("lastMove")
+    lines = [f"session {value['sessionId']} rev {value['revision']}: {state}"]
+    if last:
+        lines.append(f"last move: {last['zh']} ({last['iccs']})")
+    lines.append(f"FEN: {value['fen']}")
+    return "\n".join(lines)
+
+
+def _moves_line(moves: list[dict[str, str]]) -> str:
+    return " ".join(f"{m['iccs']}={m['zh']}" for m in moves)
+
+
+def render_text(value: dict[str, Any], ascii: bool = True) -> str:
+    """One text block for the model: headline, ASCII board, and whatever the tool adds."""
+    parts = [_headline(value)]
+    if "played" in value:
+        parts.insert(
+            0,
+            f"played {value['played']} ({value['playedIccs']})"
+            + (f", captured {value['captured']}" if value["captured"] else ""),
+        )
+    if "undone" in value:
+        parts.insert(0, "undone: " + " ".join(m["zh"] for m in value["undone"]))
+    if ascii:
+        parts.append(ascii_board(value))
+    if value.get("legalMoves"):
+        parts.append(f"legal moves ({len(value['legalMoves'])}): {_moves_line(value['legalMoves'])}")
+    if value.get("evaluation"):
+        ev = value["evaluation"]
+        best = ev["bestMove"]["zh"] if ev.get("bestMove") else "-"
+        parts.append(
+            f"evaluation (side to move): {ev['score']} cp, mate {ev['mate']}, depth {ev['depth']}, best {best}"
+        )
+    for c in value.get("candidates", []):
+        parts.append(f"candidate {c['zh']} ({c['iccs']}) score {c['score']} pv {' '.join(c['pvZh'][:6])}")
+    if "review" in value:
+        turning = value["review"]["turningPoints"]
+        parts.append(f"review: {len(value['review']['curve']) - 1} plies, {len(turning)} turning points")
+        for tp in turning[:12]:
+            best = tp["best"]["zh"] if tp.get("best") else "-"
+            parts.append(f"  ply {tp['ply']} {tp['zh']}: {tp['before']} -> {tp['after']} (best {best})")
+    if value.get("panelUrl"):
+        parts.append(f"panel for the person: {value['panelUrl']}")
+    return "\n".join(parts)
+
+
+def error_text(error: ServiceError) -> str:
+    """The failure card: code, Chinese reason, hint, and the legal moves to pick from."""
+    payload = error.to_payload()
+    lines = [f"Error {error.code}: {error.message}"]
+    if payload.get("errorZh"):
+        lines.append(str(payload["errorZh"]))
+    if error.hint:
+        lines.append(f"Hint: {error.hint}")
+    moves = payload.get("legalMoves")
+    if isinstance(moves, list) and moves:
+        lines.append(f"legal moves ({len(moves)}): {_moves_line(moves)}")
+    return "\n".join(lines)
+
+
+def error_result(error: ServiceError) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=error_text(error))],
+        structured_content=error.to_payload(),
+        is_error=True,
+    )
+
+
+def _result(value: dict[str, Any], ascii: bool = True) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=render_text(value, ascii))], structured_content=value
+    )
+
+
+def _guarded(name: str, call: Callable[[], CallToolResult]) -> CallToolResult:
+    try:
+        return call()
+    except ServiceError as exc:
+        return error_result(exc)
+    except Exception:
+        logger.exception("tool %s crashed", name)
+        return error_result(
+            ServiceError(
+                "INTERNAL_ERROR", f"the tool {name} failed unexpectedly", hint="Report the server log."
+            )
+        )
+
+
+def _client(ctx: Context[Any]) -> dict[str, Any]:
+    """Name/version of the MCP client (the model's host), when the protocol carries it (often not on 2026)."""
+    try:
+        params = getattr(ctx.request_context.session, "client_params", None)
+    except (AttributeError, LookupError, ValueError):
+        return {}
+    info = getattr(params, "client_info", None) if params is not None else None
+    name = getattr(info, "name", None)
+    return {"name": name, "version": getattr(info, "version", None)} if isinstance(name, str) else {}
+
+
+# ----------------------------------------------------------------------------------- the server
+
+SessionArg = Annotated[
+    str | None, Field(description="Game id from xiangqi_new; omit for the current game", max_length=64)
+]
+
+
+class MoveCoords(BaseModel):
+    from_: int | str = Field(alias="from", description="square index 0..89 or a name like h2")
+    to: int | str
+
+
+def build_server(service: GameService, panel_url: Callable[[str], str | None] | None = None) -> MCPServer:
+    """An ``MCPServer`` whose tools play as the opponent and whose prompt acts for the person."""
+    server = new_server("moddesk-xiangqi", INSTRUCTIONS)
+    link = panel_url or (lambda _session: None)
+
+    def with_panel(value: dict[str, Any]) -> dict[str, Any]:
+        value["panelUrl"] = link(value["sessionId"])
+        return value
+
+    def xiangqi_new(
+        ctx: Context[Any],
+        side: Annotated[
+            Literal["r", "b"] | None,
+            Field(description="the PERSON's side (r moves first); you play the other"),
+        ] = None,
+        opponent: Annotated[
+            Literal["model", "local"] | None,
+            Field(description="model = you answer; local = the builtin engine answers"),
+        ] = None,
+        maxPlies: Annotated[
+            int | None, Field(ge=1, le=2000, description="plies before the game is drawn")
+        ] = None,
+    ) -> Annotated[CallToolResult, GameView]:
+        """Start a new game and make it the current one. Returns the full projection and the panel URL for the person."""
+
+        def run() -> CallToolResult:
+            value = service.new("opponent", side, opponent, maxPlies, client=_client(ctx))
+            return _result(with_panel(value))
+
+        return _guarded("xiangqi_new", run)
+
+    def xiangqi_board(
+        includeMoves: Annotated[
+            bool, Field(description="add the legal-move catalogue (ICCS + Chinese)")
+        ] = True,
+        includeEval: Annotated[bool, Field(description="add a short engine evaluation")] = False,
+        ascii: Annotated[bool, Field(description="draw the board as text")] = True,
+        sessionId: SessionArg = None,
+    ) -> Annotated[CallToolResult, BoardView]:
+        """Read the game: FEN, ASCII board, legal moves (ICCS + Chinese), optional evaluation, move record. Read-only."""
+
+        def run() -> CallToolResult:
+            value = service.board(sessionId, include_moves=includeMoves, include_eval=includeEval)
+            if ascii:
+                value["ascii"] = ascii_board(value)
+            return _result(with_panel(value), ascii)
+
+        return _guarded("xiangqi_board", run)
+
+    def xiangqi_move(
+        move: Annotated[
+            str | MoveCoords,
+            Field(description="ICCS (h9g7), Chinese (马8进7), WXF (H8+7) or {from,to} square indexes"),
+        ],
+        reason: Annotated[
+            str | None, Field(max_length=500, description="optional one-line reason shown in the record")
+        ] = None,
+        expectedRevision: Annotated[
+            int | None, Field(description="refuse with STALE_REVISION if the game moved on")
+        ] = None,
+        sessionId: SessionArg = None,
+    ) -> Annotated[CallToolResult, MoveView]:
+        """Play YOUR move (the opponent's side). Only on your turn; errors list the legal moves. Returns the new position."""
+
+        def run() -> CallToolResult:
+            text = move if isinstance(move, str) else {"from": move.from_, "to": move.to}
+            value = service.move(
+                "opponent",
+                text,
+                sessionId,
+                expected_revision=expectedRevision,
+                reason=reason,
+                usage_chars=len(json.dumps(text, ensure_ascii=False)) + len(reason or ""),
+            )
+            return _result(with_panel(value))
+
+        return _guarded("xiangqi_move", run)
+
+    def xiangqi_undo(
+        plies: Annotated[int, Field(ge=1, le=2000, description="how many plies to take back")] = 2,
+        sessionId: SessionArg = None,
+    ) -> Annotated[CallToolResult, UndoView]:
+        """Take back moves (default 2 = one move each), never past the start."""
+        return _guarded(
+            "xiangqi_undo", lambda: _result(with_panel(service.undo("opponent", plies, sessionId)))
+        )
+
+    def xiangqi_hint(
+        count: Annotated[int, Field(ge=1, le=10, description="how many candidate moves")] = 3,
+        depth: Annotated[
+            int | None, Field(ge=1, le=30, description="search depth (default: time-limited)")
+        ] = None,
+        sessionId: SessionArg = None,
+    ) -> Annotated[CallToolResult, HintView]:
+        """Engine candidates for the side to move (ICCS, Chinese, score, PV) and an evaluation. Costs no model budget."""
+        return _guarded(
+            "xiangqi_hint", lambda: _result(with_panel(service.hint(sessionId, count, depth)), ascii=False)
+        )
+
+    def xiangqi_review(
+        highlight: Annotated[
+            Literal["turning", "all"], Field(description="turning = turning points only; all = every move")
+        ] = "turning",
+        sessionId: SessionArg = None,
+    ) -> Annotated[CallToolResult, ReviewView]:
+        """Review the game: move record, per-move evaluation curve, turning points and the best alternatives."""
+        return _guarded(
+            "xiangqi_review", lambda: _result(with_panel(service.review(sessionId, highlight)), ascii=False)
+        )
+
+    def add(
+        fn: Callable[..., CallToolResult], title: str, read_only: bool, destructive: bool = False
+    ) -> None:
+        server.add_tool(
+            fn,
+            name=fn.__name__,
+            title=title,
+            description=fn.__doc__,
+            annotations=ToolAnnotations(
+                title=title,
+                read_only_hint=read_only,
+                destructive_hint=destructive,
+                idempotent_hint=read_only,
+                open_world_hint=False,
+            ),
+        )
+
+    add(xiangqi_new, "New xiangqi game", read_only=False)
+    add(xiangqi_board, "Read the xiangqi board", read_only=True)
+    add(xiangqi_move, "Play your xiangqi move", read_only=False)
+    add(xiangqi_undo, "Take back xiangqi moves", read_only=False, destructive=True)
+    add(xiangqi_hint, "Engine hint", read_only=False)
+    add(xiangqi_review, "Review the game", read_only=False)
+
+    @server.prompt(
+        name="xiangqi",
+        title="Xiangqi command (acts for you, the person)",
+        description="new | state | move <着法> | undo [n] | hint | resign | review | export — e.g. `move 炮二平五`",
+    )
+    def xiangqi_prompt(command: str) -> str:
+        try:
+            endpoint, payload = parse_command(command)
+            value = dispatch(service, endpoint, payload)
+        except ServiceError as exc:
+            return f"[xiangqi] {error_text(exc)}"
+        if endpoint == "export":
+            return f"[xiangqi export]\n{value['pgn']}"
+        head = f"[xiangqi] the person ran `{command.strip()}`."
+        if value.get("phase") == "playing" and value.get("pending") == "ai-thinking":
+            head += " It is now your turn: answer with xiangqi_move."
+        return head + "\n" + render_text(with_panel(value))
+
+    return server

@@ -1,0 +1,131 @@
+"""The person's CLI: in-process (--local) and against a real `moddesk xiangqi serve` that is restarted mid-game."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from moddesk.xiangqi.cli import app
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    return {
+        "MODDESK_XIANGQI_DB_PATH": str(tmp_path / "data dir" / "games.db"),
+        "MODDESK_XIANGQI_CONFIG": str(tmp_path / "absent.toml"),
+        "MODDESK_XIANGQI_THINK_TIME": "0.05",
+        "MODDESK_XIANGQI_HINT_TIME": "0.1",
+        "MODDESK_XIANGQI_REVIEW_TIME": "0.02",
+    }
+
+
+def test_local_commands(tmp_path: Path) -> None:
+    runner = CliRunner(env=env_for(tmp_path))
+
+    def run(*args: str) -> str:
+        result = runner.invoke(app, [*args, "--local"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    created = json.loads(run("new", "--opponent", "local", "--json"))
+    assert created["opponent"]["kind"] == "local" and created["plies"] == 0
+    moved = json.loads(run("move", "炮二平五", "--json"))
+    assert moved["played"] == "炮二平五" and moved["plies"] == 2  # --local waits for the engine's reply
+    board = run("state")
+    assert "炮" in board and "a b c d e f g h i" in board and created["sessionId"] in board
+    assert "炮二平五" in run("export")
+    hint = run("hint", "--count", "2")
+    assert "ICCS" in hint
+    review = run("review")
+    assert "评估曲线" in review
+    undone = json.loads(run("undo", "--json"))
+    assert undone["plies"] == 0
+
+    bad = runner.invoke(app, ["move", "a0a5", "--local"])
+    assert bad.exit_code == 1 and "ILLEGAL_MOVE" in bad.output and "炮二平五(h2e2)" in bad.output
+    gone = runner.invoke(app, ["state", "--session", "ffffffffffffffff", "--local", "--json"])
+    assert gone.exit_code == 1 and json.loads(gone.output)["error"]["code"] == "UNKNOWN_SESSION"
+    resigned = json.loads(run("resign", "--json"))
+    assert resigned["status"]["state"] == "resigned"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_serve(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moddesk.cli", "xiangqi", "serve", "--port", str(port)],
+        env={**os.environ, **env_for(tmp_path)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/xiangqi/", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    out = proc.communicate()[0].decode(errors="replace")
+    pytest.fail(f"serve did not start: {out}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_serve_restart_keeps_the_game(tmp_path: Path) -> None:
+    runner = CliRunner(env=env_for(tmp_path))
+    port = free_port()
+    server = start_serve(tmp_path, port)
+    try:
+        created = runner.invoke(app, ["new", "--opponent", "model", "--json"])
+        assert created.exit_code == 0, created.output
+        session = json.loads(created.output)["sessionId"]
+        moved = runner.invoke(app, ["move", "h2e2", "--json"])  # found through the endpoint file
+        assert moved.exit_code == 0, moved.output
+        assert json.loads(moved.output)["pending"] == "ai-thinking"
+        before = json.loads(runner.invoke(app, ["state", "--json"]).output)
+    finally:
+        stop(server)
+    assert not (tmp_path / "data dir" / "serve.json").exists()  # the endpoint file left with the server
+
+    server = start_serve(tmp_path, port)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        after = json.loads(runner.invoke(app, ["state", "--session", session, "--url", url, "--json"]).output)
+        assert after["history"] == before["history"] and after["revision"] == before["revision"]
+        assert after["pending"] == "ai-thinking"
+        reply = httpx.post(f"{url}/xiangqi-mate/fallback", json={"sessionId": session}, timeout=30).json()
+        assert reply["ok"], reply
+        deadline = time.monotonic() + 20
+        state = after
+        while state["plies"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            state = httpx.post(f"{url}/xiangqi-mate/state", json={"sessionId": session}, timeout=30).json()[
+                "value"
+            ]
+        assert state["plies"] == 2 and state["message"]["code"] == "ai.fallback.local"
+    finally:
+        stop(server)

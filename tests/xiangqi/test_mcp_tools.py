@@ -1,0 +1,243 @@
+"""The xiangqi MCP server through the official SDK Client, over stdio (subprocess) and Streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+
+from moddesk.kit.mcp import serve_http
+from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.mcp import build_server
+from moddesk.xiangqi.rpc import panel_link, rpc_routes
+
+TOOLS = {"xiangqi_new", "xiangqi_board", "xiangqi_move", "xiangqi_undo", "xiangqi_hint", "xiangqi_review"}
+
+
+def fast_settings(tmp_path: Path) -> Settings:
+    return Settings(db_path=tmp_path / "games.db", think_time=0.05, hint_time=0.1, review_time=0.02)
+
+
+async def call(client: Client, name: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any], str]:
+    result = await client.call_tool(name, args)
+    assert len(result.content) == 1, "one text block per result"
+    assert result.structured_content is not None
+    return bool(result.is_error), result.structured_content, result.content[0].text  # type: ignore[union-attr]
+
+
+async def game_flow(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    read_only = {n for n, t in tools.items() if t.annotations is not None and t.annotations.read_only_hint}
+    assert read_only == {"xiangqi_board"}
+    for tool in tools.values():
+        assert tool.output_schema is not None and "revision" in tool.output_schema["properties"], tool.name
+        assert len(tool.description or "") < 200
+    assert "includeMoves" in tools["xiangqi_board"].input_schema["properties"]
+    prompts = {p.name for p in (await client.list_prompts()).prompts}
+    assert "xiangqi" in prompts
+
+    failed, value, _ = await call(client, "xiangqi_new", {"side": "r"})
+    assert (
+        not failed
+        and value["hero"] == "r"
+        and value["opponent"]["kind"] == "model"
+        and value["revision"] >= 1
+    )
+    start_revision = value["revision"]
+
+    failed, err, text = await call(client, "xiangqi_move", {"move": "h7e7"})
+    assert failed and err["ok"] is False and err["error"] == "NOT_YOUR_TURN"
+    assert len(err["legalMoves"]) == 44 and err["errorZh"]
+    assert "legal moves (44)" in text and "h2e2=炮二平五" in text
+
+    prompt = await client.get_prompt("xiangqi", {"command": "move 炮二平五"})
+    said = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "your turn" in said and "炮二平五" in said
+
+    failed, err, text = await call(client, "xiangqi_move", {"move": "a9a5"})
+    assert failed and err["error"] == "ILLEGAL_MOVE" and {"iccs": "h9g7", "zh": "马8进7"} in err["legalMoves"]
+    assert "h9g7=马8进7" in text
+    failed, err, _ = await call(client, "xiangqi_move", {"move": "knight to the moon"})
+    assert failed and err["error"] == "BAD_NOTATION" and err["legalMoves"]
+
+    failed, value, text = await call(client, "xiangqi_move", {"move": "马8进7", "reason": "develop"})
+    assert not failed and value["played"] == "马8进7" and value["playedIccs"] == "h9g7"
+    assert value["revision"] > start_revision and value["turn"] == "r" and value["pending"] is None
+    assert "played 马8进7" in text
+
+    failed, board, text = await call(client, "xiangqi_board", {"includeEval": True})
+    assert not failed and board["legalMoves"] and board["evaluation"]["depth"] >= 0
+    assert board["history"] == [
+        {"zh": "炮二平五", "iccs": "h2e2", "captured": "", "side": "r"},
+        {"zh": "马8进7", "iccs": "h9g7", "captured": "", "side": "b"},
+    ]
+    assert "a b c d e f g h i" in text and board["fen"] in text
+
+    failed, hint, _ = await call(client, "xiangqi_hint", {"count": 2})
+    assert not failed and 1 <= len(hint["candidates"]) <= 2 and hint["candidates"][0]["zh"]
+
+    failed, review, _ = await call(client, "xiangqi_review", {"highlight": "all"})
+    assert not failed and len(review["review"]["curve"]) == 3 and len(review["review"]["moves"]) == 2
+
+    failed, undone, _ = await call(client, "xiangqi_undo", {})
+    assert not failed and [u["iccs"] for u in undone["undone"]] == ["h2e2", "h9g7"] and undone["plies"] == 0
+
+    bad = await client.call_tool("xiangqi_hint", {"count": 99})
+    assert bad.is_error  # rejected by the input schema, not by a crash
+
+
+def test_stdio(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "MODDESK_XIANGQI_DB_PATH": str(tmp_path / "stdio games" / "games.db"),
+        "MODDESK_XIANGQI_CONFIG": str(tmp_path / "none.toml"),
+        "MODDESK_XIANGQI_THINK_TIME": "0.05",
+        "MODDESK_XIANGQI_HINT_TIME": "0.1",
+        "MODDESK_XIANGQI_REVIEW_TIME": "0.02",
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "moddesk.cli", "xiangqi", "mcp"], env=env
+    )
+
+    async def run() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            await game_flow(client)
+            # the stdio server also serves the person's panel, and links it from the game
+            _failed, value, _text = await call(client, "xiangqi_board", {"includeMoves": False})
+            panel = value["panelUrl"]
+            assert panel.startswith("http://127.0.0.1:") and value["sessionId"] in panel
+            async with httpx.AsyncClient(timeout=10) as http:
+                page = await http.get(panel)
+                assert page.status_code == 200 and "panel.js" in page.text
+                base = panel.split("/xiangqi/")[0]
+                state = await http.post(f"{base}/xiangqi-mate/state", json={"sessionId": value["sessionId"]})
+                assert state.json()["value"]["revision"] == value["revision"]
+                foreign = await http.post(
+                    f"{base}/xiangqi-mate/state", json={}, headers={"Host": "evil.example"}
+                )
+                assert foreign.status_code == 421
+
+    anyio.run(run)
+    assert (tmp_path / "stdio games" / "games.db").is_file()
+
+
+@pytest.fixture
+def http_server(tmp_path: Path):  # type: ignore[no-untyped-def]
+    service = GameService(fast_settings(tmp_path))
+    holder: dict[str, str] = {}
+    server = serve_http(
+        build_server(service, lambda s: panel_link(holder["url"])(s)), 0, extra_routes=rpc_routes(service)
+    )
+    holder["url"] = server.url
+    with server:
+        yield service, server.url
+    service.close()
+
+
+def test_streamable_http(http_server: tuple[GameService, str]) -> None:
+    _service, url = http_server
+
+    async def run() -> None:
+        async with Client(f"{url}/mcp", read_timeout_seconds=60) as client:
+            await game_flow(client)
+            _failed, value, text = await call(client, "xiangqi_new", {})
+            assert (
+                value["panelUrl"] == f"{url}/xiangqi/?session={value['sessionId']}"
+                and value["panelUrl"] in text
+            )
+
+    anyio.run(run)
+
+
+def test_concurrent_moves_and_reads(http_server: tuple[GameService, str]) -> None:
+    service, url = http_server
+
+    async def run() -> None:
+        async with Client(f"{url}/mcp", read_timeout_seconds=60) as client:
+            _, game, _ = await call(client, "xiangqi_new", {"side": "b"})  # the model (red) moves first
+            assert game["pending"] == "ai-thinking"
+            session, revision = game["sessionId"], game["revision"]
+            outcomes: list[tuple[bool, dict[str, Any]]] = []
+
+            async def move(text: str) -> None:
+                failed, value, _ = await call(
+                    client, "xiangqi_move", {"move": text, "sessionId": session, "expectedRevision": revision}
+                )
+                outcomes.append((failed, value))
+
+            async def board() -> None:
+                failed, value, _ = await call(client, "xiangqi_board", {"sessionId": session})
+                outcomes.append((failed, value | {"board_read": True}))
+
+            async with anyio.create_task_group() as tg:
+                for text in ("h2e2", "b2e2", "h0g2", "b0c2", "c3c4", "g3g4"):
+                    tg.start_soon(move, text)
+                for _ in range(6):
+                    tg.start_soon(board)
+            moves = [(f, v) for f, v in outcomes if "board_read" not in v]
+            reads = [v for f, v in outcomes if "board_read" in v and not f]
+            assert len(reads) == 6
+            applied = [v for failed, v in moves if not failed]
+            assert len(applied) == 1, moves
+            assert {v["error"] for failed, v in moves if failed} <= {"NOT_YOUR_TURN", "STALE_REVISION"}
+            final = service.state(session)
+            assert final["plies"] == 1 and final["history"][0]["iccs"] == applied[0]["playedIccs"]
+
+    anyio.run(run)
+
+
+def test_rpc_move_shapes_and_guards(http_server: tuple[GameService, str]) -> None:
+    service, url = http_server
+    rpc = f"{url}/xiangqi-mate"
+    with httpx.Client(timeout=30) as http:
+        created = http.post(f"{rpc}/new", json={"side": "r", "opponent": "model"}).json()
+        assert created["ok"] is True
+        session = created["value"]["sessionId"]
+        # the panel's shape: {from, to, iccs} by board index
+        first = http.post(
+            f"{rpc}/move", json={"sessionId": session, "from": 70, "to": 67, "iccs": "h2e2"}
+        ).json()
+        assert first["ok"] and first["value"]["played"] == "炮二平五"
+        service.move("opponent", "h9g7", session)
+        # a person's Chinese notation, winning over a conflicting iccs (priority move > iccs > from+to)
+        second = http.post(
+            f"{rpc}/move", json={"sessionId": session, "move": "马二进三", "iccs": "b0c2"}
+        ).json()
+        assert second["ok"] and second["value"]["playedIccs"] == "h0g2"
+        service.move("opponent", "i9h9", session)
+        third = http.post(
+            f"{rpc}/move", json={"sessionId": session, "iccs": "i0h0", "from": 0, "to": 1}
+        ).json()
+        assert third["ok"] and third["value"]["played"] == "车一平二"
+
+        refused = http.post(f"{rpc}/state", json={"sessionId": "0123456789abcdef"}).json()
+        assert refused == {
+            "ok": False,
+            "error": {
+                "code": "UNKNOWN_SESSION",
+                "message": "no game with session id '0123456789abcdef'",
+                "messageZh": "没有这个会话的对局",
+                "details": refused["error"]["details"],
+            },
+        }
+        illegal = http.post(f"{rpc}/move", json={"sessionId": session, "move": "a3a5"}).json()
+        assert illegal["ok"] is False and illegal["error"]["code"] == "NOT_YOUR_TURN"
+        assert len(illegal["error"]["details"]["legalMoves"]) > 0
+
+        assert http.post(f"{rpc}/state", json={}, headers={"Host": "evil.example"}).status_code == 421
+        assert (
+            http.post(f"{rpc}/state", json={}, headers={"Origin": "http://evil.example"}).status_code == 403
+        )
+        own_origin = http.post(f"{rpc}/state", json={"sessionId": session}, headers={"Origin": url})
+        assert own_origin.status_code == 200 and own_origin.json()["ok"]
+        assert http.get(f"{url}/xiangqi/").status_code == 200
+        assert "panel.js" in http.get(f"{url}/xiangqi/").text
+        assert http.post(f"{rpc}/nope", json={}).status_code == 404
+        assert http.post(f"{rpc}/state", content=b"{not json").status_code == 400

@@ -1,0 +1,162 @@
+"""The panel in a real headless Chromium: click moves, see the engine's and the model's replies arrive."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from moddesk.kit.http import LoopbackServer
+from moddesk.kit.mcp import serve_http
+from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.mcp import build_server
+from moddesk.xiangqi.rpc import panel_link, rpc_routes
+
+CHROMIUM = os.environ.get("MODDESK_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-extensions",
+    "--no-first-run",
+]
+
+pytestmark = pytest.mark.external
+
+
+def _need_chromium() -> None:
+    if Path(CHROMIUM).exists() or shutil.which("chromium"):
+        return
+    if os.environ.get("MODDESK_REQUIRE_EXTERNAL") == "1":
+        pytest.fail(f"chromium is required (MODDESK_REQUIRE_EXTERNAL=1) but {CHROMIUM} is missing")
+    pytest.skip(f"chromium not installed at {CHROMIUM}")
+
+
+def artifact_dir() -> Path:
+    path = Path(os.environ.get("MODDESK_ARTIFACTS") or Path(tempfile.gettempdir()) / "moddesk-artifacts")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[GameService, LoopbackServer]]:
+    _need_chromium()
+    service = GameService(
+        Settings(db_path=tmp_path / "games.db", think_time=0.05, hint_time=0.1, review_time=0.02)
+    )
+    holder: dict[str, str] = {}
+    server = build_server(service, lambda s: panel_link(holder["url"])(s))
+    http = serve_http(server, 0, extra_routes=rpc_routes(service))
+    holder["url"] = http.url
+    http.start()
+    try:
+        yield service, http
+    finally:
+        http.stop()
+        service.close()
+
+
+@pytest.fixture
+def page(served: tuple[GameService, LoopbackServer]) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1000, "height": 720}, locale="zh-CN")
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def _moves(page: Any) -> list[str]:
+    return [t.strip() for t in page.locator("#movelist li").all_inner_texts()]
+
+
+def test_play_local_engine_undo_hint(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+    _service, http = served
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{http.url}/xiangqi/")
+    page.select_option("#new-opponent", "local")
+    page.click("#btn-new")
+    page.wait_for_selector('g.piece[data-square="70"].movable')
+    page.click('g.piece[data-square="70"]')  # the red cannon on h2
+    page.wait_for_selector('circle.target-hit[data-target="67"]')
+    page.click('circle.target-hit[data-target="67"]', force=True)
+    page.wait_for_function("document.querySelectorAll('#movelist li').length >= 2", timeout=20000)
+    moves = _moves(page)
+    assert moves[0] == "炮二平五" and len(moves) == 2
+    assert page.locator("#status").inner_text() == "轮到你走"
+    page.wait_for_function("document.getElementById('evaltext').textContent !== ''", timeout=20000)
+
+    page.click("#btn-hint")
+    page.wait_for_selector("#hints .candidate", timeout=20000)
+    assert page.locator("#hints .candidate").count() >= 1
+    shot = artifact_dir() / "xiangqi-panel.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+
+    page.click("#btn-undo")
+    page.wait_for_function("document.querySelectorAll('#movelist li').length === 0", timeout=10000)
+    assert page.locator('g.piece[data-square="70"]').count() == 1  # the cannon is home again
+    assert errors == []
+
+
+def _model_move(url: str, move: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with Client(f"{url}/mcp", read_timeout_seconds=30) as client:
+            result = await client.call_tool("xiangqi_move", {"move": move})
+            out["result"] = result
+
+    thread = threading.Thread(target=lambda: anyio.run(run))
+    thread.start()
+    thread.join(60)
+    return out
+
+
+def test_model_reply_arrives_by_polling(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+    _service, http = served
+    page.goto(f"{http.url}/xiangqi/")
+    page.select_option("#new-opponent", "model")
+    page.click("#btn-new")
+    page.wait_for_selector('g.piece[data-square="70"].movable')
+    page.click('g.piece[data-square="70"]')
+    page.click('circle.target-hit[data-target="67"]', force=True)
+    page.wait_for_function("document.getElementById('status').textContent === '对手思考中…'", timeout=10000)
+    result = _model_move(http.url, "马8进7")["result"]
+    assert not result.is_error, result.content[0].text
+    page.wait_for_function("document.querySelectorAll('#movelist li').length === 2", timeout=10000)
+    assert _moves(page) == ["炮二平五", "马8进7"]
+    assert page.locator("#status").inner_text() == "轮到你走"
+    page.screenshot(path=str(artifact_dir() / "xiangqi-panel-model.png"), full_page=True)
+
+
+def test_review_and_resign(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+    service, http = served
+    value = service.new("hero", "r", "model")
+    service.move("hero", "h2e2")
+    service.move("opponent", "h9g7")
+    page.goto(f"{http.url}/xiangqi/?session={value['sessionId']}")
+    page.wait_for_function("document.querySelectorAll('#movelist li').length === 2")
+    page.click("#btn-review")
+    page.wait_for_selector("#review polyline", timeout=20000)
+    assert page.locator("#review").is_visible()
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.click("#btn-resign")
+    page.wait_for_function(
+        "document.getElementById('status').textContent.startsWith('对局结束')", timeout=10000
+    )
+    assert service.state(value["sessionId"])["status"]["state"] == "resigned"
