@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from annotations_testkit import explain, make_docs, user_text
 
 from moddesk.kit.errors import ServiceError
-from moddesk.pvf.annotations import AnnotationDocs, RuleValidationError, parse_document, parse_document_text
+from moddesk.pvf.annotations import (
+    AnnotationDocs,
+    RuleValidationError,
+    parse_document,
+    parse_document_text,
+    user_rule_sources,
+)
 
 
 def _status(docs: AnnotationDocs, rule_id: str) -> dict[str, dict]:
@@ -290,3 +297,27 @@ def test_json_syntax_error_has_line_and_column() -> None:
     with pytest.raises(RuleValidationError) as info:
         parse_document_text('{\n  "rules": [,]\n}', "u.json")
     assert "line 2" in info.value.issues[0].message
+
+
+def test_user_rule_folder_sources_and_hot_reload(tmp_path: Path) -> None:
+    folder = tmp_path / "my rules"
+    assert user_rule_sources(folder) == []
+    folder.mkdir()
+    (folder / "b.json").write_text(user_text({"rules": [{"id": "wpn.price", "disabled": True}]}), "utf-8")
+    (folder / "a.json").write_text(user_text({"rules": [{"id": "wpn.kind", "disabled": True}]}), "utf-8")
+    (folder / "notes.txt").write_text("ignored", "utf-8")
+    sources = user_rule_sources(folder)
+    assert [label for label, _ in sources] == ["user:a.json", "user:b.json"]
+    docs = make_docs()
+    docs.reload_texts(sources)
+    assert {a["ruleIds"][0] for a in explain(docs)["annotations"] if a["ruleIds"]} & {
+        "wpn.price",
+        "wpn.kind",
+    } == set()
+    good = docs.rules_revision
+    (folder / "a.json").write_text("{broken", "utf-8")
+    with pytest.raises(ServiceError) as info:
+        docs.reload_texts(user_rule_sources(folder))
+    assert info.value.details["issues"][0]["path"].startswith("user:a.json:$")
+    assert str(tmp_path) not in str(info.value.to_payload())
+    assert docs.rules_revision == good

@@ -7,9 +7,10 @@ own: the caller hands it file text and an ``ArchiveLookup`` for ``.lst`` relatio
 
 Wiring (service / MCP / CLI)::
 
-    docs = AnnotationDocs(user_documents=parse_user_texts([(label, json_text), ...]))
-    # hot reload: all-or-nothing; on RULES_INVALID the old snapshot and revision stay active
-    docs.reload_texts([(label, json_text), ...])
+    docs = AnnotationDocs(parse_user_texts(user_rule_sources(config_dir / "annotations")))
+    # hot reload (e.g. from a watchfiles loop): all-or-nothing; on RULES_INVALID the old
+    # snapshot and revision stay active and the error lists {path, message} issues
+    docs.reload_texts(user_rule_sources(config_dir / "annotations"))
 
     # pvf_annotation_search (no archive access; for pvfVersion=current pass the workspace's
     # version as current_version, or None when no archive is open -> NO_ARCHIVE)
@@ -36,7 +37,7 @@ INVALID_VERSION, DOCUMENT_NOT_FOUND, DEFINITION_TOO_LARGE, SECTION_NOT_FOUND, RU
 ``DirectoryLookup`` serves an exported text tree from disk (CLI, tests).
 """
 
-from moddesk.pvf.annotations.docs import AnnotationDocs, parse_user_texts
+from moddesk.pvf.annotations.docs import AnnotationDocs, parse_user_texts, user_rule_sources
 from moddesk.pvf.annotations.lookup import DirectoryLookup, MappingLookup
 from moddesk.pvf.annotations.model import (
     SUPPORTED_VERSIONS,
@@ -63,4 +64,5 @@ __all__ = [
     "parse_document_text",
     "parse_script",
     "parse_user_texts",
+    "user_rule_sources",
 ]

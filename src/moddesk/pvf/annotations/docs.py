@@ -7,6 +7,7 @@ import json
 import threading
 import unicodedata
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from moddesk.kit.cursor import CursorCodec
@@ -789,3 +790,10 @@ def parse_user_texts(sources: Sequence[tuple[str, str]]) -> list[RuleDocument]:
     if problems:
         raise _rules_invalid(RuleValidationError("user rules", problems))
     return docs
+
+
+def user_rule_sources(folder: Path) -> list[tuple[str, str]]:
+    """(label, JSON text) of every ``*.json`` in a user rules folder, by name; labels never carry the path."""
+    if not folder.is_dir():
+        return []
+    return [(f"user:{p.name}", p.read_text("utf-8")) for p in sorted(folder.glob("*.json")) if p.is_file()]
