@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from moddesk.kit.agents import (
     Locations,
@@ -153,3 +155,58 @@ def test_system_skill_ships_with_the_package(loc: Locations) -> None:
     assert read_record(loc)[0]["system"] == "ra3"
     with pytest.raises(ServiceError):
         system_skill("chess")
+
+
+# -- fuzz: the marker, the record and SKILL.md are parsers too
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.one_of(st.binary(max_size=200), st.text(alphabet='{}[]:,"0a \n', max_size=60).map(str.encode)))
+def test_fuzz_marker_and_record_readers(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
+    tmp = tmp_path_factory.mktemp("fz")
+    loc = Locations.under(tmp / "home", project=tmp, platform="linux")
+    installed = tmp / "skill"
+    installed.mkdir()
+    (installed / "SKILL.md").write_bytes(b"x")
+    (installed / MARKER).write_bytes(data)
+    assert skill_state(installed) in ("unmanaged", "clean", "modified")
+    loc.skill_record.parent.mkdir(parents=True)
+    loc.skill_record.write_bytes(data)
+    try:
+        installs = read_record(loc)
+    except ServiceError as exc:
+        assert exc.code == "CONFIG_INVALID"
+        assert loc.skill_record.read_bytes() == data
+        return
+    assert all(isinstance(item["path"], str) for item in installs)
+    sync_skills(loc, dry_run=True)  # whatever the record says, a dry run never raises anything else
+
+
+def test_deeply_nested_record_is_invalid_not_a_crash(loc: Locations) -> None:
+    loc.skill_record.parent.mkdir(parents=True)
+    loc.skill_record.write_text("[" * 100_000, encoding="utf-8")
+    with pytest.raises(ServiceError):
+        read_record(loc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    body=st.one_of(
+        st.binary(max_size=200).map(lambda b: b.decode("utf-8", "replace")),
+        st.lists(
+            st.sampled_from(
+                ["---", "name: ok-name", "name: Bad Name", "description: d", "description:", "x", ""]
+            ),
+            max_size=6,
+        ).map("\n".join),
+    )
+)
+def test_fuzz_skill_front_matter(tmp_path_factory: pytest.TempPathFactory, body: str) -> None:
+    root = tmp_path_factory.mktemp("src")
+    (root / "SKILL.md").write_text(body, encoding="utf-8")
+    try:
+        skill = load_skill(root)
+    except ServiceError as exc:
+        assert exc.code == "SKILL_INVALID"
+        return
+    assert skill.name == "ok-name" and "SKILL.md" in skill.files

@@ -11,7 +11,7 @@ register_codes(
         "CONFIG_CHANGED": "The config file changed while the edit was prepared; nothing was written.",
         "LAUNCHER_TARGET_MISSING": "This interpreter cannot start moddesk, so no launcher can point at it.",
         "SKILL_SOURCE_MISSING": "The skill's source directory (with SKILL.md) does not exist.",
-        "SKILL_INVALID": "SKILL.md lacks front matter with a valid `name`.",
+        "SKILL_INVALID": "SKILL.md lacks front matter with a valid `name` and a `description`.",
     }
 )
 

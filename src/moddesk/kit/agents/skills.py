@@ -39,6 +39,7 @@ Action = Literal[
 
 _NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _FRONT_NAME = re.compile(r"^name:\s*['\"]?([^'\"\r\n]*?)['\"]?\s*$", re.MULTILINE)
+_FRONT_DESCRIPTION = re.compile(r"^description:[ \t]*\S", re.MULTILINE)
 
 
 def _hash_files(files: dict[str, bytes]) -> str:
@@ -94,14 +95,17 @@ def load_skill(root: Path, system: str | None = None) -> SkillSource:
         )
     text = skill_md.read_text(encoding="utf-8", errors="replace")
     name = None
+    described = False
     if text.startswith("---"):
         end = text.find("\n---", 3)
-        match = _FRONT_NAME.search(text[3:end] if end > 0 else "")
+        front = text[3:end] if end > 0 else ""
+        match = _FRONT_NAME.search(front)
         name = match.group(1).strip() if match else None
-    if not name or not _NAME.match(name) or len(name) > 64:
+        described = _FRONT_DESCRIPTION.search(front) is not None
+    if not name or not _NAME.match(name) or len(name) > 64 or not described:
         raise ServiceError(
             "SKILL_INVALID",
-            f"{skill_md} needs front matter with a `name:` of lowercase letters, digits and hyphens",
+            f"{skill_md} needs front matter with a `name:` (lowercase letters, digits, hyphens) and a `description:`",
             hint="Start SKILL.md with '---', 'name: my-skill', 'description: ...', '---'.",
             path=str(skill_md),
         )
@@ -146,8 +150,8 @@ def read_marker(path: Path) -> dict[str, Any] | None:
     """The managed marker of an installed skill dir, or None when there is none (or not ours)."""
     try:
         data = json.loads((path / MARKER).read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None  # RecursionError: absurdly nested JSON is not a marker we wrote
     if not isinstance(data, dict) or data.get("managedBy") != MANAGED_BY:
         return None
     if not isinstance(data.get("contentHash"), str) or not isinstance(data.get("files"), list):
@@ -200,7 +204,7 @@ def read_record(loc: Locations) -> list[dict[str, Any]]:
             for item in installs
         ):
             raise TypeError("installs must be a list of {skill, path, ...}")
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (json.JSONDecodeError, KeyError, TypeError, RecursionError) as exc:
         raise ServiceError(
             "CONFIG_INVALID",
             f"the skill install record {loc.skill_record} is damaged ({exc}); it was left untouched",
