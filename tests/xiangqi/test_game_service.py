@@ -258,3 +258,28 @@ def test_settings_from_toml_and_env(tmp_path: Path) -> None:
         error_of(Settings.load, tmp_path / "none.toml", env={"MODDESK_XIANGQI_THINK_TIME": "-1"}).code
         == "CONFIG_INVALID"
     )
+
+
+FAIRY = "/usr/games/fairy-stockfish"
+
+
+@pytest.mark.external
+def test_external_uci_engine_for_hints_and_local_opponent(tmp_path: Path) -> None:
+    import os
+
+    if not Path(FAIRY).exists():
+        if os.environ.get("MODDESK_REQUIRE_EXTERNAL") == "1":
+            pytest.fail(f"{FAIRY} is required (MODDESK_REQUIRE_EXTERNAL=1)")
+        pytest.skip(f"{FAIRY} not installed")
+    svc = GameService(settings(tmp_path, engine=f"uci:{FAIRY}", think_time=0.2, hint_time=0.3))
+    try:
+        value = svc.new("hero", "r", "local")
+        assert value["opponent"]["engine"] == f"uci:{FAIRY}"
+        hint = svc.hint(count=2)
+        legal = {m["iccs"] for m in svc.board()["legalMoves"]}
+        assert hint["candidates"] and all(c["iccs"] in legal and c["zh"] for c in hint["candidates"])
+        svc.move("hero", hint["candidates"][0]["iccs"])
+        answered = svc.wait_idle(value["sessionId"], 30)
+        assert answered["plies"] == 2 and answered["pending"] is None
+    finally:
+        svc.close()

@@ -7,7 +7,6 @@ and PV, an evaluation summary, and a move-by-move review with turning points).
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,8 +49,8 @@ class Analyst:
         self._lock = threading.Lock()  # an external engine process answers one request at a time
         self._external: Any = None
         if spec.startswith("uci:"):
-            # imported by name: the external-engine adapter lives in the engine core (engines.py)
-            engines = importlib.import_module("moddesk.xiangqi.engines")
+            from moddesk.xiangqi import engines
+
             self._external = engines.open_engine(spec[4:])
         elif spec != "builtin":
             raise ServiceError(
