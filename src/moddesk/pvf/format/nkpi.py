@@ -238,15 +238,22 @@ def _read_pool(src: ByteSource, pos: int, end: int, seed: int, mask: int, what: 
 
 
 def _inflate(data: bytes, size: int, *, what: str, offset: int | None = None) -> bytes:
+    """Inflate exactly ``size`` bytes and reach the stream end (so zlib's Adler-32 check runs)."""
     try:
         d = zlib.decompressobj()
-        out = d.decompress(data, size)
+        out = d.decompress(data, size + 1)
+        if len(out) == size and not d.eof:
+            extra = d.decompress(d.unconsumed_tail, 1)
+            if extra:
+                out += extra
     except zlib.error as exc:
         raise PvfFormatError("BAD_COMPRESSION", f"{what}: {exc}", offset=offset) from None
     if len(out) != size:
         raise PvfFormatError(
-            "BAD_COMPRESSION", f"{what} inflates to {len(out)} bytes, not {size}", offset=offset
+            "BAD_COMPRESSION", f"{what} inflates to {len(out)}+ bytes, not {size}", offset=offset
         )
+    if not d.eof:
+        raise PvfFormatError("BAD_COMPRESSION", f"{what}: compressed stream is cut short", offset=offset)
     return out
 
 

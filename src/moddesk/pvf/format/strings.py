@@ -163,7 +163,7 @@ class StringPools:
         s: str | None = None
         if raw is not None:
             if ref & 1:
-                s = raw.decode("utf-16-le", errors="surrogatepass")
+                s = raw[: len(raw) & ~1].decode("utf-16-le", errors="surrogatepass")
             else:
                 # 90CN's UTF-8 pool may hold GB18030 bytes (spec §4.5)
                 try:
