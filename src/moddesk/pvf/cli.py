@@ -26,9 +26,11 @@ app.add_typer(history_app, name="history")
 console = Console()
 err_console = Console(stderr=True)
 
-# the archive commands (info, ls, cat, extract, pack, generate) live with the formats
-if importlib.util.find_spec("moddesk.pvf.archive_cli") is not None:
-    importlib.import_module("moddesk.pvf.archive_cli").register(app)
+# the archive commands (info, ls, cat, extract, pack, generate) live with the formats, and the
+# annotation docs commands (docs search|get|explain|check) with the annotations
+for _module in ("moddesk.pvf.archive_cli", "moddesk.pvf.annotations_cli"):
+    if importlib.util.find_spec(_module) is not None:
+        importlib.import_module(_module).register(app)
 
 ServerOption = Annotated[
     str | None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,9 @@ def run(console: Console) -> None:
     """Generate an archive, serve it, and walk info → open → search → read → save_as → close."""
     from moddesk.pvf.serve import Workbench
     from moddesk.pvf.service import PvfService
+
+    for noisy in ("httpx", "mcp"):  # one line per HTTP request would bury the walk-through
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
     with tempfile.TemporaryDirectory(prefix="moddesk pvf demo ") as folder:
         archive = write_sample_archive(Path(folder) / "Script demo.pvf")

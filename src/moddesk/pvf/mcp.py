@@ -53,6 +53,7 @@ class WorkspaceInfo(_Open):
     fileCount: int | None
     sourceDirty: bool
     indexStatus: str
+    indexTaskId: str | None = None
     versionStatus: str
 
 
@@ -318,6 +319,91 @@ def build_server(service: PvfService) -> MCPServer:
         save, save_as, index builds)."""
         return _task_view(service.task_status(taskId, logCursor, logLimit))
 
+    def pvf_annotation_search(
+        query: Annotated[
+            str | None, Field(description="keywords; all must match (Chinese by substring)")
+        ] = None,
+        filePath: Annotated[str | None, Field(description="an archive path to match rules against")] = None,
+        pathKind: Literal["file", "directory"] = "file",
+        extensions: Annotated[list[str] | None, Field(description='e.g. [".equ"]')] = None,
+        section: Annotated[str | None, Field(description="section name, e.g. [grade]")] = None,
+        kinds: Annotated[
+            list[Literal["rule", "field"]] | None, Field(description="rule and/or field")
+        ] = None,
+        targetKinds: list[str] | None = None,
+        annotationTypes: list[str] | None = None,
+        relation: str | None = None,
+        pvfVersion: Annotated[
+            str, Field(description="current (needs workspaceId), all, or a version")
+        ] = "current",
+        workspaceId: Annotated[str | None, Field(description="required for pvfVersion=current")] = None,
+        status: Literal["effective", "all"] = "effective",
+        cursor: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    ) -> dict[str, Any]:
+        """Find annotation docs that explain what PVF fields mean (rules and shared fields), with
+        summaries and documentIds. Filters are AND-ed, list items OR-ed. Read-only; no archive read."""
+        return service.annotation_search(
+            workspaceId,
+            query=query,
+            file_path=filePath,
+            path_kind=pathKind,
+            extensions=extensions,
+            section=section,
+            kinds=kinds,
+            target_kinds=targetKinds,
+            annotation_types=annotationTypes,
+            relation=relation,
+            pvf_version=pvfVersion,
+            status=status,
+            cursor=cursor,
+            limit=limit,
+        )
+
+    def pvf_annotation_get(
+        documentId: Annotated[str, Field(description="documentId from an annotation search")],
+        rulesRevision: Annotated[str, Field(description="rulesRevision of that search")],
+        value: Annotated[str | None, Field(description="one enum key to look up exactly")] = None,
+        valuesCursor: str | None = None,
+        valuesLimit: Annotated[int, Field(ge=1, le=100)] = 50,
+    ) -> dict[str, Any]:
+        """The full definition of one annotation doc: raw and resolved rule, paged enum values,
+        relations. STALE_RULES when the rules changed: search again."""
+        return service.annotation_get(
+            documentId, rulesRevision, value=value, values_cursor=valuesCursor, values_limit=valuesLimit
+        )
+
+    def pvf_annotation_explain(
+        workspaceId: WorkspaceId,
+        filePath: Annotated[str, Field(description="archive path of an existing script file")],
+        expectedRevision: Annotated[
+            int | None, Field(description="fail if the workspace moved past it")
+        ] = None,
+        rulesRevision: str | None = None,
+        section: str | None = None,
+        occurrence: Annotated[int | None, Field(ge=0)] = None,
+        tokenIndex: Annotated[int | None, Field(ge=0)] = None,
+        startLine: Annotated[int | None, Field(ge=1)] = None,
+        endLine: Annotated[int | None, Field(ge=1)] = None,
+        cursor: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    ) -> dict[str, Any]:
+        """Explain what the annotation rules say about a real file of the open archive: matched
+        annotations with ranges, value labels and resolved references. Read-only."""
+        return service.annotation_explain(
+            workspaceId,
+            filePath,
+            expectedRevision,
+            rules_revision=rulesRevision,
+            section=section,
+            occurrence=occurrence,
+            token_index=tokenIndex,
+            start_line=startLine,
+            end_line=endLine,
+            cursor=cursor,
+            limit=limit,
+        )
+
     add_tool(server, pvf_workspace_info, title="Workspace info", read_only=True, text=_info_text)
     add_tool(server, pvf_search, title="Search the archive", read_only=True, text=_search_text)
     add_tool(server, pvf_read_file, title="Read an archive file", read_only=True, text=_read_text)
@@ -337,4 +423,7 @@ def build_server(service: PvfService) -> MCPServer:
         server, pvf_archive_save_as, title="Save a copy", read_only=False, destructive=True, text=_task_text
     )
     add_tool(server, pvf_task_status, title="Task status", read_only=True, text=_task_text)
+    add_tool(server, pvf_annotation_search, title="Search annotation docs", read_only=True)
+    add_tool(server, pvf_annotation_get, title="Get an annotation doc", read_only=True)
+    add_tool(server, pvf_annotation_explain, title="Explain a file's annotations", read_only=True)
     return server

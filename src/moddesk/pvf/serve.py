@@ -41,6 +41,11 @@ def settings_path() -> Path:
     return Path(folder) / "pvf.toml"
 
 
+def rules_dir() -> Path:
+    """The folder of the user's annotation rule files (``*.json``)."""
+    return settings_path().parent / "annotations"
+
+
 def load_settings(path: Path | None = None) -> McpSettings:
     """The saved settings, defaults when there are none; CONFIG_INVALID if the file is unreadable."""
     target = path or settings_path()
@@ -87,7 +92,7 @@ class Workbench:
     """The service plus its MCP endpoint on a loopback port (0 = any free port)."""
 
     def __init__(self, service: PvfService | None = None, port: int = DEFAULT_PORT) -> None:
-        self.service = service or PvfService()
+        self.service = service or PvfService(rules_dir=rules_dir())
         self.server: LoopbackServer = serve_http(build_server(self.service), port)
 
     @property

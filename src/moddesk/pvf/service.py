@@ -25,6 +25,7 @@ from moddesk.kit.files import FileIdentity, atomic_writer, publish_no_overwrite
 from moddesk.kit.ledger import LOCAL_SCOPE, RequestLedger
 from moddesk.kit.plans import PlanRegistry
 from moddesk.kit.tasks import TaskContext, TaskManager
+from moddesk.pvf.annotations import AnnotationDocs, parse_user_texts, user_rule_sources
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.history import History
 from moddesk.pvf.search import (
@@ -73,6 +74,7 @@ class PvfService:
         plans: PlanRegistry | None = None,
         drafts: DraftRegistry | None = None,
         index_wait: float = INDEX_WAIT_SECONDS,
+        rules_dir: Path | None = None,
     ) -> None:
         self.tasks = tasks or TaskManager()
         self.ledger = ledger or RequestLedger()
@@ -90,6 +92,7 @@ class PvfService:
         self._writers: dict[str, str] = {}
         self._index: _IndexState | None = None
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        self.annotations, self.annotation_status = _load_annotations(rules_dir)
 
     # ------------------------------------------------------------------ info and events
 
@@ -107,7 +110,9 @@ class PvfService:
                 "fileCount": None,
                 "sourceDirty": False,
                 "indexStatus": "none",
+                "indexTaskId": None,
                 "versionStatus": self.version_status,
+                "annotationStatus": self.annotation_status,
                 "drafts": self.drafts.snapshot(),
                 "runningTasks": self._running_tasks(),
                 "lifecycleTask": self._lifecycle_task,
@@ -124,6 +129,7 @@ class PvfService:
                 fileCount=ws.file_count,
                 sourceDirty=ws.dirty,
                 indexStatus=self._index_status(),
+                indexTaskId=self._index.task_id if self._index is not None else None,
             )
             return base
 
@@ -901,6 +907,64 @@ class PvfService:
             revision = ws.checkout(history, history.state(history.head))
         return {"ok": True, "commit": commit.to_dict() if commit else None, "revision": revision}
 
+    # ------------------------------------------------------------------ annotation docs (seed 000)
+
+    def _annotation_context(self, workspace_id: str | None) -> tuple[str | None, str | None]:
+        """(workspaceId, pvf version) of the open workspace; STALE_WORKSPACE for another id."""
+        with self._state:
+            ws = self.workspace
+            if ws is None:
+                return workspace_id, None
+            if workspace_id is not None and workspace_id != ws.workspace_id:
+                self._require_workspace(workspace_id)
+            return ws.workspace_id, ws.format
+
+    def annotation_search(self, workspace_id: str | None = None, **filters: Any) -> dict[str, Any]:
+        """pvf_annotation_search: rule and field summaries with documentIds (no archive read)."""
+        ws_id, version = self._annotation_context(workspace_id)
+        return self.annotations.search(
+            workspace_id=ws_id if workspace_id else None, current_version=version, **filters
+        )
+
+    def annotation_get(self, document_id: str, rules_revision: str, **options: Any) -> dict[str, Any]:
+        """pvf_annotation_get: one definition with paged enum values and relations."""
+        return self.annotations.get(document_id, rules_revision, **options)
+
+    def annotation_explain(
+        self, workspace_id: str, path: str, expected_revision: int | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """pvf_annotation_explain: what the rules say about a real file of the open archive."""
+        with self._state:
+            ws = self._require_workspace(workspace_id)
+        name = normalize_path(path)
+        with ws.lock:  # the committed text and its revision, read together
+            self._check_revision(ws, expected_revision)
+            revision = ws.revision
+            if not ws.exists(name):
+                raise ServiceError(
+                    "NOT_FOUND",
+                    f"no entry {path!r} in the archive",
+                    hint="Search by path to find the exact archive path.",
+                    path=path,
+                    revision=revision,
+                )
+            text = ws.current_text_or_none(name)
+        if text is None:
+            raise ServiceError(
+                "INVALID_ARGUMENT",
+                f"{name} is a binary entry",
+                hint="Explain works on script and text files.",
+            )
+        return self.annotations.explain(
+            name,
+            text,
+            workspace_id=workspace_id,
+            revision=revision,
+            pvf_version=ws.format,
+            lookup=_WorkspaceLookup(ws),
+            **options,
+        )
+
     # ------------------------------------------------------------------ shutdown
 
     def shutdown(self, timeout: float = 60.0) -> None:
@@ -1019,6 +1083,29 @@ def _temp_sibling(target: Path) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
+
+
+class _WorkspaceLookup:
+    """The annotation engine's ``ArchiveLookup`` over the workspace's current content."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self._ws = ws
+
+    def read_text(self, path: str) -> str | None:
+        return self._ws.current_text_or_none(normalize_path(path))
+
+    def exists(self, path: str) -> bool:
+        return self._ws.exists(normalize_path(path))
+
+
+def _load_annotations(rules_dir: Path | None) -> tuple[AnnotationDocs, str]:
+    """The annotation docs with the user's rule files; invalid user rules fall back to the builtin."""
+    if rules_dir is None:
+        return AnnotationDocs(), "builtin"
+    try:
+        return AnnotationDocs(parse_user_texts(user_rule_sources(rules_dir))), f"builtin + user ({rules_dir})"
+    except ServiceError as exc:
+        return AnnotationDocs(), f"builtin only: user rules rejected ({exc.code}: {exc.message})"
 
 
 def _attach_history(target: Path, candidate: Workspace) -> tuple[History | None, str]:

@@ -1,0 +1,161 @@
+"""`moddesk pvf serve|mcp|search|read|history` on real archives, in-process and as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from moddesk.pvf.archive import Archive
+from moddesk.pvf.cli import app
+from moddesk.pvf.generate import generate_archive
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    folder = tmp_path / "cli test"
+    folder.mkdir()
+    path = folder / "Script gen.pvf"
+    generate_archive(path, files=200)
+    return path
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "config dir"
+    monkeypatch.setenv("MODDESK_CONFIG_DIR", str(folder))
+    return folder
+
+
+def test_search_and_read_on_a_file(archive: Path) -> None:
+    result = runner.invoke(
+        app, ["search", str(archive), "-q", "[grade]", "--ext", ".equ", "--limit", "3", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    pages = json.loads(result.stdout)
+    hits = pages[0]["hits"]
+    assert len(hits) == 3 and all(h["path"].endswith(".equ") for h in hits)
+    first = hits[0]["path"]
+    read = runner.invoke(app, ["read", str(archive), "--path", first, "--lines", "2"])
+    assert read.exit_code == 0 and read.stdout.startswith("#PVF_File")
+    with Archive.open(archive) as pvf:
+        assert read.stdout.splitlines()[0:2] == pvf.read_text(first).split("\n")[0:2]
+    missing = runner.invoke(app, ["read", str(archive), "--path", "no/such.equ"])
+    assert missing.exit_code == 2 and "NOT_FOUND" in missing.stderr
+    bad = runner.invoke(app, ["search", str(archive), "-q", "(a+)+", "--mode", "regex"])
+    assert bad.exit_code == 2 and "INVALID_PATTERN" in bad.stderr
+
+
+def test_history_commands(archive: Path, tmp_path: Path) -> None:
+    assert runner.invoke(app, ["history", "init", str(archive)]).exit_code == 0
+    again = runner.invoke(app, ["history", "init", str(archive)])
+    assert again.exit_code == 2 and "HISTORY_EXISTS" in again.stderr
+    log = runner.invoke(app, ["history", "log", str(archive)])
+    assert log.exit_code == 0
+    diff = runner.invoke(app, ["history", "diff", str(archive)])
+    assert diff.exit_code == 0 and "0 paths differ" in diff.stdout
+    out = tmp_path / "checkout copy.pvf"
+    missing = runner.invoke(app, ["history", "checkout", str(archive), "abcdef12", "-o", str(out)])
+    assert missing.exit_code == 2 and "COMMIT_NOT_FOUND" in missing.stderr
+
+
+def test_mcp_settings_persist(config_dir: Path) -> None:
+    shown = runner.invoke(app, ["mcp"])
+    assert shown.exit_code == 0 and "enabled, port 47815" in shown.stdout
+    changed = runner.invoke(app, ["mcp", "--disable", "--port", "47999"])
+    assert changed.exit_code == 0
+    text = (config_dir / "pvf.toml").read_text()
+    assert "enabled = false" in text and "port = 47999" in text
+    refused = runner.invoke(app, ["serve"])
+    assert refused.exit_code == 2 and "MCP_DISABLED" in refused.stderr
+    assert "enabled, port 47999" in runner.invoke(app, ["mcp", "--enable"]).stdout
+
+
+@pytest.fixture
+def served(archive: Path, config_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    env = {**os.environ, "MODDESK_CONFIG_DIR": str(config_dir), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from moddesk.cli import main; main()",
+            "pvf",
+            "serve",
+            str(archive),
+            "--port",
+            "0",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, "COLUMNS": "200"},
+    )
+    assert proc.stdout is not None
+    url = None
+    lines = []
+    for _ in range(40):
+        line = proc.stdout.readline()
+        lines.append(line)
+        found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", line)
+        if found and "MCP endpoint" in line:
+            url = found.group(1)
+        if "Ctrl+C" in line:
+            break
+    assert url is not None, lines
+    try:
+        yield proc, "".join(lines)
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_serve_prints_config_and_answers_cli_mirrors(served: tuple[subprocess.Popen[str], str]) -> None:
+    _proc, banner = served
+    url = re.search(r"MCP endpoint: (\S+)", banner)
+    assert url is not None
+    config = json.loads(banner[banner.index("{") : banner.rindex("}") + 1])
+    assert config["mcpServers"]["moddesk-pvf"]["url"] == url.group(1)
+    remote = runner.invoke(
+        app, ["search", "-q", "[price]", "--limit", "2", "--json", "--server", url.group(1)]
+    )
+    assert remote.exit_code == 0, remote.output
+    hits = json.loads(remote.stdout)[0]["hits"]
+    assert len(hits) == 2
+    read = runner.invoke(app, ["read", "--path", hits[0]["path"], "--server", url.group(1)])
+    assert read.exit_code == 0 and "[price]" in read.stdout
+
+
+def test_serve_port_in_use_is_a_clear_error(archive: Path, config_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from moddesk.cli import main; main()",
+                "pvf",
+                "serve",
+                "--port",
+                str(port),
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MODDESK_CONFIG_DIR": str(config_dir)},
+            timeout=60,
+        )
+    assert done.returncode == 2
+    assert "PORT_IN_USE" in done.stderr and str(port) in done.stderr
