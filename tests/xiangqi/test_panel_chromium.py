@@ -74,6 +74,7 @@ def page(served: tuple[GameService, LoopbackServer]) -> Iterator[Any]:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
             context = browser.new_context(viewport={"width": 1000, "height": 720}, locale="zh-CN")
+            context.set_default_timeout(60000)  # two shared cores under parallel test load
             yield context.new_page()
         finally:
             browser.close()
@@ -94,21 +95,21 @@ def test_play_local_engine_undo_hint(served: tuple[GameService, LoopbackServer],
     page.click('g.piece[data-square="70"]')  # the red cannon on h2
     page.wait_for_selector('circle.target-hit[data-target="67"]')
     page.click('circle.target-hit[data-target="67"]', force=True)
-    page.wait_for_function("document.querySelectorAll('#movelist li').length >= 2", timeout=20000)
+    page.wait_for_function("document.querySelectorAll('#movelist li').length >= 2", timeout=60000)
     moves = _moves(page)
     assert moves[0] == "炮二平五" and len(moves) == 2
     assert page.locator("#status").inner_text() == "轮到你走"
-    page.wait_for_function("document.getElementById('evaltext').textContent !== ''", timeout=20000)
+    page.wait_for_function("document.getElementById('evaltext').textContent !== ''", timeout=60000)
 
     page.click("#btn-hint")
-    page.wait_for_selector("#hints .candidate", timeout=20000)
+    page.wait_for_selector("#hints .candidate", timeout=60000)
     assert page.locator("#hints .candidate").count() >= 1
     shot = artifact_dir() / "xiangqi-panel.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
 
     page.click("#btn-undo")
-    page.wait_for_function("document.querySelectorAll('#movelist li').length === 0", timeout=10000)
+    page.wait_for_function("document.querySelectorAll('#movelist li').length === 0", timeout=60000)
     assert page.locator('g.piece[data-square="70"]').count() == 1  # the cannon is home again
     assert errors == []
 
@@ -135,10 +136,10 @@ def test_model_reply_arrives_by_polling(served: tuple[GameService, LoopbackServe
     page.wait_for_selector('g.piece[data-square="70"].movable')
     page.click('g.piece[data-square="70"]')
     page.click('circle.target-hit[data-target="67"]', force=True)
-    page.wait_for_function("document.getElementById('status').textContent === '对手思考中…'", timeout=10000)
+    page.wait_for_function("document.getElementById('status').textContent === '对手思考中…'", timeout=60000)
     result = _model_move(http.url, "马8进7")["result"]
     assert not result.is_error, result.content[0].text
-    page.wait_for_function("document.querySelectorAll('#movelist li').length === 2", timeout=10000)
+    page.wait_for_function("document.querySelectorAll('#movelist li').length === 2", timeout=60000)
     assert _moves(page) == ["炮二平五", "马8进7"]
     assert page.locator("#status").inner_text() == "轮到你走"
     page.screenshot(path=str(artifact_dir() / "xiangqi-panel-model.png"), full_page=True)
@@ -152,11 +153,11 @@ def test_review_and_resign(served: tuple[GameService, LoopbackServer], page: Any
     page.goto(f"{http.url}/xiangqi/?session={value['sessionId']}")
     page.wait_for_function("document.querySelectorAll('#movelist li').length === 2")
     page.click("#btn-review")
-    page.wait_for_selector("#review polyline", timeout=20000)
+    page.wait_for_selector("#review polyline", timeout=60000)
     assert page.locator("#review").is_visible()
     page.on("dialog", lambda dialog: dialog.accept())
     page.click("#btn-resign")
     page.wait_for_function(
-        "document.getElementById('status').textContent.startsWith('对局结束')", timeout=10000
+        "document.getElementById('status').textContent.startsWith('对局结束')", timeout=60000
     )
     assert service.state(value["sessionId"])["status"]["state"] == "resigned"
