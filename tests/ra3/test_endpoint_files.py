@@ -6,9 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from moddesk.ra3 import endpoints
 from moddesk.ra3.endpoints import (
@@ -128,3 +131,63 @@ def test_process_liveness_with_real_processes() -> None:
         proc.kill()
         proc.wait()
     assert not is_process_alive(proc.pid, created)
+
+
+def test_a_second_indexer_of_the_same_project_keeps_it_reachable(home: Path, tmp_path: Path) -> None:
+    a = tmp_path / "a"
+    a.mkdir()
+    first = EndpointPublisher("http://127.0.0.1:1111", "tok-1")
+    first.publish([str(a)])
+    second = EndpointPublisher("http://127.0.0.1:2222", "tok-2")
+    second.publish([str(a)])  # same project: the newer process takes the file over
+    assert second.withdraw()  # ...and removes it when it exits
+    assert read_endpoint_for_project(a) is None
+    restored = first.republish_missing()
+    assert endpoint_path_for_project(a) in restored
+    record = read_endpoint_for_project(a)
+    assert record is not None and record.token == "tok-1"
+    assert first.republish_missing() == []  # nothing missing: nothing rewritten
+    first.withdraw()
+    assert first.republish_missing() == [] and read_endpoint_for_project(a) is None  # closed for good
+
+
+@settings(max_examples=200, deadline=None)
+@given(content=st.one_of(st.binary(max_size=300), st.from_regex(r"\{.*\}", fullmatch=True).map(str.encode)))
+def test_fuzz_endpoint_file_parses_or_is_ignored(content: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "e.json"
+        path.write_bytes(content)
+        record = read_endpoint(path)
+        assert record is None or (isinstance(record.url, str) and record.processId > 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.dictionaries(
+        st.sampled_from(
+            [
+                "url",
+                "token",
+                "processId",
+                "projectDir",
+                "startedAt",
+                "processCreateTime",
+                "projects",
+                "schemaVersion",
+            ]
+        ),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.floats(),
+            st.text(max_size=20),
+            st.lists(st.text(max_size=5)),
+        ),
+    )
+)
+def test_fuzz_endpoint_records(data: dict[str, object]) -> None:
+    from moddesk.ra3.endpoints import Endpoint
+
+    record = Endpoint.from_mapping(data)
+    assert record is None or (record.processId > 0 and isinstance(record.projectDir, str))

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -21,7 +23,7 @@ from moddesk.kit.http import LoopbackServer
 from moddesk.ra3 import endpoints
 from moddesk.ra3.demo import write_demo_mod
 from moddesk.ra3.endpoints import Endpoint, endpoint_path_for_project, read_endpoint_for_project
-from moddesk.ra3.live import LiveClient
+from moddesk.ra3.live import LiveClient, query_verbs
 from moddesk.ra3.mcp import Ra3Backend
 from moddesk.ra3.watch import Watcher
 
@@ -247,3 +249,39 @@ def test_stop_removes_only_own_endpoint_files(home: Path, tmp_path: Path) -> Non
     finally:
         wb.stop()
     assert not endpoints.global_endpoint_path().exists()
+
+
+def test_fuzz_query_bodies_get_a_structured_answer(home: Path, tmp_path: Path) -> None:
+    project = write_demo_mod(tmp_path / "mod")
+    watcher = Watcher([project], snapshots=False).start()
+    try:
+        assert watcher.projects[0].index.wait_until_final(30)
+        auth = {"Authorization": f"Bearer {watcher.server.token}"}
+        verbs = sorted(query_verbs())
+
+        @settings(max_examples=60, deadline=None)
+        @given(
+            verb=st.sampled_from([*verbs, "nope"]),
+            body=st.one_of(
+                st.binary(max_size=200),
+                st.dictionaries(
+                    st.sampled_from(
+                        ["id", "type", "limit", "cursor", "path", "name", "source", "depth", "x"]
+                    ),
+                    st.one_of(
+                        st.none(), st.integers(), st.text(max_size=30), st.lists(st.integers(), max_size=3)
+                    ),
+                ).map(lambda d: json.dumps(d).encode()),
+            ),
+        )
+        def check(verb: str, body: bytes) -> None:
+            r = httpx.post(f"{watcher.server.url}/query/{verb}", content=body, headers=auth)
+            assert r.status_code in (200, 400, 404, 409, 422), r.text
+            payload = r.json()
+            assert isinstance(payload["ok"], bool)
+            if not payload["ok"]:
+                assert payload["error"] and payload["message"]
+
+        check()
+    finally:
+        watcher.stop()

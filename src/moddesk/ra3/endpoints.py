@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -94,6 +95,7 @@ class Endpoint:
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
             return None
         create_time = data.get("processCreateTime")
+        version = data.get("schemaVersion")
         projects = data.get("projects") or []
         return cls(
             url=url,
@@ -103,7 +105,7 @@ class Endpoint:
             startedAt=str(data.get("startedAt", "")),
             processCreateTime=float(create_time) if isinstance(create_time, (int, float)) else None,
             projects=[p for p in projects if isinstance(p, str)] if isinstance(projects, list) else [],
-            schemaVersion=int(data.get("schemaVersion", ENDPOINT_SCHEMA_VERSION)),
+            schemaVersion=version if isinstance(version, int) else ENDPOINT_SCHEMA_VERSION,
         )
 
     def serves(self, project_dir: str | os.PathLike[str]) -> bool:
@@ -170,6 +172,9 @@ class EndpointPublisher:
         self.create_time = process_create_time(self.pid)
         self.started_at = now_iso()
         self._written: set[Path] = set()
+        self._projects: list[str] = []
+        self._lock = threading.Lock()
+        self._closed = False
 
     def _record(self, project_dir: str, projects: list[str]) -> Endpoint:
         return Endpoint(
@@ -184,16 +189,31 @@ class EndpointPublisher:
 
     def publish(self, project_dirs: list[str]) -> list[Path]:
         """Write one file per project plus the global fallback; returns the paths written."""
-        normalized = [normalize_project_dir(p) for p in project_dirs]
+        with self._lock:
+            if self._closed:
+                return []
+            self._projects = [normalize_project_dir(p) for p in project_dirs]
+            return self._write(self._projects, only_missing=False)
+
+    def republish_missing(self) -> list[Path]:
+        """Rewrite our files that vanished (e.g. removed by another indexer of the same project)."""
+        with self._lock:
+            if self._closed or not self._projects:
+                return []
+            return self._write(self._projects, only_missing=True)
+
+    def _write(self, normalized: list[str], *, only_missing: bool) -> list[Path]:
         # the files hold a bearer token: keep the folder private to the user
         endpoints_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
         written: list[Path] = []
         for project in normalized:
             path = endpoint_path_for_project(project)
+            if only_missing and path.exists():
+                continue  # present: ours, or another live indexer's; never fight over it
             atomic_write_text(path, self._record(project, [project]).to_json())
             written.append(path)
-        if normalized:
-            path = global_endpoint_path()
+        path = global_endpoint_path()
+        if normalized and not (only_missing and path.exists()):
             atomic_write_text(path, self._record(normalized[0], normalized).to_json())
             written.append(path)
         self._written.update(written)
@@ -210,10 +230,12 @@ class EndpointPublisher:
 
     def withdraw(self) -> list[Path]:
         """Remove the files this process wrote that still carry its token; returns those removed."""
-        removed: list[Path] = []
-        for path in sorted(self._written):
-            if self.owns(read_endpoint(path)):
-                path.unlink(missing_ok=True)
-                removed.append(path)
-        self._written.clear()
-        return removed
+        with self._lock:
+            self._closed = True
+            removed: list[Path] = []
+            for path in sorted(self._written):
+                if self.owns(read_endpoint(path)):
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
+            self._written.clear()
+            return removed

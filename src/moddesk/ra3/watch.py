@@ -37,7 +37,9 @@ logger = logging.getLogger("moddesk.ra3.watch")
 
 WATCHED_SUFFIXES = frozenset({".xml", ".xsd", ".babproj", ".manifest", ".w3x"})
 DEFAULT_QUIET_SECONDS = 5.0
+_SNAPSHOT, _STOP = "snapshot", "stop"  # worker jobs besides a set of changed paths
 MAX_WAIT_SECONDS = 120.0
+ENDPOINT_REFRESH_SECONDS = 5.0
 
 
 def _relevant(change: watchfiles.Change, path: str) -> bool:
@@ -85,7 +87,7 @@ class WatchedProject:
         self.snapshot = SnapshotInfo()
         self._on_progress = on_progress
         self._on_event = on_event or (lambda project, message: None)
-        self._changes: queue.Queue[set[str] | None] = queue.Queue()
+        self._jobs: queue.Queue[set[str] | str] = queue.Queue()
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
         self._thread = threading.Thread(target=self._work, name=f"ra3-index-{folder.name}", daemon=True)
@@ -103,16 +105,19 @@ class WatchedProject:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the worker (after the change it is applying) and flush a pending snapshot."""
-        self._changes.put(None)
-        self._thread.join(timeout)
         with self._timer_lock:
             timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
-        # best effort on exit (seed §4.6): save a final index that has no snapshot yet
-        self._write_snapshot_if_quiet(force=True)
+        self._jobs.put(_STOP)
+        self._thread.join(timeout)
+        if not self._thread.is_alive() and self.snapshots:
+            # best effort on exit (seed §4.6): save a final index that has no snapshot yet
+            self._write_snapshot()
 
     def _work(self) -> None:
+        # Every mutation of the index (build, update) and every snapshot write happens on this one
+        # thread, so a snapshot never races an update and needs no lock that would block queries.
         try:
             self.index.build(self._progress)
             self._on_event(self.project_dir, f"indexed: {self._stats_line()}")
@@ -121,22 +126,21 @@ class WatchedProject:
             self._on_event(self.project_dir, f"build failed: {exc}")
         self._schedule_snapshot()
         while True:
-            batch = self._changes.get()
-            if batch is None:
-                return
-            # coalesce everything that queued up meanwhile into one update
-            stop = False
-            while True:
+            jobs = [self._jobs.get()]
+            while True:  # coalesce everything that queued up meanwhile
                 try:
-                    more = self._changes.get_nowait()
+                    jobs.append(self._jobs.get_nowait())
                 except queue.Empty:
                     break
-                if more is None:
-                    stop = True
-                    break
-                batch |= more
-            self._apply(batch)
-            if stop:
+            changed: set[str] = set()
+            for job in jobs:
+                if isinstance(job, set):
+                    changed |= job
+            if changed:
+                self._apply(changed)  # reschedules the snapshot: a pending request is dropped
+            elif _SNAPSHOT in jobs:
+                self._write_snapshot()
+            if _STOP in jobs:
                 return
 
     def _apply(self, paths: set[str]) -> None:
@@ -178,7 +182,7 @@ class WatchedProject:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-        self._changes.put(batch)
+        self._jobs.put(batch)
 
     # -- snapshots ---------------------------------------------------------------------------
     def _schedule_snapshot(self) -> None:
@@ -187,25 +191,22 @@ class WatchedProject:
         with self._timer_lock:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = threading.Timer(self.quiet_seconds, self._write_snapshot_if_quiet)
+            self._timer = threading.Timer(self.quiet_seconds, self._request_snapshot)
             self._timer.daemon = True
             self._timer.start()
 
-    def _write_snapshot_if_quiet(self, force: bool = False) -> None:
+    def _request_snapshot(self) -> None:
         with self._timer_lock:
-            if not force:
-                self._timer = None
+            self._timer = None
+        self._jobs.put(_SNAPSHOT)  # written by the worker, between updates
+
+    def _write_snapshot(self) -> None:
         status = self.index.status()
-        if not status.complete or self.snapshot.build_id == status.build_id:
-            return  # changed again meanwhile, or this build is already saved
+        data = self.index.data
+        if data is None or not status.complete or self.snapshot.build_id == status.build_id:
+            return  # not final, or this build is already saved
         try:
-            # hold the index lock: an incremental update patches the data in place
-            with self.index.lock:
-                data = self.index.data
-                status = self.index.status()
-                if data is None or not status.complete:
-                    return
-                path = write_snapshot(data, status)
+            path = write_snapshot(data, status)
             self.snapshot = SnapshotInfo(
                 path=str(path),
                 written_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -287,6 +288,9 @@ class Watcher:
         self.publisher = EndpointPublisher(self.server.url, self.server.token)
         self._stop = threading.Event()
         self._watch_thread = threading.Thread(target=self._watch, name="ra3-watch", daemon=True)
+        self._refresh_thread = threading.Thread(
+            target=self._keep_published, name="ra3-endpoints", daemon=True
+        )
 
     def start(self) -> Watcher:
         """Serve, publish the endpoint files, build, and watch (all in the background)."""
@@ -296,7 +300,16 @@ class Watcher:
         for project in self.projects:
             project.start()
         self._watch_thread.start()
+        self._refresh_thread.start()
         return self
+
+    def _keep_published(self) -> None:
+        # another indexer of the same project may exit and remove "its" file: put ours back
+        while not self._stop.wait(ENDPOINT_REFRESH_SECONDS):
+            try:
+                self.publisher.republish_missing()
+            except OSError:
+                logger.exception("could not refresh the endpoint files")
 
     def _owner(self, path: str) -> WatchedProject | None:
         key = os.path.normcase(path)
@@ -334,6 +347,7 @@ class Watcher:
         self._stop.set()
         removed = self.publisher.withdraw()
         self._watch_thread.join(5.0)
+        self._refresh_thread.join(5.0)
         for project in self.projects:
             project.stop()
         self.server.stop()
