@@ -283,3 +283,42 @@ def test_external_uci_engine_for_hints_and_local_opponent(tmp_path: Path) -> Non
         assert answered["plies"] == 2 and answered["pending"] is None
     finally:
         svc.close()
+
+
+BROKEN_ENGINE = """
+import sys
+searches = 0
+for line in sys.stdin:
+    word = line.split()[0] if line.split() else ""
+    if word == "uci":
+        print("id name broken-on-purpose")
+        print("uciok", flush=True)
+    elif word == "isready":
+        print("readyok", flush=True)
+    elif word == "go":
+        searches += 1
+        if searches > 1:
+            sys.exit(3)  # dies in the middle of a real search
+        print("bestmove h2e2", flush=True)
+"""
+
+
+def test_engine_crash_reports_ai_failed(tmp_path: Path) -> None:
+    import sys
+
+    script = tmp_path / "broken engine.py"
+    script.write_text(BROKEN_ENGINE, encoding="utf-8")
+    command = f'uci:"{sys.executable}" "{script}"'
+    svc = GameService(settings(tmp_path, engine=command))
+    try:
+        value = svc.new("hero", "r", "local")
+        svc.move("hero", "h2e2")
+        failed = svc.wait_idle(value["sessionId"], 30)
+        assert failed["pending"] == "ai-failed" and failed["message"]["code"] == "ai.failed"
+        assert failed["plies"] == 1 and failed["phase"] == "playing"
+        retried = svc.fallback(value["sessionId"])  # the person may ask again; it fails the same way
+        assert retried["pending"] in ("ai-thinking", "ai-failed")
+        assert svc.wait_idle(value["sessionId"], 30)["pending"] == "ai-failed"
+        assert svc.undo("hero", 1)["plies"] == 0  # and can always take the move back
+    finally:
+        svc.close()

@@ -83,9 +83,19 @@ class Analyst:
         ]
 
     def _external_lines(self, game: Game, seconds: float, multipv: int, depth: int | None) -> list[Line]:
-        infos = self._external.analyse(
-            game.start_fen, game.moves(), time_limit=seconds, depth=depth, multipv=multipv
-        )
+        try:
+            infos = self._external.analyse(
+                game.start_fen, game.moves(), time_limit=seconds, depth=depth, multipv=multipv
+            )
+        except ServiceError:
+            # a crashed or wedged engine process gets one restart; a second failure is reported
+            from moddesk.xiangqi import engines
+
+            self._external.close()
+            self._external = engines.open_engine(self.spec[4:])
+            infos = self._external.analyse(
+                game.start_fen, game.moves(), time_limit=seconds, depth=depth, multipv=multipv
+            )
         return [
             Line(move=i.pv[0], score=i.score, mate=i.mate, depth=i.depth, pv=list(i.pv))
             for i in infos
