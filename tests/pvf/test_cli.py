@@ -30,6 +30,13 @@ def archive(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache dir"
+    monkeypatch.setenv("MODDESK_CACHE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "config dir"

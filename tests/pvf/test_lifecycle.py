@@ -202,3 +202,23 @@ def test_edits_are_found_by_search_and_read(archive: Path) -> None:
     assert code_of(lambda: service.read_file(ws, "skill/s3.skl")) == "NOT_FOUND"
     assert service.info()["fileCount"] == opened["fileCount"]  # one added, one deleted
     assert moved["revision"] == rev + 1
+
+
+def test_index_cache_makes_the_second_open_warm(archive: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "index cache"
+    service = PvfService(index_wait=30.0, index_cache=cache)
+    first = open_now(service, archive)
+    cold = service.tasks.wait(service.info()["indexTaskId"], 30)["result"]
+    hits = service.search(first["workspaceId"], "axe of trial")["hits"]
+    assert cold["cached"] is False and len(list(cache.glob("*.idx"))) == 1
+    second = open_now(service, archive)
+    warm = service.tasks.wait(service.info()["indexTaskId"], 30)["result"]
+    assert warm["cached"] is True
+    assert service.search(second["workspaceId"], "axe of trial")["hits"] == hits
+    # a damaged cache file is rebuilt, not trusted
+    cached_file = next(cache.glob("*.idx"))
+    cached_file.write_bytes(cached_file.read_bytes()[:100])
+    third = open_now(service, archive)
+    rebuilt = service.tasks.wait(service.info()["indexTaskId"], 30)["result"]
+    assert rebuilt["cached"] is False
+    assert service.search(third["workspaceId"], "axe of trial")["hits"] == hits

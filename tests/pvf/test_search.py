@@ -164,3 +164,27 @@ def test_index_agrees_with_naive_scan(texts: dict[str, str], needle: str, limit:
         if needle.casefold() in line.casefold()
     )
     assert all_hits(s, SearchQuery("content", needle), limit=limit) == expected
+
+
+def test_index_cache_round_trip() -> None:
+    index = ContentIndex.build(TEXTS.items())
+    data = b"".join(index.to_chunks("abc"))
+    loaded = ContentIndex.from_cache(data, "abc")
+    assert loaded is not None
+    assert loaded.paths == index.paths and loaded.all_paths == index.all_paths
+    assert loaded.corpus == index.corpus and loaded.offsets.tolist() == index.offsets.tolist()
+    assert ContentIndex.from_cache(data, "other content") is None
+    assert ContentIndex.from_cache(data[:-3], "abc") is None
+    assert ContentIndex.from_cache(b"junk" + data, "abc") is None
+    empty = ContentIndex.build([])
+    assert ContentIndex.from_cache(b"".join(empty.to_chunks("e")), "e") is not None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 400))
+def test_index_cache_never_crashes_on_damage(noise: bytes, cut: int) -> None:
+    """Property: a damaged cache file loads as None (rebuild) or as an index, never raises."""
+    data = b"".join(ContentIndex.build(TEXTS.items()).to_chunks("abc"))
+    damaged = data[:cut] + noise + data[cut + len(noise) :]
+    loaded = ContentIndex.from_cache(damaged, "abc")
+    assert loaded is None or len(loaded) == len(loaded.paths)

@@ -56,9 +56,10 @@ def _errors() -> Iterator[None]:
 @contextmanager
 def _opened(archive: Path) -> Iterator[tuple[Any, str]]:
     """A service with ``archive`` opened in this process; yields (service, workspaceId)."""
+    from moddesk.pvf.serve import index_cache_dir
     from moddesk.pvf.service import PvfService
 
-    service = PvfService(index_wait=3600.0)
+    service = PvfService(index_wait=3600.0, index_cache=index_cache_dir())
     try:
         handle = service.open(str(archive.resolve()), service.epoch)
         status = service.tasks.wait(handle["taskId"], 3600)

@@ -33,6 +33,8 @@ MAX_PATTERN = 512
 SNIPPET_CHARS = 200
 DEFAULT_TIME_BUDGET = 10.0
 _SEPARATOR = b"\x00"  # never part of a query, so no match can span two files
+_INDEX_MAGIC = b"MODDESK-PVF-INDEX\n"
+INDEX_FORMAT = 1
 
 # A quantified group that itself contains a quantifier: the classic catastrophic-backtracking shape.
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*(?:[+*]|\{\d*,)")
@@ -168,6 +170,56 @@ class ContentIndex:
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    def to_chunks(self, source_sha256: str) -> Iterator[bytes]:
+        """The index as a cache file for the archive whose content hash is ``source_sha256``."""
+        header = json.dumps(
+            {
+                "version": INDEX_FORMAT,
+                "source": source_sha256,
+                "texts": len(self.paths),
+                "paths": len(self.all_paths),
+                "corpus": len(self.corpus),
+            }
+        ).encode()
+        yield _INDEX_MAGIC + len(header).to_bytes(4, "little") + header
+        paths = "\x00".join(self.paths).encode("utf-8", "surrogatepass")
+        all_paths = "\x00".join(self.all_paths).encode("utf-8", "surrogatepass")
+        for blob in (paths, all_paths):
+            yield len(blob).to_bytes(8, "little") + blob
+        yield self.offsets.astype("<i8").tobytes()
+        yield self.corpus
+
+    @classmethod
+    def from_cache(cls, data: bytes, source_sha256: str) -> ContentIndex | None:
+        """The index stored by ``to_chunks`` for this archive, or None when it is not that (or damaged)."""
+        try:
+            if not data.startswith(_INDEX_MAGIC):
+                return None
+            pos = len(_INDEX_MAGIC)
+            size = int.from_bytes(data[pos : pos + 4], "little")
+            header = json.loads(data[pos + 4 : pos + 4 + size])
+            if header.get("version") != INDEX_FORMAT or header.get("source") != source_sha256:
+                return None
+            pos += 4 + size
+            blobs = []
+            for _ in range(2):
+                length = int.from_bytes(data[pos : pos + 8], "little")
+                blobs.append(data[pos + 8 : pos + 8 + length].decode("utf-8", "surrogatepass"))
+                pos += 8 + length
+            texts = int(header["texts"])
+            offsets = np.frombuffer(data, dtype="<i8", count=texts + 1, offset=pos).astype(np.int64)
+            pos += 8 * (texts + 1)
+            corpus = data[pos:]
+            paths = blobs[0].split("\x00") if texts else []
+            all_paths = blobs[1].split("\x00") if header["paths"] else []
+            if len(paths) != texts or len(all_paths) != header["paths"] or len(corpus) != header["corpus"]:
+                return None
+            if texts and int(offsets[-1]) != len(corpus):
+                return None
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+            return None
+        return cls(paths, corpus, offsets, all_paths)
 
     @property
     def nbytes(self) -> int:

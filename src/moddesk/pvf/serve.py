@@ -41,6 +41,12 @@ def settings_path() -> Path:
     return Path(folder) / "pvf.toml"
 
 
+def index_cache_dir() -> Path:
+    """Where search indexes are cached, by archive content hash (``MODDESK_CACHE_DIR`` overrides)."""
+    folder = os.environ.get("MODDESK_CACHE_DIR") or platformdirs.user_cache_dir("moddesk")
+    return Path(folder) / "pvf-index"
+
+
 def rules_dir() -> Path:
     """The folder of the user's annotation rule files (``*.json``)."""
     return settings_path().parent / "annotations"
@@ -92,7 +98,7 @@ class Workbench:
     """The service plus its MCP endpoint on a loopback port (0 = any free port)."""
 
     def __init__(self, service: PvfService | None = None, port: int = DEFAULT_PORT) -> None:
-        self.service = service or PvfService(rules_dir=rules_dir())
+        self.service = service or PvfService(rules_dir=rules_dir(), index_cache=index_cache_dir())
         self.server: LoopbackServer = serve_http(build_server(self.service), port)
 
     @property

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from moddesk import __version__
 from moddesk.kit.cursor import CursorCodec
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.files import FileIdentity, atomic_writer, publish_no_overwrite
+from moddesk.kit.files import FileIdentity, atomic_write_bytes, atomic_writer, publish_no_overwrite
 from moddesk.kit.ledger import LOCAL_SCOPE, RequestLedger
 from moddesk.kit.plans import PlanRegistry
 from moddesk.kit.tasks import TaskContext, TaskManager
@@ -51,6 +51,7 @@ BLOCKING_PLAN_KINDS: dict[str, str] = {
 READ_BYTE_CAP = 64 * 1024
 MAX_READ_LINES = 2000
 INDEX_WAIT_SECONDS = 2.0
+INDEX_CACHE_KEEP = 4
 
 
 @dataclass
@@ -75,6 +76,7 @@ class PvfService:
         drafts: DraftRegistry | None = None,
         index_wait: float = INDEX_WAIT_SECONDS,
         rules_dir: Path | None = None,
+        index_cache: Path | None = None,
     ) -> None:
         self.tasks = tasks or TaskManager()
         self.ledger = ledger or RequestLedger()
@@ -82,6 +84,7 @@ class PvfService:
         self.drafts = drafts or DraftRegistry()
         self.cursors = CursorCodec()
         self.index_wait = index_wait
+        self.index_cache = index_cache
         self.epoch = 1
         self.workspace: Workspace | None = None
         self.history: History | None = None
@@ -676,27 +679,65 @@ class PvfService:
         """Build the content index of ``ws`` in the background (lock held)."""
 
         def build(ctx: TaskContext) -> dict[str, Any]:
-            ctx.phase("decode and index")
             started = time.perf_counter()
-            total = ws.base_count
-            index = ContentIndex.build(
-                ws.base_texts(),
-                progress=lambda done: ctx.progress(done, total, "indexing"),
-                check_cancelled=ctx.check_cancelled,
-            )
+            ctx.phase("load cached index")
+            index = self._load_cached_index(ws)
+            cached = index is not None
+            if index is None:
+                ctx.phase("decode and index")
+                total = ws.base_count
+                index = ContentIndex.build(
+                    ws.base_texts(),
+                    progress=lambda done: ctx.progress(done, total, "indexing"),
+                    check_cancelled=ctx.check_cancelled,
+                )
             with self._state:
                 state = self._index
                 if state is not None and state.workspace_id == ws.workspace_id:
                     state.index = index  # an index of an older workspace is dropped here
+            if not cached:
+                ctx.phase("save index cache")
+                self._save_cached_index(ws, index, ctx)
             return {
                 "workspaceId": ws.workspace_id,
                 "textFiles": len(index),
                 "bytes": index.nbytes,
+                "cached": cached,
                 "seconds": round(time.perf_counter() - started, 3),
             }
 
         task_id = self.tasks.start("index", build)
         self._index = _IndexState(ws.workspace_id, task_id)
+
+    def _cache_file(self, ws: Workspace) -> Path | None:
+        if self.index_cache is None or not ws.base_sha256:
+            return None
+        return self.index_cache / f"{ws.base_sha256}.idx"
+
+    def _load_cached_index(self, ws: Workspace) -> ContentIndex | None:
+        """The index saved for exactly this archive content, if there is a sound one."""
+        path = self._cache_file(ws)
+        if path is None or not path.is_file():
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        return ContentIndex.from_cache(data, ws.base_sha256)
+
+    def _save_cached_index(self, ws: Workspace, index: ContentIndex, ctx: TaskContext) -> None:
+        """Keep the index for the next open of the same content; the newest few are kept."""
+        path = self._cache_file(ws)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, index.to_chunks(ws.base_sha256))
+            cached = sorted(path.parent.glob("*.idx"), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in cached[INDEX_CACHE_KEEP:]:
+                old.unlink(missing_ok=True)
+        except OSError as exc:
+            ctx.log(f"the index cache was not written: {exc}")  # a cache, not data: searching works
 
     def _index_status(self) -> str:
         state = self._index

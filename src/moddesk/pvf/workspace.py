@@ -74,6 +74,7 @@ class Workspace:
         self.archive = archive
         self.source_path = source_path
         self.source_identity = identity
+        self.base_sha256 = identity.sha256 or ""  # the content the base archive was read from
         self.workspace_id = f"ws_{secrets.token_urlsafe(12)}"
         self.revision = 1
         self.lock = threading.RLock()
