@@ -364,6 +364,8 @@ class UciEngine:
 
     @staticmethod
     def _to_move(text: str, base: int) -> Move:
+        if len(text) < 4:
+            raise XiangqiError("BAD_NOTATION", f"not an engine move: {text!r}")
         file1, rest = text[0], text[1:]
         digits = ""
         while rest and rest[0].isdigit():
