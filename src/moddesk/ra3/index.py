@@ -38,6 +38,7 @@ from moddesk.ra3.model import (
 from moddesk.ra3.parse import Diagnostic, Extractor, FileRecord, RefSite, fragment_nodes, parse_xml_bytes
 from moddesk.ra3.project import (
     ProjectConfig,
+    Resolution,
     display_path,
     file_key,
     find_child,
@@ -159,6 +160,7 @@ class ModIndex:
         self._walk_modes: dict[str, dict[str, int]] = {}
         self._dirty: set[str] = set()
         self._building = False
+        self._resolved: dict[tuple[str, str], Resolution] = {}
 
     # --- status -----------------------------------------------------------------------------
     @property
@@ -213,6 +215,7 @@ class ModIndex:
         with self._lock:
             self._state = BUILDING if self._data is None else self._state
             self._building = True
+            self._resolved.clear()
             self._stale = False
             self._dirty.clear()
             self._phase = "xml"
@@ -365,7 +368,7 @@ class ModIndex:
         out: list[tuple[IncludeEdge, str | None]] = []
         shown = self._show(record.path)
         for inc in record.includes:
-            res = resolve_source(self.config, inc.source, Path(record.path))
+            res = self._resolve(inc.source, record.path)
             edge = IncludeEdge(
                 shown, self._show(str(res.path)) if res.path else None, inc.type, inc.source, inc.line
             )
@@ -428,17 +431,17 @@ class ModIndex:
                     AssetDef(typ, a.id, a.source, 0, "manifest", f"manifest:{path.stem}", EXTERNAL, shown)
                 )
                 for target in a.references:
-                    hit = names.get(target)
-                    if hit is not None:
+                    named = names.get(target)
+                    if named is not None:
                         refs.append(
                             RefSite(
                                 typ,
                                 a.id,
                                 COMPILED,
-                                hit[0],
-                                f"{hit[0]}:{hit[1]}",
-                                hit[0],
-                                hit[1],
+                                named[0],
+                                f"{named[0]}:{named[1]}",
+                                named[0],
+                                named[1],
                                 a.source,
                                 0,
                                 0,
@@ -457,6 +460,17 @@ class ModIndex:
                     "references": manifest.reference_count,
                 }
             )
+
+    def _resolve(self, source: str, from_file: str) -> Resolution:
+        """`resolve_source`, memoised for one build: thousands of includes repeat the same sources."""
+        src = source.strip()
+        relative = ":" not in src
+        key = (src.lower(), os.path.dirname(from_file) if relative else "")
+        hit = self._resolved.get(key)
+        if hit is None:
+            hit = resolve_source(self.config, src, Path(from_file))
+            self._resolved[key] = hit
+        return hit
 
     # --- records ------------------------------------------------------------------------------
     def _record(self, path: str) -> FileRecord:
@@ -482,7 +496,7 @@ class ModIndex:
         return extractor.extract(path, raw)
 
     def _load_fragment(self, href: str, container: str | None, from_file: str) -> tuple[str, list[Any]] | str:
-        res = resolve_source(self.config, href, Path(from_file))
+        res = self._resolve(href, from_file)
         if res.path is None:
             return f"xi:include {href!r} not found ({res.error or 'no candidate exists'})"
         path = str(res.path)
@@ -602,6 +616,7 @@ class ModIndex:
                 )
             changed = [file_key(p) for p in paths]
             structural = False
+            self._resolved.clear()  # a created or deleted file can change where sources resolve
             reparse: set[str] = set()
             for path in changed:
                 if path in self._records:

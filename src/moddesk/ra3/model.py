@@ -8,6 +8,7 @@ than one hit is ambiguous (BAB `ResolveReference`). `inheritFrom` resolves to th
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ ORIGIN_RANK = {"project": 0, "sdk": 1, "manifest": 2}
 RESOLVED, UNRESOLVED, AMBIGUOUS, NOT_A_REF = "resolved", "unresolved", "ambiguous", "not-a-reference"
 
 Key = tuple[str, str]  # (type, lower-cased id)
+_GENERATIONS = itertools.count(1)
 _DEFINE_EXPR = re.compile(r"=\s*\$([A-Za-z_][\w]*)\s*")
 
 
@@ -164,6 +166,8 @@ class IndexData:
         self.files_by_lower: dict[str, str] = {}
         self._resolution: dict[tuple[Any, ...], Resolution] = {}
         self._ref_diags: list[Diagnostic] | None = None
+        self._expr_refs: list[RefSite] | None = None
+        self.generation = next(_GENERATIONS)  # unique per change across all indexes; caches key on it
 
     # --- building ---------------------------------------------------------------------------
     def set_record(
@@ -192,6 +196,8 @@ class IndexData:
             self.defines_by_name.setdefault(d.site.name, []).append(d)
         self._resolution.clear()
         self._ref_diags = None
+        self._expr_refs = None
+        self.generation = next(_GENERATIONS)
 
     def drop_record(self, record: str) -> None:
         """Remove one record's contributions (incremental update)."""
@@ -201,20 +207,25 @@ class IndexData:
         self.expressions_by_record.pop(record, None)
         if old_assets:
             gone = {id(a) for a in old_assets}
-            for a in old_assets:
-                _prune(self.by_key, a.key, gone)
-                _prune(self.by_id, a.id.lower(), gone)
+            # prune each key once: hot ids (a shared command set) have thousands of entries
+            for key in {a.key for a in old_assets}:
+                _prune(self.by_key, key, gone)
+            for idl in {a.id.lower() for a in old_assets}:
+                _prune(self.by_id, idl, gone)
         if old_refs:
             gone = {id(r) for r in old_refs}
-            for r in old_refs:
-                _prune(self.refs_by_id, r.target_key, gone)
-                _prune(self.refs_by_owner, (r.owner_type, r.owner_id.lower()), gone)
+            for idl in {r.target_key for r in old_refs}:
+                _prune(self.refs_by_id, idl, gone)
+            for owner in {(r.owner_type, r.owner_id.lower()) for r in old_refs}:
+                _prune(self.refs_by_owner, owner, gone)
         if old_defines:
             gone = {id(d) for d in old_defines}
-            for d in old_defines:
-                _prune(self.defines_by_name, d.site.name, gone)
+            for name in {d.site.name for d in old_defines}:
+                _prune(self.defines_by_name, name, gone)
         self._resolution.clear()
         self._ref_diags = None
+        self._expr_refs = None
+        self.generation = next(_GENERATIONS)
 
     def add_file(self, info: FileInfo) -> None:
         """Register a file the build touched."""
@@ -342,7 +353,9 @@ class IndexData:
 
     def expression_refs(self) -> list[RefSite]:
         """Reference-typed values written as `=$DEFINE` (looked up by their define's value)."""
-        return [r for r in self.refs() if r.expression]
+        if self._expr_refs is None:
+            self._expr_refs = [r for r in self.refs() if r.expression]
+        return self._expr_refs
 
     def _lookup(self, typ: str | None, idl: str) -> Resolution:
         if typ is None:

@@ -198,7 +198,7 @@ class _Lines:
         self._text_of = text_of
         self._lines: list[str] | None = None
 
-    def locate(self, line: int, needle: str | re.Pattern[str], backward: bool = False) -> tuple[int, int]:
+    def locate(self, line: int, needle: str | _AttrNeedle, backward: bool = False) -> tuple[int, int]:
         """(line, column) of `needle` at or after `line` (at or before it when `backward`)."""
         if self._lines is None:
             self._lines = self._text_of()
@@ -208,19 +208,36 @@ class _Lines:
             idx = line - 1 + step * offset
             if idx < 0 or idx >= len(lines):
                 break
-            if isinstance(needle, str):
-                col = lines[idx].find(needle)
-            else:
-                m = needle.search(lines[idx])
-                col = m.end() if m else -1
+            col = needle.find(lines[idx]) if isinstance(needle, _AttrNeedle) else lines[idx].find(needle)
             if col >= 0:
                 return idx + 1, col
         return line, 0
 
 
+class _AttrNeedle:
+    """Finds where an attribute's value starts on a line (`name="` after whitespace), quickly."""
+
+    __slots__ = ("name", "pattern")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.pattern = re.compile(r"(?<![\w:.-])" + re.escape(name) + r"\s*=\s*[\"']")
+
+    def find(self, line: str) -> int:
+        """Column just after the opening quote, or -1."""
+        for quote in ('="', "='"):
+            at = line.find(self.name + quote)
+            while at >= 0:
+                if at == 0 or line[at - 1] in " \t<":
+                    return at + len(self.name) + 2
+                at = line.find(self.name + quote, at + 1)
+        m = self.pattern.search(line)  # spaces around '=' are legal XML, just rare
+        return m.end() if m else -1
+
+
 @lru_cache(maxsize=4096)
-def _attr_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w:.-])" + re.escape(name) + r"\s*=\s*[\"']")
+def _attr_pattern(name: str) -> _AttrNeedle:
+    return _AttrNeedle(name)
 
 
 class Extractor:
@@ -542,7 +559,7 @@ class Extractor:
         )
 
     def _locate(
-        self, file: str, line: int, needle: str | re.Pattern[str], backward: bool = False
+        self, file: str, line: int, needle: str | _AttrNeedle, backward: bool = False
     ) -> tuple[int, int]:
         table = self._line_tables.get(file)
         if table is None:

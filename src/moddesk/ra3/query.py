@@ -101,6 +101,7 @@ class QueryApi:
         self.source = source
         self.cursors = cursor_codec or CursorCodec()
         self._projects = projects
+        self._incoming_cache: dict[tuple[int, str, str | None], tuple[list[tuple[RefSite, str]], int]] = {}
 
     # --- plumbing ---------------------------------------------------------------------------
     def index_block(self) -> dict[str, Any]:
@@ -382,21 +383,7 @@ class QueryApi:
         idl = id.strip().lower()
         if not idl:
             raise Ra3Error("INVALID_ARGUMENT", "id must not be empty")
-        hits: list[tuple[RefSite, str]] = []
-        unresolved_mentions = 0
-        candidates = data.refs_by_id.get(idl, []) + [
-            r for r in data.expression_refs() if idl in {k[1] for k in data.resolve(r).keys}
-        ]
-        for r in candidates:
-            if r.kind == FILE or data.resolve(r).status == "not-a-reference":
-                continue
-            res = data.resolve(r)
-            if res.status in (RESOLVED, AMBIGUOUS):
-                if any(data.matches_type(k[0], type) for k in res.keys):
-                    hits.append((r, res.status))
-            else:
-                unresolved_mentions += 1
-        hits.sort(key=lambda h: (h[0].file, h[0].line))
+        hits, unresolved_mentions = self._incoming(data, idl, type)
         page, meta = self._page("find_references", {"id": idl, "type": type}, hits, limit, cursor)
         targets = [d for d in data.by_id.get(idl, []) if data.matches_type(d.type, type)]
         out: dict[str, Any] = {
@@ -417,6 +404,33 @@ class QueryApi:
                     else ""
                 )
         return out
+
+    def _incoming(self, data: IndexData, idl: str, type: str | None) -> tuple[list[tuple[RefSite, str]], int]:
+        """Resolved references to an id (sorted), cached until the index changes."""
+        key = (data.generation, idl, type)
+        hit = self._incoming_cache.get(key)
+        if hit is not None:
+            return hit
+        wanted = data.derived_types(data.canonical(type)) if type else None
+        hits: list[tuple[RefSite, str]] = []
+        unresolved = 0
+        candidates = data.refs_by_id.get(idl, []) + [
+            r for r in data.expression_refs() if idl in {k[1] for k in data.resolve(r).keys}
+        ]
+        for r in candidates:
+            if r.kind == FILE:
+                continue
+            res = data.resolve(r)
+            if res.status in (RESOLVED, AMBIGUOUS):
+                if wanted is None or any(k[0] in wanted for k in res.keys):
+                    hits.append((r, res.status))
+            elif res.status == UNRESOLVED:
+                unresolved += 1
+        hits.sort(key=lambda h: (h[0].file, h[0].line, h[0].col))
+        if len(self._incoming_cache) > 256:
+            self._incoming_cache.clear()
+        self._incoming_cache[key] = (hits, unresolved)
+        return hits, unresolved
 
     def unreferenced(
         self,

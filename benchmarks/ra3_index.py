@@ -1,0 +1,271 @@
+"""RA3/SAGE index speed: cold full index, warm start, one-file incremental update, query latency,
+snapshot write/read, peak RSS, and agreement with EA's compiler — each beside the floor measured in
+the same run (a plain stdlib ElementTree parse and an lxml parse of the very same files).
+
+Run: .venv/bin/python benchmarks/ra3_index.py [--quick]
+Corpora: $MODDESK_CORPORA or /work/shared/corpora (sage/cnc3-sdk, sage/ra3-nhbt, sage/ra3-schemas);
+the synthetic mod (~10^5 references, 2*10^4 with --quick) is generated in a temp dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+from lxml import etree
+
+from moddesk.ra3.agreement import compare
+from moddesk.ra3.index import ModIndex
+from moddesk.ra3.manifest import read_manifest
+from moddesk.ra3.project import ProjectConfig, detect_project
+from moddesk.ra3.query import QueryApi
+from moddesk.ra3.sample import write_sample_project
+from moddesk.ra3.snapshot import SnapshotSource, write_snapshot
+
+
+def corpora() -> Path | None:
+    env = os.environ.get("MODDESK_CORPORA")
+    path = Path(env) if env else Path("/work/shared/corpora")
+    return path if (path / "sage").is_dir() else None
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def floor_parse(files: list[str]) -> tuple[float, float, int]:
+    """Seconds for a stdlib ElementTree parse and an lxml parse of the same files, and their bytes."""
+    blobs = []
+    for f in files:
+        with open(f, "rb") as fh:
+            blobs.append(fh.read())
+    t0 = time.perf_counter()
+    for b in blobs:
+        # malformed real files: the floor still paid for parsing up to the error
+        with contextlib.suppress(ET.ParseError):
+            ET.fromstring(b)
+    et = time.perf_counter() - t0
+    parser = etree.XMLParser(recover=True, huge_tree=True)
+    t0 = time.perf_counter()
+    for b in blobs:
+        etree.fromstring(b, parser)
+    lx = time.perf_counter() - t0
+    return et, lx, sum(len(b) for b in blobs)
+
+
+def xml_files_of(index: ModIndex) -> list[str]:
+    root = index.project_dir
+    out = []
+    assert index.data is not None
+    for info in index.data.files.values():
+        if info.role in ("document", "fragment") and info.path.lower().endswith(".xml"):
+            out.append(info.path if os.path.isabs(info.path) else os.path.join(root, info.path))
+    return out
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process (POSIX getrusage, psutil's peak working set on Windows)."""
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    except ImportError:
+        import psutil
+
+        info = psutil.Process().memory_info()
+        return float(getattr(info, "peak_wset", info.rss)) / 1e6
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def query_latency(api: QueryApi, ids: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
+    out: dict[str, tuple[float, float]] = {}
+    for name, call in (
+        ("find_asset", lambda t, i: api.find_asset(i, t)),
+        ("find_references", lambda t, i: api.find_references(i, t)),
+    ):
+        samples = []
+        for t, i in ids:
+            t0 = time.perf_counter()
+            call(t, i)
+            samples.append(time.perf_counter() - t0)
+        out[name] = (statistics.median(samples) * 1e3, percentile(samples, 0.99) * 1e3)
+    return out
+
+
+def report(name: str, index: ModIndex, cold: float, home: Path, edit: Path | None) -> None:
+    data = index.data
+    assert data is not None
+    stats = data.stats()
+    files = xml_files_of(index)
+    et, lx, size = floor_parse(files)
+    print(
+        f"\n== {name}: {stats['activeFileCount']} files, {stats['assetCount']} assets, "
+        f"{stats['referenceCount']} references, {size / 1e6:.1f} MB XML parsed"
+    )
+    print(
+        f"cold full index      {cold:7.2f} s   {stats['referenceCount'] / cold:9.0f} refs/s   "
+        f"{size / 1e6 / cold:6.2f} MB/s"
+    )
+    print(f"  floor: stdlib ET   {et:7.2f} s   -> index/ET   = {cold / et:5.1f}x")
+    print(f"  floor: lxml parse  {lx:7.2f} s   -> index/lxml = {cold / lx:5.1f}x")
+    warm, _ = timed(index.build)
+    print(f"warm rebuild (parsed records cached)      {warm:6.2f} s   ({cold / warm:4.1f}x faster than cold)")
+    wt, path = timed(lambda: write_snapshot(data, index.status(), home))
+    assert isinstance(path, Path)
+    rt, src = timed(lambda: SnapshotSource.load(index.project_dir, home))
+    print(
+        f"snapshot write {wt * 1e3:7.0f} ms, read (warm start) {rt * 1e3:7.0f} ms, "
+        f"size {path.stat().st_size / 1e6:.2f} MB gz   (read = {cold / rt:4.1f}x faster than cold index)"
+    )
+    rng = random.Random(7)
+    assets = [(a.type, a.id) for a in data.assets()]
+    sample_ids = rng.sample(assets, min(2000, len(assets)))
+    for label, api in (("live", QueryApi(index)), ("snapshot", QueryApi(src))):  # type: ignore[arg-type]
+        lat = query_latency(api, sample_ids)
+        parts = [f"{k} p50 {v[0]:.3f} ms p99 {v[1]:.3f} ms" for k, v in lat.items()]
+        print(f"queries ({label}, {len(sample_ids)} ids): " + "; ".join(parts) + "  (target p99 <= 2 ms)")
+    if edit is not None:
+        times = []
+        text = edit.read_text("utf-8", "replace")
+        for n in range(5):
+            edit.write_text(
+                text.replace("</AssetDeclaration>", f"<!-- edit {n} --></AssetDeclaration>"), "utf-8"
+            )
+            t, _result = timed(lambda: index.update_files([edit]))
+            times.append(t)
+        print(
+            f"one-file incremental update ({edit.name}): median {statistics.median(times) * 1e3:.1f} ms, "
+            f"max {max(times) * 1e3:.1f} ms  (target <= 50 ms; full rebuild {warm * 1e3:.0f} ms "
+            f"= {warm / statistics.median(times):.0f}x)"
+        )
+
+
+def synthetic_mod(root: Path, refs_target: int) -> Path:
+    """A mod on the sample schema with ~refs_target references across many files."""
+    project = write_sample_project(root)
+    data = project / "Data"
+    per_file, refs_per_object = 20, 6
+    files = max(1, refs_target // (per_file * refs_per_object))
+    includes = []
+    for f in range(files):
+        body = []
+        for o in range(per_file):
+            n = f * per_file + o
+            body.append(
+                f'  <GameObject id="Obj{n}" inheritFrom="GameObject:BaseVehicle" CommandSet="SampleTankCommandSet"\n'
+                f'      ButtonImage="SampleTank_Icon">\n'
+                f'    <Behaviors><FireWeaponUpdate id="M{n}"><FireWeaponNugget WeaponName="Gun{n}"/>'
+                f"</FireWeaponUpdate></Behaviors>\n"
+                f"    <Filter><IncludeThing>Obj{(n + 1) % (files * per_file)}</IncludeThing></Filter>\n"
+                f"  </GameObject>\n"
+                f'  <WeaponTemplate id="Gun{n}" inheritFrom="BaseCannon" ProjectileObject="Obj{n}"/>\n'
+            )
+        text = (
+            '<?xml version="1.0" encoding="utf-8"?>\n<AssetDeclaration xmlns="uri:ea.com:eala:asset">\n'
+            '  <Includes><Include type="instance" source="DATA:SageXml/BaseObjects/BaseVehicle.xml"/></Includes>\n'
+            + "".join(body)
+            + "</AssetDeclaration>\n"
+        )
+        rel = f"Gen/Part{f // 100:03d}/Objects{f:05d}.xml"
+        (data / rel).parent.mkdir(parents=True, exist_ok=True)
+        (data / rel).write_text(text, "utf-8")
+        includes.append(f'    <Include type="all" source="{rel}"/>\n')
+    mod = data / "Mod.xml"
+    mod.write_text(
+        mod.read_text("utf-8").replace("  </Includes>", "".join(includes) + "  </Includes>"), "utf-8"
+    )
+    return project
+
+
+def agreement(cfg: ProjectConfig, index: ModIndex) -> None:
+    assert index.data is not None
+    built = cfg.project_dir / "BuiltMods" / "CnC3Xml"
+    t, rep = timed(
+        lambda: compare(
+            index.data,
+            [
+                read_manifest(built / "static.manifest"),  # type: ignore[arg-type]
+                read_manifest(built / "global.manifest"),
+            ],
+            cfg,
+        )
+    )
+    out = rep.to_json()  # type: ignore[attr-defined]
+    print(f"\nagreement with EA's compiler (static+global.manifest, {t:.1f} s):")
+    print(
+        f"  assets: {out['assetsKnown']}/{out['assetsComparable']} comparable = {out['assetShare'] * 100:.2f}% "
+        f"(of all {out['manifestAssets']} manifest assets: {out['assetsKnown'] / out['manifestAssets'] * 100:.1f}%)"
+    )
+    for k, v in out["assetMisses"].items():
+        print(f"    miss  {v:6d}  {k}")
+    print(
+        f"  edges:  {out['edgesMatched']}/{out['edgesComparable']} comparable = {out['edgeShare'] * 100:.2f}% "
+        f"(of all {out['manifestEdges']} compiled edges: {out['edgesMatched'] / out['manifestEdges'] * 100:.1f}%)"
+    )
+    for k, v in out["edgeMisses"].items():
+        print(f"    miss  {v:6d}  {k}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="smaller synthetic mod, skip the agreement pass")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ra3bench "))
+    home = work / "home"
+    try:
+        cor = corpora()
+        if cor is None:
+            print("corpora absent: only the synthetic mod is measured")
+        else:
+            sage = cor / "sage"
+            sdk = sage / "cnc3-sdk"
+            cfg = detect_project(
+                sdk, entries=[sdk / "CnC3Xml/Static.xml", sdk / "CnC3Xml/Global.xml"], use_manifests=False
+            )
+            index = ModIndex(cfg, cache_dir=work / "cache")
+            cold, _ = timed(index.build)
+            report("C&C3 base (cnc3-sdk, entries Static.xml + Global.xml)", index, cold, home, None)
+            if not args.quick:
+                agreement(cfg, index)
+            # the RA3 mod is copied (not linked) so the incremental edit never touches the shared corpus
+            ra3_sdk = work / "ra3 sdk"
+            shutil.copytree(sage / "ra3-nhbt", ra3_sdk / "Mods" / "RA3 Undecided")
+            cfg2 = detect_project(
+                ra3_sdk / "Mods" / "RA3 Undecided",
+                sdk_dir=ra3_sdk,
+                schema_path=sage / "ra3-schemas/xsd/CnC3Types.xsd",
+            )
+            index2 = ModIndex(cfg2, cache_dir=work / "cache")
+            cold2, _ = timed(index2.build)
+            edit = ra3_sdk / "Mods/RA3 Undecided/Data/Allied/Units/AlliedAntiVehicleInfantry.xml"
+            report("RA3 mod NothingHereButTrees (RA3 schema)", index2, cold2, home, edit)
+        target = 20_000 if args.quick else 100_000
+        project = synthetic_mod(work / "synthetic", target)
+        index3 = ModIndex(detect_project(project), cache_dir=work / "cache")
+        cold3, _ = timed(index3.build)
+        edit3 = next((project / "Data" / "Gen").rglob("Objects00000.xml"))
+        report(f"synthetic mod (~{target} references)", index3, cold3, home, edit3)
+        print(f"\npeak RSS {peak_rss_mb():.0f} MB (whole run)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
