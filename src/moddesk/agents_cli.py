@@ -213,15 +213,17 @@ def launcher_command(
         out.print(f"{plan.path} ({plan.status})", markup=False)
         typer.echo(plan.text, nl=False)
         return
-    if plan.status == "unchanged":
-        write_launcher(plan)  # still fixes a lost executable bit
-        out.print(f"{plan.path} is up to date.", markup=False)
-        return
-    out.print(f"launcher ({plan.status}): {plan.path}", markup=False)
-    typer.echo(_diff(plan.before, plan.text, plan.path), nl=False)
-    _confirm("Write the launcher?", yes)
-    write_launcher(plan)
-    out.print(f"Wrote {plan.path}.", markup=False)
+    if plan.status != "unchanged":
+        out.print(f"launcher ({plan.status}): {plan.path}", markup=False)
+        typer.echo(_diff(plan.before_text, plan.text, plan.path), nl=False)
+        _confirm("Write the launcher?", yes)
+    try:
+        write_launcher(plan)  # when unchanged, this still restores a lost executable bit
+    except ServiceError as exc:
+        _fail(exc)
+    out.print(
+        f"{plan.path} is up to date." if plan.status == "unchanged" else f"Wrote {plan.path}.", markup=False
+    )
 
 
 @app.command("clients")

@@ -88,3 +88,20 @@ def test_windows_launcher_text() -> None:
     assert "exit /b 127" in lines
     win = Locations.under(Path("C:/Users/me"), platform="windows")
     assert launcher_path(win).name == "moddesk-mcp.cmd"
+
+
+def test_windows_copies_the_console_script_exe(tmp_path: Path) -> None:
+    loc = Locations.under(tmp_path / "home", platform="windows")
+    exe = tmp_path / "venv" / "Scripts" / "moddesk.exe"
+    exe.parent.mkdir(parents=True)
+    exe.write_bytes(b"MZ launcher #!C:\\venv\\Scripts\\python.exe\nPK zip")
+    target = LauncherTarget((str(exe),), windows_exe=exe)
+    assert launcher_path(loc, target).name == "moddesk-mcp.exe"
+    assert launcher_path(loc, LauncherTarget(("python.exe", "-m", "moddesk"))).name == "moddesk-mcp.cmd"
+    plan = ensure_launcher(loc, target)
+    assert plan.status == "create" and plan.path.read_bytes() == exe.read_bytes()
+    assert plan.copied_from == exe and "a copy of" in plan.text
+    assert plan_launcher(loc, target).status == "unchanged"
+    exe.write_bytes(b"MZ launcher #!D:\\new\\python.exe\nPK zip")  # a new install elsewhere
+    assert ensure_launcher(loc, target).status == "update"
+    assert launcher_path(loc, target).read_bytes().startswith(b"MZ launcher #!D:")
