@@ -52,7 +52,7 @@ class PlanRegistry:
     ) -> None:
         self._ttl = ttl_seconds
         self._clock = clock
-        self._on_expire = on_expire
+        self._expire_listeners: list[Callable[[Plan], None]] = [on_expire] if on_expire else []
         self._plans: dict[str, Plan] = {}
         self._ended: OrderedDict[str, str] = OrderedDict()  # plan id -> "expired" | "discarded" | "applied"
         self._lock = threading.RLock()
@@ -71,9 +71,13 @@ class PlanRegistry:
                 del self._plans[plan.plan_id]
                 self._remember(plan.plan_id, "expired")
         for plan in expired:
-            if self._on_expire is not None:
-                self._on_expire(plan)
+            for listener in list(self._expire_listeners):
+                listener(plan)
         return expired
+
+    def listen_expired(self, callback: Callable[[Plan], None]) -> None:
+        """Call ``callback`` with each plan that expires (to free what its payload holds)."""
+        self._expire_listeners.append(callback)
 
     def pending(self, kind: str) -> Plan | None:
         """The live plan of this kind, if any."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from moddesk.pvf.document import Document, Section, Value
 from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.listtext import list_entries, render_list
 
 ValueIn = int | float | str
 
@@ -160,21 +161,9 @@ class Documents:
 
 def list_pairs(text: str) -> list[list[Any]]:
     """The (id, path) entries of a ``.lst`` file's text."""
-    try:
-        values = Document.parse(text).preamble
-    except PvfFormatError as exc:
-        raise DocumentError(f"not a list file: {exc}") from exc
-    pairs: list[list[Any]] = []
-    for i in range(0, len(values) - 1, 2):
-        ident, path = values[i], values[i + 1]
-        if ident.kind == "integer" and path.kind == "string":
-            pairs.append([int(ident.value), str(path.value)])  # type: ignore[arg-type]
-    return pairs
+    return [[ident, path] for ident, path in list_entries(text).items()]
 
 
-def render_list(pairs: list[list[Any]]) -> str:
-    """``.lst`` text for (id, path) entries, sorted by id as the game's lists are."""
-    doc = Document()
-    for ident, path in sorted(((int(i), str(p)) for i, p in pairs), key=lambda e: e[0]):
-        doc.body.append([Value("integer", ident), Value("string", path)])
-    return doc.render()
+def render_list_pairs(pairs: list[list[Any]]) -> str:
+    """``.lst`` text for (id, path) entries."""
+    return render_list({int(i): str(p) for i, p in pairs})

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import posixpath
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from moddesk.kit.errors import ServiceError
+from moddesk.pvf.listtext import list_entries, list_target_candidates, string_entries
 
 ChangeKind = Literal["add", "modify", "delete"]
-_LST_ENTRY = re.compile(r"^\s*(-?\d+)\s+`([^`]*)`", re.MULTILINE)
-_STR_KEY = re.compile(r"^\s*([^\s=>`]+)\s*>", re.MULTILINE)
 _LINK_KEY = re.compile(r"<\d+::([^`>]+)")
 
 
@@ -64,13 +62,7 @@ def change_key(path: str, kind: str, text: str | None, copy_from: str | None) ->
 
 
 def _lst_paths(text: str | None) -> dict[int, str]:
-    return {int(i): p.lower() for i, p in _LST_ENTRY.findall(text or "")}
-
-
-def _resolve_lst_target(lst_path: str, entry: str) -> list[str]:
-    base = posixpath.dirname(lst_path)
-    # classic lists are relative to their folder; 110US lists name paths from the root
-    return [posixpath.normpath(posixpath.join(base, entry)), entry]
+    return {i: p.lower() for i, p in list_entries(text).items()}
 
 
 def build_plan(
@@ -105,7 +97,7 @@ def _link_lists(planned: dict[str, PlannedChange]) -> None:
             continue
         added = set(_lst_paths(change.text).values()) - set(_lst_paths(change.old_text).values())
         for entry in added:
-            targets = [planned[t] for t in _resolve_lst_target(change.path, entry) if t in planned]
+            targets = [planned[t] for t in list_target_candidates(change.path, entry) if t in planned]
             if targets and targets[0].kind == "add":
                 change.depends_on.append(targets[0].key)
                 targets[0].depends_on.append(change.key)
@@ -120,9 +112,7 @@ def _link_strings(planned: dict[str, PlannedChange]) -> None:
     new_keys: dict[str, PlannedChange] = {}
     for change in planned.values():
         if change.path.endswith(".str") and change.kind != "delete":
-            for key in set(_STR_KEY.findall(change.text or "")) - set(
-                _STR_KEY.findall(change.old_text or "")
-            ):
+            for key in set(string_entries(change.text)) - set(string_entries(change.old_text)):
                 new_keys[key] = change
     if not new_keys:
         return

@@ -18,6 +18,7 @@ from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.occupancy import ensure_free_for_write_plan
 from moddesk.pvf.scripting.help import topic
 from moddesk.pvf.scripting.plan import PlannedChange, build_plan, select
 from moddesk.pvf.scripting.runtime import (
@@ -191,20 +192,7 @@ class ScriptService:
         with service._state:
             ws = service._require_workspace(workspace_id)
             service._check_revision(ws, expected_revision)
-            if service._lifecycle_task is not None:
-                raise pvf_error(
-                    "LIFECYCLE_BUSY", "an open/close/save is running", taskId=service._lifecycle_task
-                )
-            pending = service.plans.pending("script")
-            if pending is not None:
-                raise pvf_error(
-                    "PLAN_PENDING",
-                    f"script plan {pending.plan_id} is pending",
-                    pendingPlan=pending.describe(),
-                )
-            running = service.tasks.active("script")
-            if running:
-                raise pvf_error("TASK_BUSY", "a script is already running", taskId=running[0])
+            ensure_free_for_write_plan(service)
             snapshot = WorkspaceSnapshot(ws)
             run = _Run(scope=scope, label=label)
             task_id = service.tasks.start("script", lambda ctx: self._execute(ctx, source, snapshot, run))

@@ -1,0 +1,34 @@
+"""Who may start a write plan now: one rule shared by script runs and import prepares.
+
+A new script run or import prepare is refused while a lifecycle operation runs
+(``LIFECYCLE_BUSY``), while a script runs (``TASK_BUSY``), or while a script or import plan is
+pending (``PLAN_PENDING``): both are pending write plans, and at most one exists at a time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from moddesk.pvf.errors import pvf_error
+
+if TYPE_CHECKING:
+    from moddesk.pvf.service import PvfService
+
+WRITE_PLAN_KINDS = ("script", "import")
+
+
+def ensure_free_for_write_plan(service: PvfService) -> None:
+    """Raise the code that says what is in the way (call it holding ``service._state``)."""
+    if service._lifecycle_task is not None:
+        raise pvf_error("LIFECYCLE_BUSY", "an open/close/save is running", taskId=service._lifecycle_task)
+    running = service.tasks.active("script")
+    if running:
+        raise pvf_error("TASK_BUSY", "a script is running", taskId=running[0])
+    for kind in WRITE_PLAN_KINDS:
+        pending = service.plans.pending(kind)
+        if pending is not None:
+            raise pvf_error(
+                "PLAN_PENDING",
+                f"a {kind} plan is pending ({pending.plan_id})",
+                pendingPlan=pending.describe(),
+            )

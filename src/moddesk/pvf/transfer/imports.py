@@ -1,0 +1,449 @@
+"""Import local files and folders into the open archive as a frozen, reviewable plan.
+
+Prepare reads every source once and freezes its bytes with a SHA-256 (in memory, or spilled to a
+private temp folder beyond a budget), so apply writes exactly what was previewed even if the
+files on disk change meanwhile. Apply writes the chosen items in one revision step or nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import stat
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
+
+from moddesk.kit.errors import ServiceError, register_codes
+from moddesk.kit.files import remove_tree_quietly
+from moddesk.kit.ledger import LOCAL_SCOPE
+from moddesk.kit.plans import Plan
+from moddesk.pvf.archive import normalize_path
+from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.occupancy import ensure_free_for_write_plan
+
+if TYPE_CHECKING:
+    from moddesk.pvf.service import PvfService
+
+register_codes(
+    {
+        "IMPORT_LIMIT": "The import is over a limit (file count, file size or total size).",
+        "IMPORT_CONFLICT": "Several sources map to the same archive path.",
+        "IMPORT_REFUSED": "A source is a symlink, a special file, secret-looking, or not valid text.",
+        "OVERWRITE_NOT_ALLOWED": "A chosen item would overwrite an entry that was not named in overwriteKeys.",
+    }
+)
+
+MAX_FILES = 10_000
+MAX_FILE_BYTES = 8 << 20
+MAX_TOTAL_BYTES = 64 << 20
+MEMORY_BUDGET = 16 << 20
+PREVIEW_BYTE_CAP = 48 * 1024
+ImportMode = Literal["text", "raw"]
+
+# Names a modder never means to put into an archive, and that must not be read by accident.
+_SECRET_NAMES = re.compile(
+    r"(^\.env(\..*)?$|^id_(rsa|dsa|ecdsa|ed25519)(\.pub)?$|\.(pem|key|p12|pfx|kdbx)$|^\.netrc$|"
+    r"^credentials(\.json)?$|^\.git-credentials$|^\.npmrc$|^\.pypirc$)",
+    re.IGNORECASE,
+)
+_SECRET_DIRS = {".git", ".ssh", ".gnupg", ".aws"}
+_BAD_ARCHIVE_CHARS = re.compile(r"[\x00-\x1f`]")
+
+
+@dataclass
+class ImportItem:
+    """One file to import, frozen at prepare."""
+
+    key: str
+    source: str
+    target: str
+    size: int
+    sha256: str
+    kind: Literal["text", "raw"]
+    action: Literal["add", "overwrite"]
+    data: bytes | None = None  # in memory, or None when spilled
+    spill: Path | None = None
+
+    def payload(self) -> bytes:
+        if self.data is not None:
+            return self.data
+        assert self.spill is not None
+        data = self.spill.read_bytes()
+        if hashlib.sha256(data).hexdigest() != self.sha256:
+            raise ServiceError(
+                "IMPORT_REFUSED", f"the frozen copy of {self.source} was altered; prepare again"
+            )
+        return data
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "source": self.source,
+            "target": self.target,
+            "type": self.kind,
+            "size": self.size,
+            "sha256": self.sha256,
+            "action": self.action,
+        }
+
+
+@dataclass
+class ImportPlan:
+    workspace_id: str
+    base_revision: int
+    mode: ImportMode
+    items: list[ImportItem]
+    spill_dir: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def cleanup(self) -> None:
+        for item in self.items:
+            item.data = None
+        if self.spill_dir is not None:
+            remove_tree_quietly(self.spill_dir)
+
+
+def _refuse(message: str, **details: Any) -> ServiceError:
+    return ServiceError("IMPORT_REFUSED", message, hint="Remove that source from the selection.", **details)
+
+
+def _archive_target(target_dir: str, relative: PurePosixPath) -> str:
+    base = normalize_path(target_dir).strip("/")
+    parts = [p for p in relative.parts if p not in ("", ".")]
+    for part in parts:
+        if part == ".." or _BAD_ARCHIVE_CHARS.search(part) or part != part.strip():
+            raise _refuse(f"{relative} cannot be an archive path (segment {part!r})")
+    joined = "/".join([base, *parts]) if base else "/".join(parts)
+    if ".." in joined.split("/"):
+        raise _refuse(f"target directory {target_dir!r} is not an archive path")
+    return normalize_path(joined)
+
+
+def _check_source(path: Path) -> os.stat_result:
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise _refuse(f"{path} is a symbolic link; symlinks are not followed", path=str(path))
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        raise _refuse(f"{path} is not a regular file or folder", path=str(path))
+    if _SECRET_NAMES.search(path.name) or path.name in _SECRET_DIRS:
+        raise _refuse(f"{path} looks like a secret (keys, credentials); it is never read", path=str(path))
+    return info
+
+
+def collect(source_paths: list[str], target_dir: str) -> list[tuple[Path, str]]:
+    """(local file, archive path) pairs: a file keeps its name, a folder keeps its own name."""
+    pairs: list[tuple[Path, str]] = []
+    for raw in source_paths:
+        source = Path(raw)
+        if not source.is_absolute():
+            raise pvf_error("INVALID_PATH", f"{raw!r} is not an absolute path", path=raw)
+        if ".." in source.parts:
+            raise _refuse(f"{raw} contains '..'; pass a normalised absolute path", path=raw)
+        try:
+            info = _check_source(source)
+        except FileNotFoundError as exc:
+            raise pvf_error("INVALID_PATH", f"{raw} does not exist", path=raw) from exc
+        if stat.S_ISREG(info.st_mode):
+            pairs.append((source, _archive_target(target_dir, PurePosixPath(source.name))))
+            continue
+        for folder, dirs, files in os.walk(source, followlinks=False):
+            here = Path(folder)
+            for name in list(dirs):
+                _check_source(here / name)
+            for name in files:
+                file = here / name
+                _check_source(file)
+                relative = PurePosixPath(source.name) / file.relative_to(source).as_posix()
+                pairs.append((file, _archive_target(target_dir, relative)))
+                if len(pairs) > MAX_FILES:
+                    raise ServiceError(
+                        "IMPORT_LIMIT",
+                        f"more than {MAX_FILES} files selected",
+                        hint="Import a smaller folder at a time.",
+                    )
+    return pairs
+
+
+def conflicts(pairs: list[tuple[Path, str]]) -> dict[str, list[str]]:
+    """Archive paths that several sources map to (case-insensitively)."""
+    seen: dict[str, list[str]] = {}
+    for source, target in pairs:
+        seen.setdefault(target, []).append(str(source))
+    return {target: sources for target, sources in seen.items() if len(sources) > 1}
+
+
+class ImportService:
+    """The ``pvf_import_*`` operations over a ``PvfService``."""
+
+    def __init__(self, service: PvfService, memory_budget: int = MEMORY_BUDGET) -> None:
+        self.service = service
+        self.memory_budget = memory_budget
+        self._lock = threading.Lock()
+        # expired plans free their frozen bytes and spill folder at once
+        service.plans.listen_expired(self._on_plan_end)
+
+    def _on_plan_end(self, plan: Plan) -> None:
+        if plan.kind == "import" and isinstance(plan.payload, ImportPlan):
+            plan.payload.cleanup()
+
+    def close(self) -> None:
+        """Drop a pending import plan and its spill folder (service shutdown)."""
+        pending = self.service.plans.pending("import")
+        if pending is not None:
+            self.service.plans.discard("import", pending.plan_id)
+            self._on_plan_end(pending)
+
+    def prepare(
+        self,
+        workspace_id: str,
+        source_paths: list[str],
+        target_dir: str = "",
+        mode: ImportMode = "text",
+        request_id: str | None = None,
+        scope: str = LOCAL_SCOPE,
+    ) -> dict[str, Any]:
+        """Read and freeze the sources; returns the plan id and a summary (nothing is written)."""
+        params = {
+            "op": "import_prepare",
+            "ws": workspace_id,
+            "src": source_paths,
+            "dir": target_dir,
+            "mode": mode,
+        }
+        return self.service.ledger.run(
+            scope,
+            request_id,
+            params,
+            lambda: self._prepare(workspace_id, source_paths, target_dir, mode, scope),
+        )
+
+    def _prepare(
+        self, workspace_id: str, source_paths: list[str], target_dir: str, mode: ImportMode, scope: str
+    ) -> dict[str, Any]:
+        if not source_paths:
+            raise ServiceError("INVALID_ARGUMENT", "no sourcePaths given", hint="Pass absolute local paths.")
+        service = self.service
+        with service._state:
+            ws = service._require_workspace(workspace_id)
+            ensure_free_for_write_plan(service)
+        pairs = collect(source_paths, target_dir)
+        clashes = conflicts(pairs)
+        if clashes:
+            raise ServiceError(
+                "IMPORT_CONFLICT",
+                f"{len(clashes)} archive paths have more than one source",
+                hint="Deselect one source of each conflicting path.",
+                conflicts=[{"target": t, "sources": s} for t, s in sorted(clashes.items())[:100]],
+            )
+        items, spill_dir = self._freeze(pairs, mode, ws)
+        plan_payload = ImportPlan(ws.workspace_id, ws.revision, mode, items, spill_dir)
+        try:
+            plan = service.plans.create("import", plan_payload, owner=scope, source="import")
+        except ServiceError:
+            plan_payload.cleanup()
+            raise
+        counts = {
+            "add": sum(i.action == "add" for i in items),
+            "overwrite": sum(i.action == "overwrite" for i in items),
+        }
+        return {
+            "ok": True,
+            "planId": plan.plan_id,
+            "workspaceId": ws.workspace_id,
+            "revision": ws.revision,
+            "files": len(items),
+            "totalBytes": sum(i.size for i in items),
+            "counts": counts,
+            "spilledToDisk": spill_dir is not None,
+            "expiresInSeconds": plan.describe()["expiresInSeconds"],
+        }
+
+    def _freeze(
+        self, pairs: list[tuple[Path, str]], mode: ImportMode, ws: Any
+    ) -> tuple[list[ImportItem], Path | None]:
+        items: list[ImportItem] = []
+        total = 0
+        spill_dir: Path | None = None
+        try:
+            for source, target in sorted(pairs, key=lambda p: p[1]):
+                size = source.stat().st_size
+                if size > MAX_FILE_BYTES:
+                    raise ServiceError(
+                        "IMPORT_LIMIT",
+                        f"{source} is {size} bytes; the limit is {MAX_FILE_BYTES}",
+                        path=str(source),
+                    )
+                with open(source, "rb") as handle:  # one read: size, digest and bytes agree
+                    data = handle.read(MAX_FILE_BYTES + 1)
+                if len(data) > MAX_FILE_BYTES:
+                    raise ServiceError(
+                        "IMPORT_LIMIT", f"{source} grew past {MAX_FILE_BYTES} bytes", path=str(source)
+                    )
+                total += len(data)
+                if total > MAX_TOTAL_BYTES:
+                    raise ServiceError(
+                        "IMPORT_LIMIT",
+                        f"the selection is over {MAX_TOTAL_BYTES} bytes",
+                        hint="Import a smaller folder at a time.",
+                    )
+                if mode == "text":
+                    try:
+                        data.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise _refuse(
+                            f"{source} is not UTF-8 text (byte {exc.start}); import it in raw mode",
+                            path=str(source),
+                        ) from exc
+                digest = hashlib.sha256(data).hexdigest()
+                exists = ws.exists(target)
+                if mode == "text" and exists and ws.kind(target) == "binary":
+                    raise _refuse(
+                        f"{target} is a binary entry; import {source} in raw mode", path=str(source)
+                    )
+                item = ImportItem(
+                    key="i_" + hashlib.sha256(target.encode()).hexdigest()[:16],
+                    source=str(source),
+                    target=target,
+                    size=len(data),
+                    sha256=digest,
+                    kind=mode,
+                    action="overwrite" if exists else "add",
+                )
+                if total > self.memory_budget:
+                    if spill_dir is None:
+                        spill_dir = Path(tempfile.mkdtemp(prefix="moddesk-import-"))
+                    item.spill = spill_dir / f"{len(items):05d}"
+                    item.spill.write_bytes(data)
+                else:
+                    item.data = data
+                items.append(item)
+        except BaseException:
+            if spill_dir is not None:
+                remove_tree_quietly(spill_dir)
+            raise
+        return items, spill_dir
+
+    def _plan(self, plan_id: str) -> ImportPlan:
+        payload = self.service.plans.get("import", plan_id).payload
+        assert isinstance(payload, ImportPlan)
+        return payload
+
+    def preview(self, plan_id: str, cursor: str | None = None, limit: int = 50) -> dict[str, Any]:
+        """One page of items: source, target, type, size, add/overwrite, a text diff or a digest."""
+        plan = self._plan(plan_id)
+        limit = max(1, min(limit, 200))
+        query = {"plan": plan_id, "limit": limit}
+        start = 0 if cursor is None else int(self.service.cursors.decode(cursor, query, plan.base_revision))
+        ws = self.service.workspace
+        out: list[dict[str, Any]] = []
+        used = 0
+        index = start
+        for item in plan.items[start : start + limit]:
+            entry = item.summary()
+            if item.action == "overwrite" and item.kind == "text" and ws is not None:
+                old = ws.current_text_or_none(item.target) or ""
+                new = item.payload().decode("utf-8")
+                diff = difflib.unified_diff(
+                    old.splitlines(), new.splitlines(), f"a/{item.target}", f"b/{item.target}", lineterm=""
+                )
+                entry["diff"] = "\n".join(list(diff)[:300])
+            size = len(str(entry).encode()) + 100
+            if out and used + size > PREVIEW_BYTE_CAP:
+                break
+            out.append(entry)
+            used += size
+            index += 1
+        more = index < len(plan.items)
+        return {
+            "ok": True,
+            "planId": plan_id,
+            "mode": plan.mode,
+            "total": len(plan.items),
+            "items": out,
+            "nextCursor": self.service.cursors.encode(query, index, plan.base_revision) if more else None,
+        }
+
+    def apply(
+        self,
+        plan_id: str,
+        expected_revision: int,
+        selected_keys: list[str],
+        overwrite_keys: list[str] | None = None,
+        request_id: str | None = None,
+        scope: str = LOCAL_SCOPE,
+    ) -> dict[str, Any]:
+        """Write the chosen items in one step; overwriting needs the item's key in ``overwrite_keys``."""
+        params = {
+            "op": "import_apply",
+            "plan": plan_id,
+            "rev": expected_revision,
+            "keys": sorted(selected_keys),
+            "overwrite": sorted(overwrite_keys or []),
+        }
+        return self.service.ledger.run(
+            scope,
+            request_id,
+            params,
+            lambda: self._apply(plan_id, expected_revision, selected_keys, set(overwrite_keys or [])),
+        )
+
+    def _apply(
+        self, plan_id: str, expected_revision: int, selected: list[str], overwrite: set[str]
+    ) -> dict[str, Any]:
+        plan = self._plan(plan_id)
+        by_key = {item.key: item for item in plan.items}
+        unknown = [k for k in selected if k not in by_key]
+        if unknown or not selected:
+            raise ServiceError(
+                "INVALID_ARGUMENT",
+                f"unknown or no selectedKeys: {', '.join(unknown[:10]) or '(none)'}",
+                hint="Pass keys from pvf_import_preview.",
+            )
+        service = self.service
+        with service.begin_write("import-apply", plan.workspace_id, expected_revision) as ws:
+            chosen = [by_key[k] for k in dict.fromkeys(selected)]
+            blocked = [i for i in chosen if ws.exists(i.target) and i.key not in overwrite]
+            if blocked:
+                raise ServiceError(
+                    "OVERWRITE_NOT_ALLOWED",
+                    f"{len(blocked)} chosen items would overwrite existing entries",
+                    hint="Add their keys to overwriteKeys to replace them, or leave them out.",
+                    items=[{"key": i.key, "target": i.target} for i in blocked[:100]],
+                )
+            binary_clash = [
+                i
+                for i in chosen
+                if i.kind == "text" and ws.exists(i.target) and ws.kind(i.target) == "binary"
+            ]
+            if binary_clash:
+                raise _refuse(f"{binary_clash[0].target} is binary; text import cannot replace it")
+            writes: dict[str, str | bytes | None] = {}
+            for item in chosen:  # every payload is read (and checked) before anything is written
+                data = item.payload()
+                writes[item.target] = data.decode("utf-8") if item.kind == "text" else data
+            revision = ws.apply(writes)
+        service.plans.complete("import", plan_id)
+        plan.cleanup()
+        service._emit(
+            "archive:changed", {"workspaceId": plan.workspace_id, "revision": revision, "source": "import"}
+        )
+        return {
+            "ok": True,
+            "planId": plan_id,
+            "revision": revision,
+            "imported": len(chosen),
+            "added": sum(1 for i in chosen if i.action == "add"),
+            "overwritten": sum(1 for i in chosen if i.key in overwrite),
+            "workspaceCommitted": True,
+        }
+
+    def discard(self, plan_id: str) -> dict[str, Any]:
+        plan = self.service.plans.discard("import", plan_id)
+        if isinstance(plan.payload, ImportPlan):
+            plan.payload.cleanup()
+        return {"ok": True, "planId": plan_id, "discarded": True}

@@ -1,0 +1,169 @@
+"""What an export reads: items frozen from the workspace (and its history) at prepare time.
+
+Each item is a path with its content now (or, for a deletion, the content before it) and its
+baseline — the content the change started from — when the source has one. MOD writers need the
+baseline to emit only the new or changed entries of lists and string tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from moddesk.kit.errors import ServiceError
+from moddesk.pvf.archive import normalize_path
+from moddesk.pvf.errors import pvf_error
+
+if TYPE_CHECKING:
+    from moddesk.pvf.history import History
+    from moddesk.pvf.workspace import Workspace
+
+Content = str | bytes
+SourceKind = Literal["selection", "memory", "working", "commit"]
+MAX_EXPORT_FILES = 200_000
+MAX_EXPORT_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class ExportItem:
+    """One archive path to export."""
+
+    path: str
+    deleted: bool
+    content: Content | None  # current content; for a deletion, the content before it (or None)
+    baseline: Content | None  # the content the change started from (None: added, or unknown)
+    has_baseline: bool  # whether the source knows a baseline at all
+
+    @property
+    def is_text(self) -> bool:
+        return isinstance(self.content, str)
+
+
+def _current(ws: Workspace, path: str) -> Content:
+    text = ws.current_text_or_none(path)
+    return text if text is not None else ws.read_bytes(path)
+
+
+def _base_content(ws: Workspace, path: str) -> Content | None:
+    """The content of ``path`` in the archive as it was opened, None if it was not there."""
+    try:
+        text = ws.base_text(path)
+        return text if text is not None else ws.base_bytes(path)
+    except KeyError:
+        return None
+
+
+def _check_size(items: list[ExportItem]) -> list[ExportItem]:
+    if len(items) > MAX_EXPORT_FILES:
+        raise ServiceError(
+            "INVALID_ARGUMENT",
+            f"{len(items)} files selected; an export takes at most {MAX_EXPORT_FILES}",
+            hint="Export a smaller selection.",
+        )
+    total = sum(len(i.content.encode() if isinstance(i.content, str) else i.content or b"") for i in items)
+    if total > MAX_EXPORT_BYTES:
+        raise ServiceError(
+            "INVALID_ARGUMENT",
+            f"the export is {total} bytes; the limit is {MAX_EXPORT_BYTES}",
+            hint="Export less.",
+        )
+    return items
+
+
+def from_selection(ws: Workspace, paths: list[str]) -> list[ExportItem]:
+    """Files and folders of the current workspace ("" = the whole archive); no baseline."""
+    if not paths:
+        raise ServiceError(
+            "INVALID_ARGUMENT", 'selection needs paths ("" for the root)', hint="Name files or folders."
+        )
+    every = ws.paths()
+    chosen: dict[str, None] = {}
+    for raw in paths:
+        key = normalize_path(raw).strip("/")
+        if key == "":
+            chosen.update(dict.fromkeys(every))
+            continue
+        if ws.exists(key):
+            chosen[key] = None
+            continue
+        prefix = key + "/"
+        inside = [p for p in every if p.startswith(prefix)]
+        if not inside:
+            raise ServiceError(
+                "NOT_FOUND", f"no file or folder {raw!r} in the archive", hint="Search by path first."
+            )
+        chosen.update(dict.fromkeys(inside))
+    return _check_size([ExportItem(p, False, _current(ws, p), None, False) for p in sorted(chosen)])
+
+
+def from_memory(ws: Workspace) -> list[ExportItem]:
+    """Every path changed in memory since the archive was opened, against the file at open."""
+    changed, deleted = ws.changed_since_open()
+    items = []
+    for path in sorted(changed):
+        base = _base_content(ws, path)
+        if path in deleted:
+            if base is not None:
+                items.append(ExportItem(path, True, base, base, True))
+            continue
+        current = _current(ws, path)
+        if base is not None and base == current:
+            continue  # edited and put back
+        items.append(ExportItem(path, False, current, base, True))
+    return _check_size(items)
+
+
+def _history_content(
+    ws: Workspace, history: History, state: dict[str, str | None], path: str
+) -> Content | None:
+    """Content of ``path`` in a history state (objects, else the history's base archive)."""
+    from moddesk.pvf.workspace import _HistoryBase  # the base archive of the history, read lazily
+
+    if path in state:
+        sha = state[path]
+        return None if sha is None else ws._from_object(path, history.get_object(sha))
+    base = _HistoryBase(history)
+    try:
+        return base.content(path)
+    finally:
+        base.close()
+
+
+def from_working(ws: Workspace, history: History | None) -> list[ExportItem]:
+    """The working changes against the history HEAD."""
+    if history is None:
+        raise pvf_error(
+            "HISTORY_NOT_ENABLED", "the working source compares with history HEAD; none is attached"
+        )
+    head_state = history.state(history.head)
+    changes, restores = ws.history_changes(history)
+    items = []
+    for path in sorted(set(changes) | set(restores)):
+        before = _history_content(ws, history, head_state, path)
+        if ws.exists(path):
+            current = _current(ws, path)
+            if before is not None and before == current:
+                continue
+            items.append(ExportItem(path, False, current, before, True))
+        elif before is not None:
+            items.append(ExportItem(path, True, before, before, True))
+    return _check_size(items)
+
+
+def from_commit(ws: Workspace, history: History | None, commit_id: str) -> list[ExportItem]:
+    """What one commit changed, against its parent."""
+    if history is None:
+        raise pvf_error("HISTORY_NOT_ENABLED", "the commit source needs history; none is attached")
+    commit = history.get(commit_id)
+    before_state = history.state(commit.parent)
+    after_state = history.state(commit.id)
+    items = []
+    for path in sorted(history.changes_of(commit.id)):
+        before = _history_content(ws, history, before_state, path)
+        after = _history_content(ws, history, after_state, path)
+        if after is None:
+            if before is not None:
+                items.append(ExportItem(path, True, before, before, True))
+        elif after != before:
+            items.append(ExportItem(path, False, after, before, True))
+    return _check_size(items)

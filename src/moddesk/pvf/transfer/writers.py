@@ -1,0 +1,312 @@
+"""Output layouts: a direct export tree, the ``110USextend`` MOD folder and the ``115CN-mod`` zip.
+
+``build_output`` turns frozen export items into output entries (relative path → bytes) plus
+warnings with stable ids, skipped deletions and dependency edges; ``write_tree`` / ``write_zip``
+lay the chosen entries out in a private temp location that the caller publishes without
+overwriting anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from moddesk.kit.errors import ServiceError
+from moddesk.pvf.listtext import list_entries as lst_entries
+from moddesk.pvf.listtext import list_target_candidates
+from moddesk.pvf.listtext import string_entries as str_entries
+from moddesk.pvf.transfer.sources import ExportItem
+
+FormatId = Literal["direct", "110USextend", "115CN-mod"]
+
+FORMATS: list[dict[str, Any]] = [
+    {
+        "id": "direct",
+        "mode": "direct",
+        "read": False,
+        "write": True,
+        "output": "<outputParent>/<outputName>/<archive path> (text as UTF-8, other files as stored)",
+        "deletes": "a deleted file is written with its previous content (this is a file export, not a delete patch)",
+    },
+    {
+        "id": "110USextend",
+        "mode": "mod",
+        "read": False,
+        "write": True,
+        "output": "<outputParent>/<name>-<version>/ with pack.json, pvf/ (whole files) and merge/ (.lst/.str entries)",
+        "deletes": "not expressible: reported in skippedDeletes",
+    },
+    {
+        "id": "115CN-mod",
+        "mode": "mod",
+        "read": False,
+        "write": True,
+        "output": "<outputParent>/<name>-<version>.zip with a root mod.json (stable modId) and pvf/ payload",
+        "deletes": "not expressible: reported in skippedDeletes",
+    },
+]
+
+_WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
+_UNSAFE_CHARS = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
+
+
+def _hard(message: str, **details: Any) -> ServiceError:
+    return ServiceError("UNSUPPORTED_CONTENT", message, hint="Leave that file out of the export.", **details)
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """A name that is a safe single folder/file name on Windows and elsewhere."""
+    text = name.strip()
+    if not text or text.startswith((".", "_")):
+        raise ServiceError("INVALID_ARGUMENT", f"{what} {name!r} must not be empty or start with '.' or '_'")
+    if _UNSAFE_CHARS.search(text) or _WINDOWS_RESERVED.match(text) or text.endswith((".", " ")):
+        raise ServiceError(
+            "INVALID_ARGUMENT",
+            f'{what} {name!r} is not a safe file name (no <>:"/\\|?*, control characters, reserved names)',
+        )
+    if len(text.encode("utf-8")) > 128:
+        raise ServiceError("INVALID_ARGUMENT", f"{what} is longer than 128 bytes")
+    return text
+
+
+def check_version(version: str | None) -> str:
+    text = (version or "").strip() or "1.0"
+    return check_name(text, "version")
+
+
+def warning_id(code: str, path: str, detail: str = "") -> str:
+    """A stable id: the same warning for the same content gets the same id on every prepare."""
+    return "w_" + hashlib.sha256(f"{code}\0{path}\0{detail}".encode()).hexdigest()[:12]
+
+
+@dataclass
+class OutputEntry:
+    key: str  # relative output path, "/"-separated
+    data: bytes
+    source: str  # archive path it comes from ("" for package metadata)
+    meta: bool = False  # package metadata: rebuilt by the service, never selectable
+    depends_on: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Output:
+    entries: list[OutputEntry]
+    warnings: list[dict[str, Any]]
+    skipped_deletes: list[dict[str, Any]]
+    missing_dependencies: list[str]
+
+    def selectable(self) -> list[OutputEntry]:
+        return [e for e in self.entries if not e.meta]
+
+
+def _bytes(content: str | bytes) -> bytes:
+    return content.encode("utf-8") if isinstance(content, str) else content
+
+
+def list_targets(lst_path: str, text: str | None, known: set[str]) -> list[str]:
+    """Archive paths a list's entries point at (the first candidate that exists, else the first)."""
+    out = []
+    for entry in lst_entries(text).values():
+        candidates = list_target_candidates(lst_path, entry)
+        out.append(next((c for c in candidates if c in known), candidates[0]))
+    return out
+
+
+def _merge_lst(item: ExportItem) -> tuple[bytes | None, list[dict[str, Any]]]:
+    new = lst_entries(item.content if isinstance(item.content, str) else None)
+    old = lst_entries(item.baseline if isinstance(item.baseline, str) else None)
+    lines = []
+    for ident, target in sorted(new.items()):
+        if old.get(ident) == target:
+            continue
+        if not 0 <= ident <= 0xFFFFFFFF or "`" in target or any(c in target for c in "\r\n\x00"):
+            raise _hard(f"{item.path}: entry {ident} cannot be written to a merge list", path=item.path)
+        lines.append(f"{ident}\t`{target}`\n")
+    removed = [{"path": item.path, "entry": str(i)} for i in sorted(set(old) - set(new))]
+    return ("".join(lines).encode("utf-8") if lines else None), removed
+
+
+def _merge_str(item: ExportItem) -> tuple[bytes | None, list[dict[str, Any]]]:
+    new = str_entries(item.content if isinstance(item.content, str) else None)
+    old = str_entries(item.baseline if isinstance(item.baseline, str) else None)
+    lines = []
+    for key, value in sorted(new.items()):
+        if old.get(key) == value:
+            continue
+        if ">" in key or key.startswith("//") or any(c in key + value for c in "\r\n\x00"):
+            raise _hard(f"{item.path}: string {key!r} cannot be written to a merge table", path=item.path)
+        lines.append(f"{key}>{value}\n")
+    removed = [{"path": item.path, "entry": k} for k in sorted(set(old) - set(new))]
+    return ("".join(lines).encode("utf-8") if lines else None), removed
+
+
+def _script_type(content: str | bytes) -> int:
+    return 1 if isinstance(content, str) and content.lstrip("\ufeff").startswith("#PVF_File") else 3
+
+
+def build_output(
+    items: list[ExportItem],
+    fmt: FormatId,
+    *,
+    name: str = "",
+    version: str = "1.0",
+    mod_id: str | None = None,
+    workspace_paths: Iterable[str] = (),
+) -> Output:
+    """Every output entry of the export, with warnings, skipped deletions and dependencies."""
+    entries: list[OutputEntry] = []
+    warnings: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    types: dict[str, int] = {}
+
+    def warn(code: str, path: str, message: str, detail: str = "") -> None:
+        warnings.append(
+            {"warningId": warning_id(code, path, detail), "code": code, "path": path, "message": message}
+        )
+
+    for item in items:
+        if fmt == "direct":
+            if item.content is None:
+                skipped.append({"path": item.path, "reason": "deleted, and its previous content is unknown"})
+                continue
+            entries.append(OutputEntry(item.path, _bytes(item.content), item.path))
+            if item.deleted:
+                warn("deleted-as-file", item.path, "deleted in the source: its previous content is exported")
+            continue
+        if item.deleted:
+            skipped.append({"path": item.path, "reason": f"{fmt} cannot express deleting a file"})
+            continue
+        assert item.content is not None
+        is_table = item.path.endswith((".lst", ".str"))
+        if fmt == "110USextend" and is_table:
+            if not item.has_baseline:
+                warn(
+                    "no-baseline",
+                    item.path,
+                    "no baseline to compare with: the whole table is skipped, not overwritten",
+                )
+                continue
+            data, removed = (_merge_lst if item.path.endswith(".lst") else _merge_str)(item)
+            skipped.extend({**r, "reason": "removing a table entry is not expressible"} for r in removed)
+            if data is not None:
+                entries.append(OutputEntry(f"merge/{item.path}", data, item.path))
+            continue
+        if isinstance(item.content, bytes) and fmt == "110USextend":
+            warn("binary-skipped", item.path, "110USextend carries text only: this binary file is left out")
+            continue
+        entries.append(OutputEntry(f"pvf/{item.path}", _bytes(item.content), item.path))
+        types[item.path] = _script_type(item.content) if isinstance(item.content, str) else 0
+
+    # dependencies: a list entry needs the file it points at
+    by_source = {e.source: e for e in entries}
+    exported_sources = set(by_source)
+    missing: set[str] = set()
+    known = set(workspace_paths) | {i.path for i in items}
+    for item in items:
+        if not item.path.endswith(".lst") or item.path not in by_source or not isinstance(item.content, str):
+            continue
+        baseline = item.baseline if isinstance(item.baseline, str) else None
+        already = set(list_targets(item.path, baseline, known)) if item.has_baseline else set()
+        for target in list_targets(item.path, item.content, known):
+            if target in already:
+                continue  # the entry did not change: the file it names is not part of this change
+            if target in exported_sources:
+                by_source[item.path].depends_on.append(by_source[target].key)
+            elif target in known:
+                missing.add(target)
+
+    if fmt == "110USextend":
+        pack = {
+            "name": name,
+            "version": version,
+            "priority": 100,
+            "enabled": True,
+            "types": dict(sorted(types.items())),
+        }
+        entries.append(
+            OutputEntry(
+                "pack.json", (json.dumps(pack, ensure_ascii=False, indent=2) + "\n").encode(), "", True
+            )
+        )
+    elif fmt == "115CN-mod":
+        manifest = {
+            "modId": mod_id,
+            "name": name,
+            "version": version,
+            "format": "115CN-mod",
+            "entries": [
+                {
+                    "path": e.source,
+                    "type": types.get(e.source, 0),
+                    "size": len(e.data),
+                    "sha256": hashlib.sha256(e.data).hexdigest(),
+                }
+                for e in entries
+            ],
+        }
+        entries.append(
+            OutputEntry(
+                "mod.json", (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode(), "", True
+            )
+        )
+    return Output(entries, warnings, skipped, sorted(missing))
+
+
+def rebuild_meta(output: Output, chosen: list[OutputEntry], fmt: FormatId) -> list[OutputEntry]:
+    """The package metadata for exactly the chosen entries (never stale, never selectable)."""
+    meta = [e for e in output.entries if e.meta]
+    if not meta:
+        return chosen
+    data = json.loads(meta[0].data)
+    sources = {e.source for e in chosen}
+    if fmt == "110USextend":
+        data["types"] = {p: t for p, t in data["types"].items() if p in sources}
+    else:
+        data["entries"] = [e for e in data["entries"] if e["path"] in sources]
+    encoded = (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode()
+    return [*chosen, OutputEntry(meta[0].key, encoded, "", True)]
+
+
+def _safe_relative(key: str) -> Path:
+    parts = key.split("/")
+    for part in parts:
+        if part in ("", ".", "..") or _UNSAFE_CHARS.search(part) or _WINDOWS_RESERVED.match(part):
+            raise _hard(f"{key!r} cannot be written as a local file name", path=key)
+    return Path(*parts)
+
+
+def check_case_clashes(entries: list[OutputEntry]) -> None:
+    """Two entries that differ only by case collide on Windows and macOS file systems."""
+    seen: dict[str, str] = {}
+    for entry in entries:
+        folded = entry.key.casefold()
+        if folded in seen and seen[folded] != entry.key:
+            raise _hard(f"{entry.key} and {seen[folded]} differ only by case", path=entry.key)
+        seen[folded] = entry.key
+
+
+def write_tree(root: Path, entries: list[OutputEntry]) -> int:
+    """Write entries under ``root`` (a fresh private folder); returns the file count."""
+    check_case_clashes(entries)
+    for entry in entries:
+        target = root / _safe_relative(entry.key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "xb") as handle:  # "x": never overwrite, even inside our own folder
+            handle.write(entry.data)
+    return len(entries)
+
+
+def write_zip(path: Path, entries: list[OutputEntry]) -> int:
+    """Write entries into a new zip at ``path`` (a private temp name); returns the file count."""
+    check_case_clashes(entries)
+    with zipfile.ZipFile(path, "x", compression=zipfile.ZIP_DEFLATED) as archive:
+        for entry in sorted(entries, key=lambda e: (not e.meta, e.key)):
+            _safe_relative(entry.key)
+            archive.writestr(entry.key, entry.data)
+    return len(entries)

@@ -1,0 +1,193 @@
+"""Export: sources, direct and MOD layouts, warnings, no-overwrite publishing, staleness."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from moddesk.kit.errors import ServiceError
+
+from .conftest import Bench
+
+NEW_LST = "#PVF_File\n1\t`weapon/w0.equ`\n2\t`weapon/w1.equ`\n3\t`weapon/w9.equ`\n"
+
+
+def edit(bench: Bench) -> int:
+    """Modify a script, add one with its list entry, delete one, touch the binary."""
+    changes = {
+        "equipment/weapon/w2.equ": "#PVF_File\n[name]\n`Weapon 2`\n[price]\n\t999\n",
+        "equipment/weapon/w9.equ": "#PVF_File\n[name]\n`Weapon 9`\n",
+        "equipment/equipment.lst": NEW_LST,
+        "equipment/weapon/w5.equ": None,
+    }
+    return bench.service.apply_changes(bench.ws, bench.revision, changes)["revision"]
+
+
+def out_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "exports here"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def test_direct_selection_export(bench: Bench, tmp_path: Path) -> None:
+    plan = bench.exports.prepare(bench.ws, bench.revision, "selection", ["equipment/weapon", "etc/blob.bin"])
+    preview = bench.exports.preview(plan["planId"])
+    assert preview["total"] == 7 and preview["warnings"] == []
+    result = bench.exports.execute(plan["planId"], str(out_dir(tmp_path)), "dump", request_id="e1")
+    root = Path(result["outputPath"])
+    assert root == out_dir(tmp_path) / "dump" and result["files"] == 7
+    assert (root / "etc" / "blob.bin").read_bytes() == bytes(range(32))
+    assert "`Weapon 3`" in (root / "equipment" / "weapon" / "w3.equ").read_text()
+    # a retry after a lost response answers the same, and writes nothing new
+    assert bench.exports.execute(plan["planId"], str(out_dir(tmp_path)), "dump", request_id="e1") == result
+    # a second export to the same name is refused, the first one untouched
+    again = bench.exports.prepare(bench.ws, bench.revision, "selection", [""])
+    with pytest.raises(ServiceError) as caught:
+        bench.exports.execute(again["planId"], str(out_dir(tmp_path)), "dump")
+    assert caught.value.code == "TARGET_EXISTS"
+    assert sorted(p.name for p in out_dir(tmp_path).iterdir()) == ["dump"]
+
+
+def test_memory_source_110usextend_layout(bench: Bench, tmp_path: Path) -> None:
+    edit(bench)
+    plan = bench.exports.prepare(
+        bench.ws, bench.revision, "memory", mode="mod", fmt="110USextend", name="MyMod", version="2.1"
+    )
+    preview = bench.exports.preview(plan["planId"])
+    keys = {e["entryKey"] for e in preview["entries"]}
+    assert keys == {
+        "pvf/equipment/weapon/w2.equ",
+        "pvf/equipment/weapon/w9.equ",
+        "merge/equipment/equipment.lst",
+    }
+    assert preview["skippedDeletes"] == [
+        {"path": "equipment/weapon/w5.equ", "reason": "110USextend cannot express deleting a file"}
+    ]
+    lst_entry = next(e for e in preview["entries"] if e["entryKey"].startswith("merge/"))
+    assert lst_entry["dependsOn"] == ["pvf/equipment/weapon/w9.equ"]
+    result = bench.exports.execute(plan["planId"], str(out_dir(tmp_path)))
+    root = Path(result["outputPath"])
+    assert root.name == "MyMod-2.1"
+    pack = json.loads((root / "pack.json").read_text())
+    assert pack == {
+        "name": "MyMod",
+        "version": "2.1",
+        "priority": 100,
+        "enabled": True,
+        "types": {"equipment/weapon/w2.equ": 1, "equipment/weapon/w9.equ": 1},
+    }
+    assert (root / "merge" / "equipment" / "equipment.lst").read_text() == "3\t`weapon/w9.equ`\n"
+    assert "999" in (root / "pvf" / "equipment" / "weapon" / "w2.equ").read_text()
+
+
+def test_deselecting_a_dependency_needs_acknowledgement(bench: Bench, tmp_path: Path) -> None:
+    edit(bench)
+    plan = bench.exports.prepare(
+        bench.ws, bench.revision, "memory", mode="mod", fmt="110USextend", name="Deps"
+    )
+    keys = ["merge/equipment/equipment.lst", "pvf/equipment/weapon/w2.equ"]
+    with pytest.raises(ServiceError) as caught:
+        bench.exports.execute(plan["planId"], str(out_dir(tmp_path)), selected_entry_keys=keys)
+    assert caught.value.code == "WARNINGS_NOT_ACKNOWLEDGED"
+    warning = caught.value.details["warnings"][0]
+    assert warning["code"] == "dependency-removed"
+    result = bench.exports.execute(
+        plan["planId"],
+        str(out_dir(tmp_path)),
+        selected_entry_keys=keys,
+        acknowledged_warning_ids=[warning["warningId"]],
+    )
+    pack = json.loads((Path(result["outputPath"]) / "pack.json").read_text())
+    assert pack["types"] == {"equipment/weapon/w2.equ": 1}, "metadata is rebuilt for the chosen entries"
+
+
+def test_selection_tables_without_baseline_are_skipped_with_a_warning(bench: Bench, tmp_path: Path) -> None:
+    plan = bench.exports.prepare(
+        bench.ws, bench.revision, "selection", ["equipment"], mode="mod", fmt="110USextend", name="Whole"
+    )
+    preview = bench.exports.preview(plan["planId"])
+    assert [w["code"] for w in preview["warnings"]] == ["no-baseline"]
+    assert not any(e["entryKey"].startswith("merge/") for e in preview["entries"])
+    ids = [w["warningId"] for w in preview["warnings"]]
+    again_ids = None
+    bench.exports.discard(plan["planId"])
+    again = bench.exports.prepare(
+        bench.ws, bench.revision, "selection", ["equipment"], mode="mod", fmt="110USextend", name="Whole"
+    )
+    again_ids = [w["warningId"] for w in bench.exports.preview(again["planId"])["warnings"]]
+    assert again_ids == ids, "warning ids are stable"
+    with pytest.raises(ServiceError):
+        bench.exports.execute(again["planId"], str(out_dir(tmp_path)))
+    bench.exports.execute(again["planId"], str(out_dir(tmp_path)), acknowledged_warning_ids=ids)
+
+
+def test_115cn_mod_zip(bench: Bench, tmp_path: Path) -> None:
+    edit(bench)
+    with pytest.raises(ServiceError) as caught:
+        bench.exports.prepare(bench.ws, bench.revision, "memory", mode="mod", fmt="115CN-mod", name="Zip")
+    assert caught.value.code == "INVALID_ARGUMENT" and "modId" in caught.value.message
+    plan = bench.exports.prepare(
+        bench.ws, bench.revision, "memory", mode="mod", fmt="115CN-mod", name="Zip", mod_id="com.example.zip"
+    )
+    result = bench.exports.execute(plan["planId"], str(out_dir(tmp_path)))
+    path = Path(result["outputPath"])
+    assert path.name == "Zip-1.0.zip"
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        manifest = json.loads(archive.read("mod.json"))
+    assert names[0] == "mod.json"
+    assert "pvf/equipment/equipment.lst" in names and "pvf/equipment/weapon/w9.equ" in names
+    assert manifest["modId"] == "com.example.zip" and manifest["format"] == "115CN-mod"
+    assert {e["path"] for e in manifest["entries"]} == {
+        "equipment/equipment.lst",
+        "equipment/weapon/w2.equ",
+        "equipment/weapon/w9.equ",
+    }
+
+
+def test_direct_export_of_a_deletion_writes_previous_content(bench: Bench, tmp_path: Path) -> None:
+    edit(bench)
+    plan = bench.exports.prepare(bench.ws, bench.revision, "memory")
+    preview = bench.exports.preview(plan["planId"])
+    warning = next(w for w in preview["warnings"] if w["code"] == "deleted-as-file")
+    result = bench.exports.execute(
+        plan["planId"], str(out_dir(tmp_path)), "changes", acknowledged_warning_ids=[warning["warningId"]]
+    )
+    assert "`Weapon 5`" in (Path(result["outputPath"]) / "equipment" / "weapon" / "w5.equ").read_text()
+
+
+def test_export_plan_blocks_and_goes_stale(bench: Bench, tmp_path: Path) -> None:
+    plan = bench.exports.prepare(bench.ws, bench.revision, "selection", ["etc"])
+    with pytest.raises(ServiceError) as caught:
+        bench.exports.prepare(bench.ws, bench.revision, "selection", ["etc"])
+    assert caught.value.code == "EXPORT_PLAN_PENDING"
+    with pytest.raises(ServiceError) as caught:
+        bench.service.close(bench.ws, bench.revision, "discard")
+    assert caught.value.code == "EXPORT_PLAN_PENDING"
+    edit(bench)  # edits are allowed, and make the plan stale
+    with pytest.raises(ServiceError) as caught:
+        bench.exports.execute(plan["planId"], str(out_dir(tmp_path)), "late")
+    assert caught.value.code == "STALE_EXPORT"
+    assert not (out_dir(tmp_path) / "late").exists()
+    bench.exports.discard(plan["planId"])
+    bench.wait(bench.service.close(bench.ws, bench.revision, "discard"))
+
+
+def test_only_deletions_is_refused(bench: Bench) -> None:
+    bench.service.apply_changes(bench.ws, bench.revision, {"equipment/weapon/w5.equ": None})
+    with pytest.raises(ServiceError) as caught:
+        bench.exports.prepare(bench.ws, bench.revision, "memory", mode="mod", fmt="110USextend", name="Empty")
+    assert caught.value.code == "NOTHING_TO_EXPORT"
+    assert caught.value.details["skippedDeletes"][0]["path"] == "equipment/weapon/w5.equ"
+
+
+def test_bad_names_are_refused(bench: Bench) -> None:
+    for name in ("", ".hidden", "con", "a/b", "x:y"):
+        with pytest.raises(ServiceError) as caught:
+            bench.exports.prepare(
+                bench.ws, bench.revision, "selection", ["etc"], mode="mod", fmt="110USextend", name=name
+            )
+        assert caught.value.code == "INVALID_ARGUMENT", name

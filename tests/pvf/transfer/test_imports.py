@@ -1,0 +1,145 @@
+"""Import: frozen bytes, conflicts, partial selection, explicit overwrite, limits, refusals."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from moddesk.kit.errors import ServiceError
+from moddesk.pvf.transfer import imports
+
+from .conftest import Bench
+
+
+def make_tree(root: Path) -> Path:
+    folder = root / "my mod" / "equipment"
+    (folder / "weapon").mkdir(parents=True)
+    (folder / "weapon" / "w1.equ").write_text("#PVF_File\n[name]\n`Imported 1`\n[price]\n\t99\n")
+    (folder / "weapon" / "new.equ").write_text("#PVF_File\n[name]\n`New`\n")
+    return folder
+
+
+def test_import_apply_uses_frozen_bytes_and_needs_explicit_overwrite(bench: Bench, tmp_path: Path) -> None:
+    folder = make_tree(tmp_path)
+    prepared = bench.imports.prepare(bench.ws, [str(folder)], "")
+    assert prepared["counts"] == {"add": 1, "overwrite": 1}
+    preview = bench.imports.preview(prepared["planId"])
+    by_target = {i["target"]: i for i in preview["items"]}
+    assert set(by_target) == {"equipment/weapon/new.equ", "equipment/weapon/w1.equ"}
+    overwrite = by_target["equipment/weapon/w1.equ"]
+    assert overwrite["action"] == "overwrite" and "+\t99" in overwrite["diff"]
+
+    # the source changes after prepare: apply still writes what was previewed
+    (folder / "weapon" / "new.equ").write_text("#PVF_File\n[name]\n`CHANGED ON DISK`\n")
+    keys = [i["key"] for i in preview["items"]]
+    with pytest.raises(ServiceError) as caught:
+        bench.imports.apply(prepared["planId"], bench.revision, keys)
+    assert caught.value.code == "OVERWRITE_NOT_ALLOWED"
+    assert not bench.service.workspace.exists("equipment/weapon/new.equ")  # type: ignore[union-attr]
+
+    rev = bench.revision
+    done = bench.imports.apply(
+        prepared["planId"], rev, keys, overwrite_keys=[overwrite["key"]], request_id="i1"
+    )
+    assert done["revision"] == rev + 1 and done["imported"] == 2 and done["overwritten"] == 1
+    assert "`New`" in bench.service.read_file(bench.ws, "equipment/weapon/new.equ")["text"]
+    assert "99" in bench.service.read_file(bench.ws, "equipment/weapon/w1.equ")["text"]
+    assert (
+        bench.imports.apply(prepared["planId"], rev, keys, overwrite_keys=[overwrite["key"]], request_id="i1")
+        == done
+    )
+
+
+def test_partial_selection_and_file_mapping(bench: Bench, tmp_path: Path) -> None:
+    folder = make_tree(tmp_path)
+    single = folder / "weapon" / "new.equ"
+    prepared = bench.imports.prepare(bench.ws, [str(single)], "equipment/extra")
+    items = bench.imports.preview(prepared["planId"])["items"]
+    assert [i["target"] for i in items] == ["equipment/extra/new.equ"]
+    bench.imports.discard(prepared["planId"])
+
+    prepared = bench.imports.prepare(bench.ws, [str(folder)], "data")
+    items = bench.imports.preview(prepared["planId"])["items"]
+    assert {i["target"] for i in items} == {"data/equipment/weapon/w1.equ", "data/equipment/weapon/new.equ"}
+    chosen = [i["key"] for i in items if i["target"].endswith("new.equ")]
+    result = bench.imports.apply(prepared["planId"], bench.revision, chosen)
+    assert result["imported"] == 1
+    ws = bench.service.workspace
+    assert ws is not None and ws.exists("data/equipment/weapon/new.equ")
+    assert not ws.exists("data/equipment/weapon/w1.equ")
+
+
+def test_conflicting_mappings_are_listed(bench: Bench, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "Same.equ").write_text("#PVF_File\n")
+    (b / "same.equ").write_text("#PVF_File\n")
+    with pytest.raises(ServiceError) as caught:
+        bench.imports.prepare(bench.ws, [str(a / "Same.equ"), str(b / "same.equ")], "x")
+    assert caught.value.code == "IMPORT_CONFLICT"
+    assert caught.value.details["conflicts"][0]["target"] == "x/same.equ"
+
+
+def test_refusals_and_limits(bench: Bench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = make_tree(tmp_path)
+    link = tmp_path / "link.equ"
+    link.symlink_to(folder / "weapon" / "w1.equ")
+    secret = tmp_path / ".env"
+    secret.write_text("TOKEN=1")
+    binary = tmp_path / "data.bin"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    for source, code in (
+        (str(link), "IMPORT_REFUSED"),
+        (str(secret), "IMPORT_REFUSED"),
+        (str(binary), "IMPORT_REFUSED"),
+        ("relative/path.equ", "INVALID_PATH"),
+        (str(folder / ".." / "equipment"), "IMPORT_REFUSED"),
+    ):
+        with pytest.raises(ServiceError) as caught:
+            bench.imports.prepare(bench.ws, [source], "")
+        assert caught.value.code == code, source
+    raw = bench.imports.prepare(bench.ws, [str(binary)], "etc", mode="raw")
+    assert raw["files"] == 1
+    bench.imports.discard(raw["planId"])
+
+    monkeypatch.setattr(imports, "MAX_FILE_BYTES", 10)
+    with pytest.raises(ServiceError) as caught:
+        bench.imports.prepare(bench.ws, [str(folder)], "")
+    assert caught.value.code == "IMPORT_LIMIT"
+
+
+def test_spill_to_disk_and_cleanup(bench: Bench, tmp_path: Path) -> None:
+    folder = tmp_path / "big"
+    folder.mkdir()
+    for i in range(5):
+        (folder / f"f{i}.txt").write_bytes(os.urandom(4000).hex().encode())
+    service = imports.ImportService(bench.service, memory_budget=10_000)
+    prepared = service.prepare(bench.ws, [str(folder)], "", mode="text")
+    assert prepared["spilledToDisk"] is True
+    plan = bench.service.plans.get("import", prepared["planId"]).payload
+    spill = plan.spill_dir
+    assert spill is not None and spill.exists()
+    keys = [i["key"] for i in service.preview(prepared["planId"])["items"]]
+    service.apply(prepared["planId"], bench.revision, keys)
+    assert not spill.exists()
+    assert bench.service.workspace.exists("big/f4.txt")  # type: ignore[union-attr]
+
+
+def test_import_plan_blocks_scripts_and_lifecycle(bench: Bench, tmp_path: Path) -> None:
+    from moddesk.pvf.scripting.service import ScriptService
+
+    folder = make_tree(tmp_path)
+    prepared = bench.imports.prepare(bench.ws, [str(folder)], "")
+    with pytest.raises(ServiceError) as caught:
+        ScriptService(bench.service).run(bench.ws, bench.revision, "1")
+    assert caught.value.code == "PLAN_PENDING"
+    with pytest.raises(ServiceError) as caught:
+        bench.service.close(bench.ws, bench.revision, "discard")
+    assert caught.value.code == "PLAN_PENDING"
+    with pytest.raises(ServiceError) as caught:
+        bench.imports.prepare(bench.ws, [str(folder)], "other")
+    assert caught.value.code == "PLAN_PENDING"
+    bench.imports.discard(prepared["planId"])
