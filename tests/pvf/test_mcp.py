@@ -334,3 +334,61 @@ def test_saved_archive_reads_back(bench: Workbench, archive: Path) -> None:
     anyio.run(flow)
     with Archive.open(archive) as reread:
         assert "Renamed Blade" in reread.read_text("equipment/weapon/sword/00000.equ")
+
+
+def test_editor_window_drafts_over_http(bench: Workbench, archive: Path) -> None:
+    base = bench.server.url
+
+    async def flow() -> None:
+        async with (
+            Client(bench.url, read_timeout_seconds=60) as client,
+            httpx.AsyncClient(base_url=base) as http,
+        ):
+            opened = await open_archive(client, archive)
+            ws, rev = opened["workspaceId"], opened["revision"]
+            assert (
+                await http.post("/api/windows", json={"windowId": "tab-1", "kind": "text"})
+            ).status_code == 200
+            assert (
+                await http.post("/api/windows/tab-1/draft", json={"dirty": True, "generation": 1})
+            ).json()["ok"]
+            info = await ok(client, "pvf_workspace_info", {})
+            assert info["drafts"] == [{"windowId": "tab-1", "kind": "text", "dirty": True, "generation": 1}]
+
+            answers: list[str] = []
+
+            async def window(dirty: bool) -> None:
+                for _ in range(300):
+                    pending = (await http.get("/api/windows/tab-1/pending")).json()
+                    if pending["operations"]:
+                        operation = pending["operations"][0]
+                        answers.append(operation)
+                        await http.post(
+                            "/api/windows/tab-1/ack", json={"operationId": operation, "dirty": dirty}
+                        )
+                        return
+                    await anyio.sleep(0.01)
+
+            result: dict[str, Any] = {}
+
+            async def save() -> None:
+                call = await client.call_tool(
+                    "pvf_archive_save", {"workspaceId": ws, "expectedRevision": rev}
+                )
+                result.update(call.structured_content or {})
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(window, True)
+                group.start_soon(save)
+            assert answers and result["error"] == "UI_DRAFT_PENDING" and result["windows"] == ["tab-1"]
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(window, False)
+                group.start_soon(save)
+            assert result.get("state") == "succeeded", result
+
+            assert (await http.delete("/api/windows/tab-1")).status_code == 200
+            foreign = await http.get("/api/workspace", headers={"Origin": "http://evil.example"})
+            assert foreign.status_code == 403
+
+    anyio.run(flow)

@@ -13,6 +13,9 @@ from typing import Any
 
 import platformdirs
 import tomlkit
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
 
 from moddesk.kit.agents.clients import ServerSpec, snippet
 from moddesk.kit.errors import ServiceError
@@ -94,12 +97,93 @@ def client_config(url: str) -> str:
     return snippet(None, ServerSpec(SERVER_NAME, url=url))
 
 
+def _error_response(error: ServiceError) -> JSONResponse:
+    status = 404 if error.code in ("NOT_FOUND", "TASK_NOT_FOUND") else 400
+    return JSONResponse(error.to_payload(), status_code=status)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        data = await request.json()
+    except ValueError as exc:
+        raise ServiceError("INVALID_ARGUMENT", "the body is not JSON", hint="Send a JSON object.") from exc
+    if not isinstance(data, dict):
+        raise ServiceError("INVALID_ARGUMENT", "the body is not a JSON object", hint="Send a JSON object.")
+    return data
+
+
+def window_routes(service: PvfService) -> list[BaseRoute]:
+    """JSON routes editor windows (the web page) use to report drafts and answer prepare requests.
+
+    ``POST /api/windows`` {windowId, kind} registers; ``POST /api/windows/{id}/draft`` {dirty,
+    generation} reports; ``GET /api/windows/{id}/pending`` lists operations waiting for an ack;
+    ``POST /api/windows/{id}/ack`` {operationId, dirty} answers; ``DELETE /api/windows/{id}``
+    leaves; ``GET /api/workspace`` is the workspace info.
+    """
+
+    async def workspace(request: Request) -> JSONResponse:
+        return JSONResponse(service.info())
+
+    async def register(request: Request) -> JSONResponse:
+        try:
+            body = await _body(request)
+            window_id = str(body.get("windowId") or "")
+            if not window_id or len(window_id) > 128:
+                raise ServiceError("INVALID_ARGUMENT", "windowId is required", hint="Send a short windowId.")
+            service.drafts.register(window_id, str(body.get("kind") or "editor"))
+        except ServiceError as exc:
+            return _error_response(exc)
+        return JSONResponse({"ok": True, "windowId": window_id})
+
+    async def leave(request: Request) -> JSONResponse:
+        service.drafts.unregister(request.path_params["window"])
+        return JSONResponse({"ok": True})
+
+    async def draft(request: Request) -> JSONResponse:
+        try:
+            body = await _body(request)
+            service.drafts.report(
+                request.path_params["window"], bool(body.get("dirty")), int(body.get("generation", 0))
+            )
+        except (ServiceError, ValueError, TypeError) as exc:
+            error = exc if isinstance(exc, ServiceError) else ServiceError("INVALID_ARGUMENT", str(exc))
+            return _error_response(error)
+        return JSONResponse({"ok": True})
+
+    async def pending(request: Request) -> JSONResponse:
+        window = request.path_params["window"]
+        return JSONResponse(
+            {"ok": True, "operations": service.drafts.pending(window), "frozen": service.drafts.frozen}
+        )
+
+    async def ack(request: Request) -> JSONResponse:
+        try:
+            body = await _body(request)
+            service.drafts.ack(
+                str(body.get("operationId", "")), request.path_params["window"], bool(body.get("dirty"))
+            )
+        except ServiceError as exc:
+            return _error_response(exc)
+        return JSONResponse({"ok": True})
+
+    return [
+        Route("/api/workspace", workspace, methods=["GET"]),
+        Route("/api/windows", register, methods=["POST"]),
+        Route("/api/windows/{window}", leave, methods=["DELETE"]),
+        Route("/api/windows/{window}/draft", draft, methods=["POST"]),
+        Route("/api/windows/{window}/pending", pending, methods=["GET"]),
+        Route("/api/windows/{window}/ack", ack, methods=["POST"]),
+    ]
+
+
 class Workbench:
-    """The service plus its MCP endpoint on a loopback port (0 = any free port)."""
+    """The service plus its MCP endpoint and window routes on a loopback port (0 = any free port)."""
 
     def __init__(self, service: PvfService | None = None, port: int = DEFAULT_PORT) -> None:
         self.service = service or PvfService(rules_dir=rules_dir(), index_cache=index_cache_dir())
-        self.server: LoopbackServer = serve_http(build_server(self.service), port)
+        self.server: LoopbackServer = serve_http(
+            build_server(self.service), port, window_routes(self.service)
+        )
 
     @property
     def url(self) -> str:
