@@ -1,0 +1,98 @@
+"""Match runner: our engine against Debian fairy-stockfish at fixed UCI_Elo levels (and hoixiangqi
+if installed, over xboard — not implemented here, see the report), fixed time per move, alternating
+colours; prints the score and an Elo estimate with a 95% error bar per level.
+
+Run: .venv/bin/python benchmarks/xiangqi_match.py [--quick] [--games N] [--movetime S] [--elo 1350,1800]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import time
+
+from moddesk.xiangqi.board import START_FEN, Move, Position, parse_square
+from moddesk.xiangqi.engines import open_engine
+from moddesk.xiangqi.rules import game_status
+from moddesk.xiangqi.search import Searcher
+
+
+def play_game(engine_path: str, elo: int, ours_red: bool, movetime: float, max_plies: int) -> float:
+    """One game; returns our score (1 win, 0.5 draw, 0 loss)."""
+    pos = Position(START_FEN)
+    moves: list[str] = []
+    searcher = Searcher()
+    with open_engine(engine_path, options={"UCI_LimitStrength": "true", "UCI_Elo": elo}) as peer:
+        for _ in range(max_plies):
+            status = game_status(pos)
+            if status.over:
+                if status.winner is None:
+                    return 0.5
+                return 1.0 if (status.winner == 0) == ours_red else 0.0
+            our_turn = (pos.turn == 0) == ours_red
+            if our_turn:
+                result = searcher.search(pos, time_limit=movetime, history=[*pos.key_history(), pos.key])
+                if result.best_move is None:
+                    return 0.0
+                iccs = result.best_move.iccs()
+            else:
+                best = peer.best_move(START_FEN, moves, time_limit=movetime)
+                if best is None:
+                    return 1.0
+                iccs = best
+            move = Move(parse_square(iccs[:2]), parse_square(iccs[2:4]))
+            if not pos.is_legal(move):
+                return 1.0 if not our_turn else 0.0  # an illegal move forfeits
+            pos.push(move)
+            moves.append(iccs)
+    return 0.5  # adjudicated draw at the ply limit
+
+
+def elo_estimate(scores: list[float]) -> tuple[float, float, float]:
+    """Elo difference with a 95% interval from per-game scores (clamped for perfect results)."""
+    n = len(scores)
+    mean = sum(scores) / n
+    var = sum((s - mean) ** 2 for s in scores) / max(n - 1, 1)
+    se = math.sqrt(var / n) if n > 1 else 0.5
+
+    def elo(p: float) -> float:
+        p = min(max(p, 0.5 / n), 1 - 0.5 / n)
+        return -400 * math.log10(1 / p - 1)
+
+    return elo(mean), elo(mean - 1.96 * se), elo(mean + 1.96 * se)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="2 games at one level, 0.05 s per move")
+    parser.add_argument("--games", type=int, default=4, help="games per level (colours alternate)")
+    parser.add_argument("--movetime", type=float, default=0.1, help="seconds per move for both engines")
+    parser.add_argument("--elo", default="1350,1800", help="comma-separated UCI_Elo levels")
+    parser.add_argument("--max-plies", type=int, default=160)
+    args = parser.parse_args()
+    path = shutil.which("fairy-stockfish") or "/usr/games/fairy-stockfish"
+    if not os.path.exists(path):
+        print("fairy-stockfish not installed (apt-get install fairy-stockfish): no match")
+        return
+    levels = [int(x) for x in args.elo.split(",")]
+    games, movetime = args.games, args.movetime
+    if args.quick:
+        levels, games, movetime = levels[:1], 2, 0.05
+    for elo in levels:
+        start = time.perf_counter()
+        scores = [play_game(path, elo, i % 2 == 0, movetime, args.max_plies) for i in range(games)]
+        diff, low, high = elo_estimate(scores)
+        w, d, lost = scores.count(1.0), scores.count(0.5), scores.count(0.0)
+        print(
+            f"vs fairy-stockfish UCI_Elo {elo}: +{w} ={d} -{lost}  score {sum(scores)}/{games} "
+            f"({100 * sum(scores) / games:.0f}%)  Elo diff {diff + 0.0:+.0f} [{low:+.0f}, {high:+.0f}] "
+            f"=> ours ~{elo + diff:.0f}  ({movetime} s/move, {time.perf_counter() - start:.0f} s)"
+        )
+    if shutil.which("hoixiangqi"):
+        print("hoixiangqi found, but it speaks xboard only: not matched (no xboard adapter yet)")
+
+
+if __name__ == "__main__":
+    main()
