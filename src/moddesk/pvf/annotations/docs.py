@@ -6,14 +6,15 @@ import hashlib
 import json
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from moddesk.kit.cursor import CursorCodec
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.pvf.annotations.builtin import builtin_documents
-from moddesk.pvf.annotations.engine import Hit, explain_view, section_path_matches
+from moddesk.pvf.annotations.engine import EngineResult, Hit, explain_view, section_path_matches
 from moddesk.pvf.annotations.model import (
     ANNOTATION_TYPES,
     SUPPORTED_VERSIONS,
@@ -26,7 +27,7 @@ from moddesk.pvf.annotations.model import (
 )
 from moddesk.pvf.annotations.pathmatch import glob_literal_extension, glob_match
 from moddesk.pvf.annotations.relations import ArchiveLookup, ListCache, Resolver
-from moddesk.pvf.annotations.script import normalize_newlines, parse_script
+from moddesk.pvf.annotations.script import ScriptView, normalize_newlines, parse_script
 from moddesk.pvf.annotations.snapshot import LAYER_ORDER, Entry, Layer, Snapshot, activate
 
 SCHEMA_VERSION = 1
@@ -40,6 +41,7 @@ PAGE_BYTE_CAP = 96 * 1024
 MAX_WARNINGS = 50
 MAX_MATCHED_VALUES = 5
 MAX_ISSUES_REPORTED = 50
+EXPLAIN_CACHE_SIZE = 8
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 register_codes(
@@ -119,6 +121,10 @@ class AnnotationDocs:
         self._builtin = tuple(builtin_documents() if builtin is None else builtin)
         self._codec = codec or CursorCodec()
         self._lists = ListCache()
+        # Paging through one file re-uses its computed hits (keyed by everything they depend on).
+        self._explained_cache: OrderedDict[
+            tuple[str, str, str, str | None], tuple[ScriptView, EngineResult]
+        ] = OrderedDict()
         self._lock = threading.Lock()
         self._snapshot = self._build(user_documents)
 
@@ -237,7 +243,7 @@ class AnnotationDocs:
                 raise ServiceError("INVALID_CURSOR", "invalid cursor position")
             start = position
 
-        scored: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        scored: list[tuple[tuple[Any, ...], Callable[[], dict[str, Any]]]] = []
         for entry in snap.entries:
             item = self._search_item(
                 entry,
@@ -255,17 +261,18 @@ class AnnotationDocs:
                 status,
             )
             if item is not None:
-                score, payload = item
+                score, build = item
                 layer_rank = (
                     LAYER_ORDER.index(entry.layer) if entry.layer in LAYER_ORDER else len(LAYER_ORDER)
                 )
                 key = (-score, 0 if entry.kind == "rule" else 1, entry.id, layer_rank, entry.order)
-                scored.append((key, payload))
+                scored.append((key, build))
         scored.sort(key=lambda pair: pair[0])
         page: list[dict[str, Any]] = []
         used = 0
         truncated = False
-        for _, payload in scored[start : start + size]:
+        for _, build in scored[start : start + size]:
+            payload = build()
             cost = _json_size(payload)
             if page and used + cost > PAGE_BYTE_CAP:
                 truncated = True
@@ -328,7 +335,7 @@ class AnnotationDocs:
         pvf_version: str,
         version: str | None,
         status: str,
-    ) -> tuple[int, dict[str, Any]] | None:
+    ) -> tuple[int, Callable[[], dict[str, Any]]] | None:
         if entry.kind not in kind_set:
             return None
         res = entry.resolved
@@ -409,43 +416,50 @@ class AnnotationDocs:
                 else:
                     score += 1
             reasons.append("query")
-        ann = res.annotation if res is not None else None
-        text = (
-            entry.definition.description or (ann.content if ann else "") or (ann.title if ann else entry.id)
-        )
-        summary, truncated = _summary(text)
-        item: dict[str, Any] = {
-            "documentId": entry.document_id,
-            "kind": entry.kind,
-            "ruleId": entry.id if entry.kind == "rule" else None,
-            "fieldId": entry.id if entry.kind == "field" else (res.field_id if res else None),
-            "title": ann.title if ann else None,
-            "summary": summary,
-            "summaryTruncated": truncated,
-            "section": res.target.section if res else None,
-            "targetKind": res.target.kind if res else None,
-            "annotationType": ann.type if ann else None,
-            "pvfVersions": list(res.pvf_versions if res else entry.definition.pvf_versions),
-            "effective": effective,
-            "status": entry.status if effective or entry.status != "effective" else "not_applicable",
-            "source": entry.source_category,
-            "applicability": applicability,
-            "matchReasons": reasons,
-            "valueCount": len(ann.values) if ann else 0,
-            "relation": ann.relation if ann else None,
-        }
-        if not effective:
-            item["reasons"] = why_not
-        if terms and ann is not None and ann.values:
-            hits = [
-                {"key": k, "label": v}
-                for k, v in ann.values
-                if any(t in k.casefold() or t in v.casefold() for t in terms)
-            ]
-            if hits:
-                item["matchedValues"] = hits[:MAX_MATCHED_VALUES]
-                item["matchedValueCount"] = len(hits)
-        return score, item
+
+        def build() -> dict[str, Any]:
+            """The item, built only for the page actually returned."""
+            ann = res.annotation if res is not None else None
+            text = (
+                entry.definition.description
+                or (ann.content if ann else "")
+                or (ann.title if ann else entry.id)
+            )
+            summary, truncated = _summary(text)
+            item: dict[str, Any] = {
+                "documentId": entry.document_id,
+                "kind": entry.kind,
+                "ruleId": entry.id if entry.kind == "rule" else None,
+                "fieldId": entry.id if entry.kind == "field" else (res.field_id if res else None),
+                "title": ann.title if ann else None,
+                "summary": summary,
+                "summaryTruncated": truncated,
+                "section": res.target.section if res else None,
+                "targetKind": res.target.kind if res else None,
+                "annotationType": ann.type if ann else None,
+                "pvfVersions": list(res.pvf_versions if res else entry.definition.pvf_versions),
+                "effective": effective,
+                "status": entry.status if effective or entry.status != "effective" else "not_applicable",
+                "source": entry.source_category,
+                "applicability": applicability,
+                "matchReasons": reasons,
+                "valueCount": len(ann.values) if ann else 0,
+                "relation": ann.relation if ann else None,
+            }
+            if not effective:
+                item["reasons"] = why_not
+            if terms and ann is not None and ann.values:
+                hits = [
+                    {"key": k, "label": v}
+                    for k, v in ann.values
+                    if any(t in k.casefold() or t in v.casefold() for t in terms)
+                ]
+                if hits:
+                    item["matchedValues"] = hits[:MAX_MATCHED_VALUES]
+                    item["matchedValueCount"] = len(hits)
+            return item
+
+        return score, build
 
     # -- get --------------------------------------------------------------------------------
 
@@ -544,6 +558,23 @@ class AnnotationDocs:
 
     # -- explain ----------------------------------------------------------------------------
 
+    def _explained(
+        self, snap: Snapshot, path: str, text: str, text_rev: str, version: str | None
+    ) -> tuple[ScriptView, EngineResult]:
+        key = (snap.revision, path, text_rev, version)
+        with self._lock:
+            hit = self._explained_cache.get(key)
+            if hit is not None and hit[0].text == text:
+                self._explained_cache.move_to_end(key)
+                return hit
+        view = parse_script(text)
+        result = explain_view(snap, path, view, version)
+        with self._lock:
+            self._explained_cache[key] = (view, result)
+            while len(self._explained_cache) > EXPLAIN_CACHE_SIZE:
+                self._explained_cache.popitem(last=False)
+        return view, result
+
     def explain(
         self,
         file_path: str,
@@ -620,8 +651,7 @@ class AnnotationDocs:
                 raise _stale_rules(snap.revision)
             start = position["o"]
 
-        view = parse_script(normalized)
-        result = explain_view(snap, norm_path, view, pvf_version)
+        view, result = self._explained(snap, norm_path, normalized, text_rev, pvf_version)
         hits = result.hits
         if sect is not None:
             chosen = [s for s in view.sections if s.key == sect.casefold()]
