@@ -23,6 +23,7 @@ from moddesk.kit.agents import (
     Locations,
     SkillOutcome,
     apply_config,
+    find_servers,
     get_client,
     install_skill,
     installs_of,
@@ -196,6 +197,42 @@ def remove_command(
     except ServiceError as exc:
         _fail(exc)
     out.print(f"Removed {server!r}.", markup=False)
+
+
+@app.command("status")
+def status_command(
+    project_dir: Path | None = typer.Option(None, "--project-dir", help="Project root for project scope."),
+) -> None:
+    """Show the launcher, which clients have moddesk servers configured, and the installed skills."""
+    loc = _locations(project_dir)
+    launcher = launcher_path(loc)
+    try:
+        plan = plan_launcher(loc)
+        state = {"create": "missing", "update": "stale (run `moddesk agents launcher`)"}.get(
+            plan.status, "ok"
+        )
+    except ServiceError as exc:
+        state = exc.message
+    out.print(f"launcher: {launcher} - {state}", markup=False)
+    names = [server.name for server in SYSTEM_SERVERS.values()]
+    table = Table("client", "scope", "server", "runs", "config file")
+    table.columns[4].overflow = "fold"
+    for item in find_servers(loc, names):
+        if item.problem is not None:
+            table.add_row(item.client.id, item.scope, "-", f"unreadable: {item.problem}", str(item.path))
+            continue
+        entry = item.entry if isinstance(item.entry, dict) else {}
+        runs = str(entry.get("url") or entry.get("command") or "?")
+        if runs == str(launcher):
+            runs = "launcher " + " ".join(str(arg) for arg in entry.get("args", []))
+        table.add_row(item.client.id, item.scope, str(item.name), runs, str(item.path))
+    out.print(table if table.row_count else "No client has a moddesk server configured.")
+    try:
+        skills = list_installs(loc)
+    except ServiceError as exc:
+        _fail(exc)
+    for record, skill_state_now in skills:
+        out.print(f"skill {record['skill']}: {skill_state_now} at {record['path']}", markup=False)
 
 
 @app.command("launcher")

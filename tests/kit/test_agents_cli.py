@@ -159,3 +159,24 @@ def test_skill_install_asks_first(
     result = runner.invoke(app, [*args, "--yes"])
     assert result.exit_code == 0, result.output
     assert (target / "SKILL.md").is_file()
+
+
+def test_status_reports_configs_problems_and_skills(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("MODDESK_HOME", "MODDESK_AGENTS_PLATFORM"):
+        monkeypatch.setenv(key, env[key])
+    runner = CliRunner()
+    project = ["--project-dir", str(tmp_path / "proj")]
+    assert runner.invoke(app, ["config", "vscode", "-s", "xiangqi", "-y", *project]).exit_code == 0
+    broken = tmp_path / "home" / ".cursor" / "mcp.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("{oops")
+    assert runner.invoke(app, ["skill", "install", "xiangqi", "-y"]).exit_code == 0
+    result = runner.invoke(app, ["status", *project], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    assert "launcher: " in result.output and " - ok" in result.output
+    assert "moddesk-xiangqi" in result.output and "launcher xiangqi mcp" in result.output
+    assert "unreadable" in result.output  # the broken Cursor file is reported, not skipped
+    assert "skill xiangqi-mate-playbook: clean" in result.output
+    assert broken.read_text() == "{oops"

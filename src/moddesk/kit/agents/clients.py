@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -455,3 +455,41 @@ def snippet(client: Client | None, spec: ServerSpec) -> str:
         _set_toml_entry(doc, client.container, spec.name, entry)
         return tomlkit.dumps(doc).strip()
     return json.dumps({client.container: {spec.name: entry}}, indent=2, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ConfiguredServer:
+    """A server entry found in a client config (``problem`` set when the file could not be read)."""
+
+    client: Client
+    scope: Scope
+    path: Path
+    name: str | None
+    entry: Any = None
+    problem: str | None = None
+
+
+def find_servers(loc: Locations, names: Iterable[str]) -> list[ConfiguredServer]:
+    """Every entry named in ``names`` across all clients and scopes; reads only, never writes."""
+    wanted = set(names)
+    found: list[ConfiguredServer] = []
+    for client in CLIENTS.values():
+        for scope in client.scopes:
+            path = client.path(scope, loc)
+            try:
+                text = _read_text(path)
+                if text is None:
+                    continue
+                if client.format == "toml":
+                    doc: Any = tomllib.loads(text)
+                else:
+                    root = jsonc.parse(text.lstrip("\ufeff")).root
+                    doc = root.value if root is not None else {}
+            except (ServiceError, jsonc.JsoncError, tomllib.TOMLDecodeError) as exc:
+                found.append(ConfiguredServer(client, scope, path, None, problem=str(exc)))
+                continue
+            servers = doc.get(client.container) if isinstance(doc, dict) else None
+            if isinstance(servers, dict):
+                for name in sorted(wanted & set(servers)):
+                    found.append(ConfiguredServer(client, scope, path, name, servers[name]))
+    return found
