@@ -1,0 +1,185 @@
+"""The ``pvf_import_*`` and ``pvf_export_*`` MCP tools: a thin layer over the transfer services."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from pydantic import BaseModel, ConfigDict, Field
+
+from moddesk.kit.mcp import add_tool, caller_scope
+from moddesk.pvf.transfer.exports import ExportService
+from moddesk.pvf.transfer.imports import ImportService
+
+RequestId = Annotated[
+    str | None, Field(max_length=128, description="your unique id; a retry with the same id is safe")
+]
+
+
+class Result(BaseModel):
+    """A JSON object result (fields as documented by the tool)."""
+
+    model_config = ConfigDict(extra="allow")
+    ok: bool = True
+
+
+def _summary(result: Result) -> str:
+    data = result.model_dump()
+    keys = ("planId", "files", "entries", "counts", "revision", "outputPath", "imported", "warnings", "total")
+    parts = [f"{k}={data[k]}" for k in keys if k in data and not isinstance(data[k], list)]
+    if isinstance(data.get("warnings"), list):
+        parts.append(f"warnings={len(data['warnings'])}")
+    return ", ".join(parts) or "ok"
+
+
+def register_transfer_tools(server: MCPServer, imports: ImportService, exports: ExportService) -> None:
+    """Add the import and export tools to ``server``."""
+
+    def pvf_import_prepare(
+        ctx: Context[Any],
+        workspaceId: str,
+        sourcePaths: Annotated[
+            list[str], Field(min_length=1, max_length=100, description="absolute local paths")
+        ],
+        targetDir: Annotated[str, Field(description='archive folder to import into; "" = the root')] = "",
+        mode: Annotated[
+            Literal["text", "raw"],
+            Field(description="text: UTF-8 script/text files (compiled on save); raw: bytes as they are"),
+        ] = "text",
+        requestId: RequestId = None,
+    ) -> Result:
+        """Read local files/folders once and freeze them into an import plan (nothing is written).
+        A folder keeps its own name under targetDir. Symlinks, special and secret-looking files are
+        refused; limits 10,000 files, 8 MiB each, 64 MiB in all. Then preview and apply."""
+        return Result(
+            **imports.prepare(workspaceId, sourcePaths, targetDir, mode, requestId, caller_scope(ctx))
+        )
+
+    def pvf_import_preview(
+        planId: str,
+        cursor: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 50,
+    ) -> Result:
+        """One page of an import plan: key, source, target, type, size, add/overwrite, text diff."""
+        return Result(**imports.preview(planId, cursor, limit))
+
+    def pvf_import_apply(
+        ctx: Context[Any],
+        planId: str,
+        expectedRevision: Annotated[int, Field(ge=0)],
+        selectedKeys: Annotated[list[str], Field(min_length=1)],
+        overwriteKeys: Annotated[
+            list[str], Field(description="keys allowed to replace existing entries")
+        ] = [],  # noqa: B006
+        requestId: RequestId = None,
+    ) -> Result:
+        """Write the selected items (the frozen bytes) in one step, or nothing. Replacing an existing
+        entry needs its key in overwriteKeys. The archive file changes only when saved."""
+        return Result(
+            **imports.apply(
+                planId, expectedRevision, selectedKeys, overwriteKeys, requestId, caller_scope(ctx)
+            )
+        )
+
+    def pvf_import_discard(planId: str) -> Result:
+        """Drop an import plan and its frozen copies."""
+        return Result(**imports.discard(planId))
+
+    def pvf_export_formats() -> Result:
+        """The export formats: direct, and the MOD formats 110USextend and 115CN-mod, with their layouts."""
+        return Result(**exports.formats())
+
+    def pvf_export_prepare(
+        ctx: Context[Any],
+        workspaceId: str,
+        expectedRevision: Annotated[int, Field(ge=0)],
+        source: Annotated[
+            Literal["selection", "memory", "working", "commit"],
+            Field(description="selection: paths; memory: edits since open; working: vs history HEAD; commit"),
+        ] = "selection",
+        paths: Annotated[
+            list[str], Field(description='files/folders for selection; "" = whole archive')
+        ] = [],  # noqa: B006
+        commitId: str | None = None,
+        mode: Literal["direct", "mod"] = "direct",
+        format: Annotated[str | None, Field(description="MOD format id from pvf_export_formats")] = None,
+        name: Annotated[str, Field(description="MOD package name")] = "",
+        version: Annotated[str | None, Field(description="MOD version (default 1.0)")] = None,
+        modId: Annotated[str | None, Field(description="stable MOD id, required for 115CN-mod")] = None,
+        includeDependencies: Annotated[
+            bool, Field(description="also export files new list entries name")
+        ] = False,
+        requestId: RequestId = None,
+    ) -> Result:
+        """Freeze what to export and lay out the output tree (nothing is written). One export plan at a
+        time; any later edit makes it stale. Then pvf_export_preview and pvf_export_execute."""
+        return Result(
+            **exports.prepare(
+                workspaceId,
+                expectedRevision,
+                source,
+                paths,
+                commitId,
+                mode,
+                format,
+                name,
+                version,
+                modId,
+                includeDependencies,
+                requestId,
+                caller_scope(ctx),
+            )
+        )
+
+    def pvf_export_preview(
+        planId: str,
+        cursor: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 100,
+    ) -> Result:
+        """One page of the output tree (entryKeys with dependsOn), plus warnings (warningId),
+        skippedDeletes and missing dependencies."""
+        return Result(**exports.preview(planId, cursor, limit))
+
+    def pvf_export_execute(
+        ctx: Context[Any],
+        planId: str,
+        outputParent: Annotated[str, Field(description="an existing absolute local folder")],
+        outputName: Annotated[str | None, Field(description="new folder name (direct exports)")] = None,
+        selectedEntryKeys: Annotated[list[str] | None, Field(description="omit for every entry")] = None,
+        acknowledgedWarningIds: Annotated[list[str], Field(description="every warningId you have read")] = [],  # noqa: B006
+        requestId: RequestId = None,
+    ) -> Result:
+        """Write the export into a new folder (or zip) under outputParent; never overwrites
+        (TARGET_EXISTS). Every applicable warning must be acknowledged. Returns outputPath."""
+        return Result(
+            **exports.execute(
+                planId,
+                outputParent,
+                outputName,
+                selectedEntryKeys,
+                acknowledgedWarningIds,
+                requestId,
+                caller_scope(ctx),
+            )
+        )
+
+    def pvf_export_discard(planId: str) -> Result:
+        """Drop the pending export plan (frees open/close)."""
+        return Result(**exports.discard(planId))
+
+    add_tool(server, pvf_import_prepare, title="Prepare an import", read_only=False, text=_summary)
+    add_tool(server, pvf_import_preview, title="Preview an import", read_only=True, text=_summary)
+    add_tool(
+        server, pvf_import_apply, title="Apply an import", read_only=False, destructive=True, text=_summary
+    )
+    add_tool(
+        server, pvf_import_discard, title="Discard an import", read_only=False, idempotent=True, text=_summary
+    )
+    add_tool(server, pvf_export_formats, title="Export formats", read_only=True, text=_summary)
+    add_tool(server, pvf_export_prepare, title="Prepare an export", read_only=False, text=_summary)
+    add_tool(server, pvf_export_preview, title="Preview an export", read_only=True, text=_summary)
+    add_tool(server, pvf_export_execute, title="Write an export", read_only=False, text=_summary)
+    add_tool(
+        server, pvf_export_discard, title="Discard an export", read_only=False, idempotent=True, text=_summary
+    )
