@@ -380,7 +380,7 @@ def _load(fmt: str, text: str) -> dict[str, Any]:
     if fmt == "toml":
         return tomllib.loads(text)
     root = jsonc.parse(text.lstrip("\ufeff")).root
-    return root.value if root is not None else {}  # type: ignore[no-any-return]
+    return root.value if root is not None else {}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -426,7 +426,7 @@ def test_remove_restores_the_original_file(loc: Locations, client_id: str, scope
     else:
         assert restored == original  # byte for byte
     assert plan_remove(client, scope, "ra3-mod-xml", loc).status == "unchanged"  # type: ignore[arg-type]
-    assert plan_remove(client, scope, "filesystem", loc).entry is None
+    assert plan_remove(client, scope, "filesystem", loc).entry is None  # type: ignore[arg-type]
 
 
 def test_remove_refuses_to_drop_comments(loc: Locations) -> None:
