@@ -1,0 +1,164 @@
+"""``moddesk pvf import`` and ``moddesk pvf export``: the same plans as MCP, with tables and progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from moddesk.kit.errors import ServiceError
+
+console = Console()
+
+
+def _fail(error: ServiceError) -> None:
+    console.print(f"[red]{error.code}[/red]: {error.message}")
+    if error.hint:
+        console.print(f"[dim]{error.hint}[/dim]")
+    for key in ("conflicts", "items", "warnings", "skippedDeletes"):
+        for entry in error.details.get(key, [])[:20]:
+            console.print(f"  {entry}")
+    raise typer.Exit(1)
+
+
+def _open(archive: Path) -> tuple[Any, str, int]:
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    from moddesk.pvf.service import PvfService
+
+    service = PvfService()
+    with Progress(
+        SpinnerColumn(), TextColumn("opening {task.description}"), console=console, transient=True
+    ) as bar:
+        bar.add_task(str(archive))
+        status = service.tasks.wait(service.open(str(archive.resolve()), service.epoch)["taskId"])
+    if status["state"] != "succeeded":
+        error = status["error"]
+        raise ServiceError(error["error"], error["message"], error.get("hint"))
+    return service, status["result"]["workspaceId"], status["result"]["revision"]
+
+
+def _save(service: Any, ws: str, revision: int) -> None:
+    status = service.tasks.wait(service.save(ws, revision)["taskId"])
+    if status["state"] != "succeeded":
+        error = status["error"]
+        raise ServiceError(error["error"], error["message"], error.get("hint"))
+
+
+def import_command(
+    archive: Path = typer.Argument(..., exists=True, dir_okay=False, help="the Script.pvf to import into"),
+    sources: list[Path] = typer.Argument(..., help="local files or folders (a folder keeps its name)"),
+    to: str = typer.Option("", "--to", help='archive folder to import into ("" = root)'),
+    mode: str = typer.Option("text", "--mode", help="text (UTF-8 scripts/text) or raw (bytes as they are)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="allow replacing existing entries"),
+    yes: bool = typer.Option(False, "--yes", help="do not ask before saving"),
+) -> None:
+    """Import files into ARCHIVE: show the plan, then apply it and save (a backup is kept)."""
+    from moddesk.pvf.transfer.imports import ImportService
+
+    service = None
+    try:
+        service, ws, revision = _open(archive)
+        imports = ImportService(service)
+        if mode not in ("text", "raw"):
+            raise ServiceError("INVALID_ARGUMENT", f"--mode {mode!r}", hint="Use text or raw.")
+        plan = imports.prepare(
+            ws, [str(s.resolve()) for s in sources], to, "raw" if mode == "raw" else "text", scope="cli"
+        )
+        table = Table("action", "target", "type", "size", "source")
+        items: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = imports.preview(plan["planId"], cursor=cursor, limit=200)
+            items.extend(page["items"])
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        for item in items:
+            table.add_row(item["action"], item["target"], item["type"], str(item["size"]), item["source"])
+        console.print(table)
+        overwrites = [i["key"] for i in items if i["action"] == "overwrite"]
+        if overwrites and not overwrite:
+            console.print(
+                f"[yellow]{len(overwrites)} items would overwrite entries; pass --overwrite to allow[/yellow]"
+            )
+            raise typer.Exit(1)
+        if not yes and not typer.confirm(f"import {len(items)} files and save {archive}?"):
+            raise typer.Exit(1)
+        done = imports.apply(plan["planId"], revision, [i["key"] for i in items], overwrites, scope="cli")
+        _save(service, ws, done["revision"])
+        console.print(f"[green]imported {done['imported']} files and saved {archive}[/green]")
+    except ServiceError as error:
+        _fail(error)
+    finally:
+        if service is not None:
+            service.shutdown()
+
+
+def export_command(
+    archive: Path = typer.Argument(..., exists=True, dir_okay=False, help="the Script.pvf to export from"),
+    out: Path = typer.Option(..., "--out", help="existing folder to write the export into"),
+    paths: list[str] = typer.Option([], "--path", help='archive file or folder ("" = all); repeatable'),
+    source: str = typer.Option(
+        "selection", "--source", help="selection, working (vs history HEAD) or commit"
+    ),
+    commit: str | None = typer.Option(None, "--commit", help="commit id for --source commit"),
+    fmt: str = typer.Option("direct", "--format", help="direct, 110USextend or 115CN-mod"),
+    name: str = typer.Option("", "--name", help="output folder (direct) or MOD name"),
+    version: str | None = typer.Option(None, "--version", help="MOD version (default 1.0)"),
+    mod_id: str | None = typer.Option(None, "--mod-id", help="stable MOD id (115CN-mod)"),
+    deps: bool = typer.Option(False, "--deps", help="also export files that new list entries name"),
+    yes: bool = typer.Option(False, "--yes", help="accept the warnings shown"),
+) -> None:
+    """Export archive content as files or as a MOD package (never overwrites an existing target)."""
+    from moddesk.pvf.transfer.exports import ExportMode, ExportService
+
+    service = None
+    try:
+        service, ws, revision = _open(archive)
+        exports = ExportService(service)
+        mode: ExportMode = "direct" if fmt == "direct" else "mod"
+        plan = exports.prepare(
+            ws,
+            revision,
+            source,
+            paths or [""],
+            commit,
+            mode,
+            None if mode == "direct" else fmt,  # type: ignore[arg-type]
+            name,
+            version,
+            mod_id,
+            deps,
+            scope="cli",
+        )
+        preview = exports.preview(plan["planId"], limit=500)
+        console.print(
+            f"{preview['total']} entries, {len(preview['warnings'])} warnings, "
+            f"{preview['skippedDeletesTotal']} skipped deletions"
+        )
+        for warning in preview["warnings"]:
+            console.print(
+                f"  [yellow]{warning['warningId']}[/yellow] {warning['path']}: {warning['message']}"
+            )
+        acknowledged = [w["warningId"] for w in preview["warnings"]]
+        if acknowledged and not yes and not typer.confirm("export despite these warnings?"):
+            raise typer.Exit(1)
+        done = exports.execute(
+            plan["planId"], str(out.resolve()), name or None, None, acknowledged, scope="cli"
+        )
+        console.print(f"[green]wrote {done['files']} files to {done['outputPath']}[/green]")
+    except ServiceError as error:
+        _fail(error)
+    finally:
+        if service is not None:
+            service.shutdown()
+
+
+def register(app: typer.Typer) -> None:
+    """Mount ``moddesk pvf import`` and ``moddesk pvf export``."""
+    app.command("import")(import_command)
+    app.command("export")(export_command)
