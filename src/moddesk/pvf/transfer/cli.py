@@ -128,7 +128,7 @@ def export_command(
             paths or [""],
             commit,
             mode,
-            None if mode == "direct" else fmt,  # type: ignore[arg-type]
+            None if mode == "direct" else fmt,
             name,
             version,
             mod_id,
