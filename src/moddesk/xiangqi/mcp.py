@@ -40,63 +40,20 @@ PIECE_ZH = {
 # ----------------------------------------------------------------------------------- output models
 
 
+def _drop_titles(schema: dict[str, Any]) -> None:
+    """Pydantic titles every property; tools/list is paid for in every conversation, so drop them."""
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+
+
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=_drop_titles)
 
 
-class Status(_Open):
-    state: str = Field(description="playing, checkmate, stalemate, draw, resigned, …")
-    winner: Literal["r", "b"] | None
-    reason: str | None = None
-    reasonZh: str
-
-
-class LastMove(_Open):
-    from_: int = Field(alias="from")
-    to: int
-    iccs: str
-    zh: str
-
-
-class HistoryEntry(_Open):
-    zh: str
-    iccs: str
-    captured: str = Field(description="FEN letter of the captured piece, empty if none")
-
-
-class Opponent(_Open):
-    kind: Literal["model", "local"]
-    label: str
-
-
-class Usage(_Open):
-    inputTokens: int
-    outputTokens: int
-    totalTokens: int
-    calls: int
-
-
-class Clock(_Open):
-    red: float = Field(description="seconds Red has used")
-    black: float = Field(description="seconds Black has used")
-
-
-class Message(_Open):
-    code: str = Field(description="machine code the client localises, e.g. ai.fallback.local")
-    tone: str
-
-
-class MoveText(_Open):
-    iccs: str
-    zh: str
-
-
-class Evaluation(_Open):
-    score: int = Field(description="centipawns for the side to move")
-    scoreRed: int = Field(description="centipawns from Red's side (mates as ±30000)")
-    mate: int | None
-    depth: int
-    bestMove: MoveText | None
+Obj = dict[str, Any]
+# Nested shapes are named in descriptions rather than as sub-schemas: the six tools share the
+# projection, and six copies of nested definitions would triple the size of tools/list.
 
 
 class GameView(_Open):
@@ -109,58 +66,46 @@ class GameView(_Open):
     turn: Literal["r", "b"]
     hero: Literal["r", "b"] = Field(description="the person's side; you play the other")
     phase: Literal["playing", "over"]
-    pending: Literal["ai-thinking", "ai-failed"] | None
-    status: Status
-    board: list[str] = Field(description="90 FEN letters, index = (9 - rank) * 9 + file, '' = empty")
-    legalTargets: dict[str, list[int]] = Field(description="from index -> legal to indexes (side to move)")
-    lastMove: LastMove | None
-    history: list[HistoryEntry]
-    opponent: Opponent
-    usage: Usage
-    clock: Clock
-    message: Message | None
+    pending: Literal["ai-thinking", "ai-failed"] | None = Field(
+        description="ai-thinking = your move is awaited"
+    )
+    status: Obj = Field(description="{state: playing|win|draw|resigned, winner: r|b|null, reason, reasonZh}")
+    board: list[str] = Field(description="90 FEN letters, index (9-rank)*9+file, '' empty")
+    legalTargets: dict[str, list[int]] = Field(description="from index -> to indexes, side to move")
+    lastMove: Obj | None = Field(description="{from, to, iccs, zh, captured, side}")
+    history: list[Obj] = Field(description="[{zh, iccs, captured, side}]")
+    opponent: Obj = Field(description="{kind: model|local, label, …}")
+    usage: Obj = Field(description="{inputTokens, outputTokens, totalTokens, calls} (estimated)")
+    clock: Obj = Field(description="{red, black}: seconds used")
+    message: Obj | None = Field(description="{code, tone}, e.g. ai.fallback.local")
     maxPlies: int
     plies: int
     panelUrl: str | None = None
 
 
 class BoardView(GameView):
-    legalMoves: list[MoveText] | None = None
-    evaluation: Evaluation | None = None
+    legalMoves: list[Obj] | None = Field(default=None, description="[{iccs, zh}]")
+    evaluation: Obj | None = Field(default=None, description="{score, scoreRed, mate, depth, bestMove}")
     ascii: str | None = None
 
 
 class MoveView(GameView):
-    played: str = Field(description="the move just played, in Chinese notation")
+    played: str = Field(description="the move just played, Chinese")
     playedIccs: str
     captured: str
 
 
 class UndoView(GameView):
-    undone: list[MoveText]
-
-
-class Candidate(_Open):
-    iccs: str
-    zh: str
-    score: int
-    mate: int | None
-    pv: list[str]
-    pvZh: list[str]
+    undone: list[Obj] = Field(description="[{iccs, zh}]")
 
 
 class HintView(GameView):
-    candidates: list[Candidate]
-    evaluation: Evaluation
-
-
-class ReviewData(_Open):
-    curve: list[dict[str, int]]
-    turningPoints: list[dict[str, Any]]
+    candidates: list[Obj] = Field(description="[{iccs, zh, score, mate, pv, pvZh, from, to}]")
+    evaluation: Obj
 
 
 class ReviewView(GameView):
-    review: ReviewData
+    review: Obj = Field(description="{curve: [{ply, scoreRed}], turningPoints, moves?}")
 
 
 # ----------------------------------------------------------------------------------- text blocks
