@@ -284,6 +284,11 @@ def register(app: typer.Typer) -> None:
             return
         _print_explained(text, result)
 
+    # the same command one level up: `moddesk pvf explain ARCHIVE PATH`
+    app.command("explain", help="Explain what the annotations say about a real file (= docs explain).")(
+        explain
+    )
+
 
 def _print_explained(text: str, result: dict[str, Any]) -> None:
     for note in result["pathContext"]:

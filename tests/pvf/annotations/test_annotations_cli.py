@@ -127,3 +127,10 @@ def test_check_reports_json_paths(tmp_path: Path) -> None:
     assert code == 1
     paths = [i["path"] for i in json.loads(out)["issues"]]
     assert "bad.json:$.rules[0].target.index" in paths and "bad.json:$.rules[0].match" in paths
+
+
+def test_top_level_explain_alias(tmp_path: Path) -> None:
+    script = tmp_path / "gold.stk"
+    script.write_text("#PVF_File\n\n[stackable type]\n\t`[waste]`\t0\n", "utf-8")
+    code, out = _run("explain", str(script), "stackable/gold.stk")
+    assert code == 0 and "消耗品 Consumable" in out

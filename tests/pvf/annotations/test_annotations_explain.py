@@ -258,3 +258,18 @@ def test_parse_warnings_are_reported_with_lines() -> None:
     codes = {w["code"] for w in out["warnings"]}
     assert "ORPHAN_CLOSE" in codes
     assert all("line" in w for w in out["warnings"] if w["code"] == "ORPHAN_CLOSE")
+
+
+def test_byte_cap_truncates_pages_honestly() -> None:
+    docs = make_docs()
+    text = "#PVF_File\n" + "".join(f"[name]\n\t`{i:04d}{'长' * 3000}`\n" for i in range(60))
+    first = explain(docs, text, limit=100)
+    assert first["truncated"] is True and first["nextCursor"]
+    assert 0 < len(first["annotations"]) < 60 and first["totalMatches"] == 60
+    seen = list(first["annotations"])
+    cursor = first["nextCursor"]
+    while cursor:
+        page = explain(docs, text, limit=100, cursor=cursor)
+        seen.extend(page["annotations"])
+        cursor = page["nextCursor"]
+    assert [a["occurrence"] for a in seen] == list(range(60))
