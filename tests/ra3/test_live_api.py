@@ -285,3 +285,14 @@ def test_fuzz_query_bodies_get_a_structured_answer(home: Path, tmp_path: Path) -
         check()
     finally:
         watcher.stop()
+
+
+def test_endpoint_naming_a_remote_host_is_never_contacted(home: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    path = endpoint_path_for_project(mine)
+    path.parent.mkdir(parents=True)
+    path.write_text(Endpoint("http://203.0.113.7:80", "secret", os.getpid(), str(mine), "x").to_json())
+    client = LiveClient(mine)
+    assert client.request("find_asset", {"id": "X"}) is None
+    assert "non-loopback" in (client.last_failure or "")  # the token never leaves the machine

@@ -13,14 +13,13 @@ with a matching HTTP status. The server never answers for a project it does not 
 
 from __future__ import annotations
 
+import http.client
 import inspect
 import json
 import os
 import secrets
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -241,8 +240,6 @@ class LiveClient:
         self._clock = clock
         self._down_until = 0.0
         self.last_failure: str | None = None
-        # never route loopback requests through a proxy from the environment
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def _fail(self, reason: str) -> None:
         self.last_failure = reason
@@ -272,23 +269,27 @@ class LiveClient:
         record = self.endpoint()
         if record is None:
             return None
-        path = "/status" if verb == "get_status" else f"/query/{urllib.parse.quote(verb)}"
-        url = f"{record.url.rstrip('/')}{path}?{urllib.parse.urlencode({'project': self.project_dir})}"
-        body = None if verb == "get_status" else json.dumps(dict(params)).encode()
-        req = urllib.request.Request(url, data=body, method="GET" if body is None else "POST")
-        req.add_header("Authorization", f"Bearer {record.token}")
-        req.add_header("Content-Type", "application/json")
+        target = urllib.parse.urlsplit(record.url)
+        if target.scheme != "http" or target.hostname not in ("127.0.0.1", "localhost"):
+            self._fail(f"the endpoint file names a non-loopback url {record.url!r}")
+            return None
+        path = f"/query/{urllib.parse.quote(verb)}?{urllib.parse.urlencode({'project': self.project_dir})}"
+        headers = {"Authorization": f"Bearer {record.token}", "Content-Type": "application/json"}
+        # one short connection per call: a kept-alive one stalls on delayed ACKs (~40 ms) here
+        conn = http.client.HTTPConnection("127.0.0.1", target.port or 80, timeout=timeout or self.timeout)
         try:
-            with self._opener.open(req, timeout=timeout or self.timeout) as response:
-                payload = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            try:
-                payload = json.loads(exc.read())
-            except ValueError:
-                self._fail(f"live server answered HTTP {exc.code}")
-                return None
-        except (OSError, ValueError) as exc:  # refused, timed out, reset, garbage
+            conn.request("POST", path, body=json.dumps(dict(params)).encode(), headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException) as exc:  # refused, timed out, reset
             self._fail(f"live server at {record.url} did not answer: {exc}")
+            return None
+        finally:
+            conn.close()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            self._fail(f"live server answered HTTP {response.status} without JSON")
             return None
         if not isinstance(payload, dict):
             self._fail("live server sent a non-object answer")

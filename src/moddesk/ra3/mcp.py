@@ -119,6 +119,10 @@ class OfflineIndex:
                 "no index for this project: no running `moddesk ra3 watch` and no snapshot; "
                 "stop using these tools for this project, or build one with `moddesk ra3 index PROJECT --snapshot`"
             )
+            if not os.path.isdir(self.project_dir):
+                note = (
+                    f"the project folder {self.project_dir} does not exist; check --project in the MCP config"
+                )
             if verb == "get_status":
                 return index, {"note": note}
             raise ServiceError("NO_INDEX", note, hint="Start `moddesk ra3 watch PROJECT`.", index=index)
