@@ -143,3 +143,23 @@ def test_update_before_build_is_an_error(tmp_path: Path) -> None:
         QueryApi(index).find_asset("x")
     assert err2.value.code == "NO_INDEX"
     assert QueryApi(index).get_status()["index"]["state"] == "no_index"
+
+
+def test_status_machine_phases_and_last_good(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    index = ModIndex(detect_project(project))
+    seen: list[tuple[str, str]] = []
+    index.build(lambda p: seen.append((p.phase, index.status().state)))
+    assert ("art", "ready_xml") in seen  # the XML phase is published before the art phase finishes
+    assert index.status().state == "ready" and index.status().complete
+    good = index.data
+    # a failing rebuild keeps the last good index and says why
+    (tmp_path / "Schemas" / "xsd" / "AssetTypes.xsd").write_text("<xs:schema", "utf-8")
+    index.schema = None
+    with pytest.raises(ServiceError) as err:
+        index.build()
+    assert err.value.code == "SCHEMA_INVALID"
+    status = index.status()
+    assert status.state == "error" and status.error and "SCHEMA_INVALID" in status.error
+    assert index.data is good
+    assert QueryApi(index).find_asset("SampleTank")["found"] is True

@@ -527,7 +527,6 @@ class ModIndex:
             if entry is None:
                 continue
             self._fill_record(data, path, entry[1], per)
-            prog.assets = data.stats()["assetCount"]
         stats = data.stats()
         prog.assets, prog.references = stats["assetCount"], stats["referenceCount"]
         prog.errors = len(data.diagnostics)

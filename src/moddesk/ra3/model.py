@@ -158,6 +158,7 @@ class IndexData:
         self.unknown_elements = 0
         self._canonical = {t.lower(): t for t in self.type_bases}
         self._derived: dict[str, frozenset[str]] = {}
+        self._derived_size = 0
         self.by_key: dict[Key, list[AssetDef]] = {}
         self.by_id: dict[str, list[AssetDef]] = {}
         self.refs_by_id: dict[str, list[RefSite]] = {}
@@ -288,15 +289,15 @@ class IndexData:
         return target in self.chain(actual)
 
     def derived_types(self, name: str) -> frozenset[str]:
-        """`name` and every known type deriving from it."""
-        hit = self._derived.get(name)
-        if hit is None:
-            found = {t for t in self.type_bases if name in self.chain(t)}
-            found.update(t for (t, _i) in self.by_key if name in self.chain(t))
-            found.add(name)
-            hit = frozenset(found)
-            self._derived[name] = hit
-        return hit
+        """`name` and every known type deriving from it (one table, rebuilt when a new type appears)."""
+        if not self._derived or self._derived_size != len(self._canonical):
+            table: dict[str, set[str]] = {}
+            for t in self._canonical.values():
+                for ancestor in self.chain(t):
+                    table.setdefault(ancestor, set()).add(t)
+            self._derived = {k: frozenset(v) for k, v in table.items()}
+            self._derived_size = len(self._canonical)
+        return self._derived.get(name, frozenset({name}))
 
     def is_inheritable(self, name: str) -> bool:
         """True for `BaseInheritableAsset` types."""

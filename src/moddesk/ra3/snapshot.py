@@ -50,45 +50,65 @@ def meta_path(current: Path) -> Path:
 
 
 # --- export -------------------------------------------------------------------------------------
-def _ref_json(r: RefSite) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "from": [r.owner_type, r.owner_id],
-        "kind": r.kind,
-        "refType": r.ref_type,
-        "value": r.value,
-        "targetType": r.target_type,
-        "targetId": r.target_id,
-        "file": r.file,
-        "line": r.line,
-        "character": r.col,
-        "element": r.element,
-        "parent": r.parent,
-        "attribute": r.attribute,
-    }
-    if r.expression:
-        out["expression"] = True
-    if r.default:
-        out["default"] = True
-    return out
+# References are the bulk of a snapshot, so they are rows under a column list (not one object each):
+# about half the bytes and twice as fast to encode and decode.
+REFERENCE_COLUMNS = [
+    "fromType",
+    "fromId",
+    "kind",
+    "refType",
+    "value",
+    "targetType",
+    "targetId",
+    "file",
+    "line",
+    "character",
+    "element",
+    "parent",
+    "attribute",
+    "flags",
+]
+_EXPRESSION, _DEFAULT = 1, 2
 
 
-def _ref_from_json(r: dict[str, Any]) -> RefSite:
+def _ref_row(r: RefSite) -> list[Any]:
+    flags = (_EXPRESSION if r.expression else 0) | (_DEFAULT if r.default else 0)
+    return [
+        r.owner_type,
+        r.owner_id,
+        r.kind,
+        r.ref_type,
+        r.value,
+        r.target_type,
+        r.target_id,
+        r.file,
+        r.line,
+        r.col,
+        r.element,
+        r.parent,
+        r.attribute,
+        flags,
+    ]
+
+
+def _ref_from_row(row: list[Any]) -> RefSite:
+    flags = int(row[13])
     return RefSite(
-        r["from"][0],
-        r["from"][1],
-        r["kind"],
-        r["refType"],
-        r["value"],
-        r["targetType"],
-        r["targetId"],
-        r["file"],
-        int(r["line"]),
-        int(r["character"]),
-        r["element"],
-        r["parent"],
-        r["attribute"],
-        bool(r.get("expression", False)),
-        bool(r.get("default", False)),
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        int(row[8]),
+        int(row[9]),
+        row[10],
+        row[11],
+        row[12],
+        bool(flags & _EXPRESSION),
+        bool(flags & _DEFAULT),
     )
 
 
@@ -100,7 +120,7 @@ def to_snapshot(data: IndexData, status: IndexStatus) -> dict[str, Any]:
             row = a.to_json()
             row["record"] = record
             assets.append(row)
-    references = [_ref_json(r) for r in data.refs()]
+    references = [_ref_row(r) for r in data.refs()]
     defines = [
         {
             "name": d.site.name,
@@ -126,7 +146,8 @@ def to_snapshot(data: IndexData, status: IndexStatus) -> dict[str, Any]:
         "assets": assets,
         "defines": defines,
         "references": references,
-        "expressions": [_ref_json(r) for items in data.expressions_by_record.values() for r in items],
+        "referenceColumns": REFERENCE_COLUMNS,
+        "expressions": [_ref_row(r) for items in data.expressions_by_record.values() for r in items],
         "includeGraph": [e.to_json() for e in data.includes],
         "sourceCandidates": [{"alias": k, "roots": v} for k, v in sorted(data.search_roots.items())],
         "files": [f.to_json() for f in data.files.values()],
@@ -151,6 +172,12 @@ def from_snapshot(doc: dict[str, Any]) -> tuple[IndexData, IndexStatus]:
             else "snapshot is not a JSON object",
             hint="rebuild it with `moddesk ra3 index PROJECT --snapshot`",
         )
+    if doc.get("referenceColumns") != REFERENCE_COLUMNS:
+        raise Ra3Error(
+            "SNAPSHOT_INVALID",
+            "snapshot reference columns differ from this version's",
+            hint="rebuild it with `moddesk ra3 index PROJECT --snapshot`",
+        )
     try:
         data = IndexData(str(doc["project"]), {t: b for t, b in doc["types"]}, doc["targetTypes"])
         assets: dict[str, list[AssetDef]] = {}
@@ -170,7 +197,7 @@ def from_snapshot(doc: dict[str, Any]) -> tuple[IndexData, IndexStatus]:
             )
         refs: dict[str, list[RefSite]] = {}
         for r in doc["references"]:
-            site = _ref_from_json(r)
+            site = _ref_from_row(r)
             # grouped by the file holding the text; the grouping only matters to incremental updates
             refs.setdefault(site.file, []).append(site)
         defines: dict[str, list[DefineDef]] = {}
@@ -179,7 +206,8 @@ def from_snapshot(doc: dict[str, Any]) -> tuple[IndexData, IndexStatus]:
             defines.setdefault(d["file"], []).append(DefineDef(site_d, d["file"], d["stream"]))
         exprs: dict[str, list[RefSite]] = {}
         for r in doc.get("expressions", []):
-            exprs.setdefault(r["file"], []).append(_ref_from_json(r))
+            site_e = _ref_from_row(r)
+            exprs.setdefault(site_e.file, []).append(site_e)
         for record in set(assets) | set(refs) | set(defines) | set(exprs):
             data.set_record(
                 record,
@@ -233,7 +261,7 @@ def write_snapshot(data: IndexData, status: IndexStatus, home: Path | None = Non
     current = snapshot_path(data.project_dir, home)
     current.parent.mkdir(parents=True, exist_ok=True)
     doc = to_snapshot(data, status)
-    payload = gzip.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), compresslevel=6, mtime=0)
+    payload = gzip.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), compresslevel=3, mtime=0)
     if current.exists():
         os.replace(current, previous_path(current))
     atomic_write_bytes(current, payload)
