@@ -26,6 +26,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
+import numpy as np
+
+from moddesk.kit.files import TEMP_MARKER, atomic_writer
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import nkpi as nkpi_fmt
 from moddesk.pvf.format.crypto import align4, crc32_seeded, name_hash
@@ -89,7 +92,7 @@ def _atomic_write(
 ) -> int:
     """Stream ``parts`` to a temp file beside ``path``, fsync, then rename over it; returns bytes written."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARKER}", dir=path.parent or ".")
     written = 0
     try:
         with os.fdopen(fd, "wb") as f:
@@ -133,6 +136,7 @@ class Archive:
         self._chunks: OrderedDict[int, bytes] = OrderedDict()
         self._types: list[int] = []  # NKPI data types of added files
         self._source_count = 0
+        self._lists: tuple[list[int], list[int]] | None = None
         self._classic: classic_fmt.ClassicDirectory | None = None
         self._nkpi: nkpi_fmt.NkpiDirectory | None = None
 
@@ -306,32 +310,32 @@ class Archive:
         """The entry of ``path`` or NOT_FOUND."""
         return self._entry(self._require(path))
 
+    def _source_lists(self) -> tuple[list[int], list[int]]:
+        """Sizes and NKPI data types of the source entries as Python lists (built once)."""
+        if self._lists is None:
+            if self._classic is not None:
+                self._lists = (self._classic.sizes.tolist(), [])
+            else:
+                assert self._nkpi is not None
+                self._lists = (self._nkpi.rows["size"].tolist(), self._nkpi.rows["type"].tolist())
+        return self._lists
+
     def _entry(self, i: int) -> ArchiveEntry:
         path = self._paths[i]
-        modified = i in self._overlay or i >= self._source_count
-        if i in self._overlay:
-            size = len(self._overlay[i])
-        elif self._classic is not None:
-            size = int(self._classic.sizes[i])
-        else:
-            assert self._nkpi is not None
-            size = int(self._nkpi.rows["size"][i])
-        data_type = None
-        if self._nkpi is not None:
-            data_type = (
-                int(self._nkpi.rows["type"][i])
-                if i < self._source_count
-                else self._types[i - self._source_count]
-            )
-            kind = (
-                "script"
-                if data_type == nkpi_fmt.DATA_SCRIPT
-                else "text"
-                if data_type == nkpi_fmt.DATA_TEXT
-                else "binary"
-            )
-        else:
-            kind = _classic_kind(path)
+        data = self._overlay.get(i)
+        modified = data is not None or i >= self._source_count
+        sizes, types = self._source_lists()
+        size = len(data) if data is not None else sizes[i]
+        if self._nkpi is None:
+            return ArchiveEntry(path, i, size, _classic_kind(path), modified, None)
+        data_type = types[i] if i < self._source_count else self._types[i - self._source_count]
+        kind = (
+            "script"
+            if data_type == nkpi_fmt.DATA_SCRIPT
+            else "text"
+            if data_type == nkpi_fmt.DATA_TEXT
+            else "binary"
+        )
         return ArchiveEntry(path, i, size, kind, modified, data_type)
 
     def _index(self) -> dict[str, int]:
@@ -387,21 +391,63 @@ class Archive:
         return data
 
     def iter_bytes(self, progress: ProgressFn | None = None) -> Iterator[tuple[ArchiveEntry, bytes]]:
-        """Every entry with its bytes, in storage order (each NKPI chunk is inflated once)."""
+        """Every entry with its bytes, in storage order (NKPI chunks inflated once, classic blocks batched)."""
         self._check_open()
         live = list(self._live())
+        src_count = self._source_count
         if self._nkpi is not None:
-            src_count = self._source_count
-            chunks = self._nkpi.rows["chunk"]
-            live.sort(key=lambda i: (int(chunks[i]) if i < src_count else 1 << 40, i))
-        elif self._classic is not None:
-            offsets = self._classic.offsets
-            live.sort(key=lambda i: int(offsets[i]) if i < self._source_count else 1 << 62)
+            chunks = self._nkpi.rows["chunk"].tolist()
+            live.sort(key=lambda i: (chunks[i] if i < src_count else 1 << 40, i))
+            stream: Iterator[tuple[int, bytes]] = ((i, self._read_index(i)) for i in live)
+        else:
+            assert self._classic is not None
+            offsets = self._classic.offsets.tolist()
+            live.sort(key=lambda i: offsets[i] if i < src_count else 1 << 62)
+            stream = self._classic_stream(live)
         total = len(live)
-        for n, i in enumerate(live):
-            yield self._entry(i), self._read_index(i)
+        for n, (i, data) in enumerate(stream):
+            yield self._entry(i), data
             if progress is not None and (n % 1024 == 0 or n + 1 == total):
                 progress(n + 1, total)
+
+    def _classic_stream(self, order: list[int]) -> Iterator[tuple[int, bytes]]:
+        """Decrypt runs of adjacent stored blocks in one vectorised pass each."""
+        d = self._classic
+        assert d is not None and (self._src is not None or not self._source_count)
+        offsets = d.offsets.tolist()
+        sizes = d.sizes.tolist()
+        crcs = d.crcs.tolist()
+        batch: list[int] = []
+        start = end = 0
+
+        def flush() -> Iterator[tuple[int, bytes]]:
+            assert self._src is not None
+            lens = [align4(sizes[i]) for i in batch]
+            plain = classic_fmt.decrypt_run(
+                self._src.read(d.base + start, end - start, what="file data"), lens, [crcs[i] for i in batch]
+            )
+            pos = 0
+            for i, blen in zip(batch, lens, strict=True):
+                yield i, plain[pos : pos + sizes[i]]
+                pos += blen
+
+        for i in order:
+            if i >= self._source_count or i in self._overlay:
+                if batch:
+                    yield from flush()
+                    batch = []
+                yield i, self._read_index(i)
+                continue
+            off = offsets[i]
+            if batch and (off != end or end - start > (4 << 20)):
+                yield from flush()
+                batch = []
+            if not batch:
+                start = end = off
+            batch.append(i)
+            end = off + align4(sizes[i])
+        if batch:
+            yield from flush()
 
     def is_script(self, path: str | ArchiveEntry) -> bool:
         """Whether the entry is a token script (classic: B0 D0 magic; NKPI: data type 1)."""
@@ -604,25 +650,17 @@ class Archive:
             self._overlay[idx] = data
             self._strings = StringTable.parse(data, self.encoding)
         out: list[classic_fmt.ClassicOutEntry] = []
+        hashes, sizes, crcs, offsets = (a.tolist() for a in (d.hashes, d.sizes, d.crcs, d.offsets))
+        entry = classic_fmt.ClassicOutEntry
         for i in self._live():
             if i in self._overlay or i >= self._source_count:
                 name = d.names[i] if i < self._source_count else encode_text(self._paths[i], NAME_ENCODING)
-                h = int(d.hashes[i]) if i < self._source_count else name_hash(name)
+                h = hashes[i] if i < self._source_count else name_hash(name)
                 data = self._overlay[i]
                 padded = data + b"\0" * (align4(len(data)) - len(data))
-                out.append(
-                    classic_fmt.ClassicOutEntry(name, h, len(data), crc32_seeded(padded, h), data=padded)
-                )
+                out.append(entry(name, h, len(data), crc32_seeded(padded, h), data=padded))
             else:
-                out.append(
-                    classic_fmt.ClassicOutEntry(
-                        d.names[i],
-                        int(d.hashes[i]),
-                        int(d.sizes[i]),
-                        int(d.crcs[i]),
-                        d.base + int(d.offsets[i]),
-                    )
-                )
+                out.append(entry(d.names[i], hashes[i], sizes[i], crcs[i], d.base + offsets[i]))
         trailing = b""
         if self._src is not None and d.trailing_offset < self._src.size:
             trailing = self._src.read(d.trailing_offset, self._src.size - d.trailing_offset)
@@ -631,27 +669,21 @@ class Archive:
     def _nkpi_parts(self) -> Iterator[bytes]:
         d = self._nkpi
         assert d is not None
-        files: list[nkpi_fmt.NkpiOutFile] = []
-        for i in self._live():
-            if i < self._source_count:
-                row = d.rows[i]
-                files.append(
-                    nkpi_fmt.NkpiOutFile(
-                        int(row["name"]), int(row["path"]), int(row["type"]), i, self._overlay.get(i)
-                    )
-                )
-            else:
-                path = self._paths[i]
-                folder, _, name = path.rpartition("/")
-                name_magic = d.pools.intern(name)
-                path_magic = d.pools.intern(folder) if folder else nkpi_fmt.ROOT_PATH
-                files.append(
-                    nkpi_fmt.NkpiOutFile(
-                        name_magic, path_magic, self._types[i - self._source_count], None, self._overlay[i]
-                    )
-                )
-        files_changed = bool(self._deleted) or len(self._paths) != self._source_count
-        yield from nkpi_fmt.write_nkpi(self._src, d, files, files_changed=files_changed)
+        src_count = self._source_count
+        keep = np.fromiter((i for i in range(src_count) if i not in self._deleted), dtype=np.int64)
+        replaced = {i: data for i, data in self._overlay.items() if i < src_count and i not in self._deleted}
+        added: list[nkpi_fmt.NkpiNewFile] = []
+        for i in range(src_count, len(self._paths)):
+            if i in self._deleted:
+                continue
+            folder, _, name = self._paths[i].rpartition("/")
+            name_magic = d.pools.intern(name)
+            path_magic = d.pools.intern(folder) if folder else nkpi_fmt.ROOT_PATH
+            added.append(
+                nkpi_fmt.NkpiNewFile(name_magic, path_magic, self._types[i - src_count], self._overlay[i])
+            )
+        files_changed = bool(self._deleted) or len(self._paths) != src_count
+        yield from nkpi_fmt.write_nkpi(self._src, d, keep, replaced, added, files_changed=files_changed)
 
     def to_bytes(self) -> bytes:
         """The whole archive as bytes (for small archives and tests)."""
@@ -664,6 +696,21 @@ class Archive:
             f.write(part)
             n += len(part)
         return n
+
+    def write_copy(self, path: str | os.PathLike[str]) -> int:
+        """Write the archive to another file atomically, keep working on the current one; returns bytes."""
+        self._check_open()
+        target = Path(path)
+        if self.path is not None and target.exists() and target.resolve() == self.path.resolve():
+            raise PvfFormatError(
+                "READ_ONLY", "write_copy cannot replace the open file; use save()", path=str(path)
+            )
+        written = 0
+        with atomic_writer(target) as f:
+            for part in self.iter_archive_bytes():
+                f.write(part)
+                written += len(part)
+        return written
 
     def save(self) -> int:
         """Write changes back to the file this archive came from (atomically); returns bytes written."""

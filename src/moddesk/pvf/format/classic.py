@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from moddesk.pvf.format.crypto import align4, classic_decrypt, classic_encrypt, crc32_seeded, name_hash
+from moddesk.pvf.format.crypto import (
+    align4,
+    classic_decrypt,
+    classic_decrypt_many,
+    classic_encrypt,
+    crc32_seeded,
+    name_hash,
+)
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.source import ByteSource
 
@@ -121,6 +128,13 @@ def read_classic_block(src: ByteSource, d: ClassicDirectory, index: int) -> byte
     size = int(d.sizes[index])
     block = src.read(d.base + int(d.offsets[index]), align4(size), what=f"entry {index}")
     return classic_decrypt(block, int(d.crcs[index]))[:size]
+
+
+def decrypt_run(data: bytes, lengths: list[int], checksums: list[int]) -> bytes:
+    """Decrypt adjacent blocks (4-aligned ``lengths``) with their own checksums in one pass."""
+    return classic_decrypt_many(
+        data, np.asarray(lengths, dtype=np.int64), np.asarray(checksums, dtype=np.uint32)
+    )
 
 
 def stored_block(src: ByteSource, d: ClassicDirectory, index: int) -> bytes:

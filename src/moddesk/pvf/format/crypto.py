@@ -46,10 +46,12 @@ def name_hashes(names: list[bytes]) -> U32:
 
 def classic_encrypt_many(padded: bytes, lengths: npt.NDArray[np.int64], checksums: U32) -> bytes:
     """Encrypt consecutive 4-aligned blocks (``lengths`` bytes each) with their own checksums in one pass."""
-    w = np.frombuffer(padded, dtype="<u4")
-    keys = np.repeat((checksums.astype(np.uint32) ^ np.uint32(CLASSIC_KEY)), lengths // 4)
-    r = (w << np.uint32(6)) | (w >> np.uint32(26))
-    return (r ^ keys).astype("<u4", copy=False).tobytes()
+    src = np.frombuffer(padded, dtype="<u4")
+    w = src << np.uint32(6)
+    t = src >> np.uint32(26)
+    w |= t
+    w ^= np.repeat(checksums.astype(np.uint32) ^ np.uint32(CLASSIC_KEY), lengths // 4)
+    return w.tobytes()
 
 
 def crc32_seeded(data: bytes | bytearray | memoryview, seed: int) -> int:
@@ -70,15 +72,31 @@ def _words(data: bytes | bytearray | memoryview) -> U32:
 
 def classic_decrypt(data: bytes | bytearray | memoryview, checksum: int) -> bytes:
     """Decrypt a classic block: each u32 ``w`` becomes ``ror32(w ^ KEY ^ checksum, 6)``."""
-    w = _words(data) ^ np.uint32((CLASSIC_KEY ^ checksum) & M32)
-    return ((w >> np.uint32(6)) | (w << np.uint32(26))).astype("<u4", copy=False).tobytes()
+    w = _words(data) ^ np.uint32((CLASSIC_KEY ^ checksum) & M32)  # the one copy; the rest is in place
+    t = w >> np.uint32(6)
+    w <<= np.uint32(26)
+    w |= t
+    return w.tobytes()
 
 
 def classic_encrypt(data: bytes | bytearray | memoryview, checksum: int) -> bytes:
     """Encrypt a classic block: each u32 ``w`` becomes ``rol32(w, 6) ^ checksum ^ KEY``."""
-    w = _words(data)
-    r = (w << np.uint32(6)) | (w >> np.uint32(26))
-    return (r ^ np.uint32((CLASSIC_KEY ^ checksum) & M32)).astype("<u4", copy=False).tobytes()
+    src = _words(data)
+    w = src << np.uint32(6)
+    t = src >> np.uint32(26)
+    w |= t
+    w ^= np.uint32((CLASSIC_KEY ^ checksum) & M32)
+    return w.tobytes()
+
+
+def classic_decrypt_many(data: bytes | memoryview, lengths: npt.NDArray[np.int64], checksums: U32) -> bytes:
+    """Decrypt consecutive 4-aligned blocks (``lengths`` bytes each) with their own checksums in one pass."""
+    keys: U32 = np.repeat(checksums.astype(np.uint32) ^ np.uint32(CLASSIC_KEY), lengths // 4)
+    w: U32 = np.frombuffer(data, dtype="<u4") ^ keys
+    t = w >> np.uint32(6)
+    w <<= np.uint32(26)
+    w |= t
+    return w.tobytes()
 
 
 def seed_ascii(key: str) -> int:

@@ -388,120 +388,102 @@ def build_name_table(d_prefix: bytes, pools: StringPools, variant: NkpiVariant) 
 
 
 @dataclass
-class NkpiOutFile:
-    """A file of the archive being written: its table row and, when changed or new, its data."""
+class NkpiNewFile:
+    """A file added to an archive being written."""
 
     name: int
     path: int
     data_type: int
-    source_row: int | None = None  # row of the source archive whose bytes are reused
-    data: bytes | None = None  # new content
+    data: bytes
 
 
 def write_nkpi(
     src: ByteSource | None,
     d: NkpiDirectory,
-    files: list[NkpiOutFile],
+    keep: npt.NDArray[np.int64],
+    replaced: dict[int, bytes],
+    added: list[NkpiNewFile],
     *,
     files_changed: bool,
 ) -> Iterator[bytes]:
-    """Yield a rewritten archive: untouched chunks copied as stored, touched chunks rebuilt, new files appended."""
+    """Yield a rewritten archive.
+
+    ``keep`` lists the source rows that stay, in order; ``replaced`` maps some of them to new data.
+    Chunks without a replaced member are copied as stored; touched chunks are rebuilt from their
+    members; added files are packed into new chunks at the end; HASH and the name table are
+    copied unless the file set / the pools changed.
+    """
     variant, magic = d.variant, d.magic
-    touched: set[int] = set()
-    members: dict[int, list[int]] = {}
-    new_files: list[int] = []
-    for i, f in enumerate(files):
-        if f.source_row is None:
-            new_files.append(i)
-            continue
-        chunk = int(d.rows["chunk"][f.source_row])
-        members.setdefault(chunk, []).append(i)
-        if f.data is not None:
-            touched.add(chunk)
-    rows = np.zeros(len(files), dtype=ROW_DTYPE)
-    for i, f in enumerate(files):
-        rows[i]["name"], rows[i]["path"], rows[i]["type"] = f.name, f.path, f.data_type
-    # chunk plan: ("copy", source index) or ("new", compressed+encrypted bytes, original size)
-    plan: list[tuple[str, int, bytes, int]] = []
-    for c in range(d.header.group_count):
-        mine = members.get(c, [])
-        out_index = len(plan)
-        if c not in touched:
-            if not mine and files_changed:
-                continue  # every file of this chunk was deleted
-            for i in mine:
-                r = files[i].source_row
-                assert r is not None
-                rows[i]["chunk"], rows[i]["offset"], rows[i]["size"] = (
-                    out_index,
-                    d.rows["offset"][r],
-                    d.rows["size"][r],
-                )
-            plan.append(("copy", c, b"", int(d.original_sizes[c])))
-            continue
+    groups = d.header.group_count
+    rows = d.rows[keep].copy() if len(keep) else np.zeros(0, dtype=ROW_DTYPE)
+    src_chunks = rows["chunk"].astype(np.int64)
+    touched = sorted({int(d.rows["chunk"][r]) for r in replaced})
+    used = np.unique(src_chunks) if files_changed else np.arange(groups)
+    remap = np.full(max(groups, 1), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    if len(rows):
+        rows["chunk"] = remap[src_chunks]
+    # members of touched chunks, by chunk
+    members: dict[int, list[int]] = {c: [] for c in touched}
+    if touched:
+        for pos in np.flatnonzero(np.isin(src_chunks, touched)).tolist():
+            members[int(src_chunks[pos])].append(pos)
+    sealed: dict[int, tuple[bytes, int]] = {}
+    keep_list = keep.tolist()
+    for c in touched:
         original = read_chunk(src, d, c) if src is not None else b""
         parts: list[bytes] = []
         placed: dict[tuple[int, int], int] = {}
         pos = 0
-        for i in sorted(mine, key=lambda i: int(d.rows["offset"][files[i].source_row or 0])):
-            f = files[i]
-            r = f.source_row
-            assert r is not None
-            if f.data is not None:
-                data, key = f.data, None
-            else:
+        mine = sorted(members[c], key=lambda p: int(rows["offset"][p]))
+        for p in mine:
+            r = keep_list[p]
+            new = replaced.get(r)
+            if new is None:
                 off, size = int(d.rows["offset"][r]), int(d.rows["size"][r])
                 key = (off, size)
                 if key in placed:
-                    rows[i]["chunk"], rows[i]["offset"], rows[i]["size"] = out_index, placed[key], size
+                    rows[p]["offset"] = placed[key]
                     continue
-                data = original[off : off + size]
-            if key is not None:
                 placed[key] = pos
-            rows[i]["chunk"], rows[i]["offset"], rows[i]["size"] = out_index, pos, len(data)
+                data = original[off : off + size]
+            else:
+                data = new
+            rows[p]["offset"], rows[p]["size"] = pos, len(data)
             parts.append(data)
             pos += len(data)
         plain = b"".join(parts)
-        plan.append(("new", -1, seal_chunk(plain, variant, magic), len(plain)))
-    # new files: packed into fresh chunks of about CHUNK_TARGET bytes
-    batch: list[int] = []
+        sealed[c] = (seal_chunk(plain, variant, magic), len(plain))
+    # added files: fresh chunks of about CHUNK_TARGET bytes
+    new_chunks: list[tuple[bytes, int]] = []
+    new_rows = np.zeros(len(added), dtype=ROW_DTYPE)
+    batch: list[bytes] = []
     batch_size = 0
-
-    def close_batch() -> None:
-        nonlocal batch, batch_size
-        if not batch:
-            return
-        out_index = len(plan)
-        pos = 0
-        parts = []
-        for i in batch:
-            data = files[i].data or b""
-            rows[i]["chunk"], rows[i]["offset"], rows[i]["size"] = out_index, pos, len(data)
-            parts.append(data)
-            pos += len(data)
-        plain = b"".join(parts)
-        plan.append(("new", -1, seal_chunk(plain, variant, magic), len(plain)))
-        batch, batch_size = [], 0
-
-    for i in new_files:
-        size = len(files[i].data or b"")
-        if batch and batch_size + size > CHUNK_TARGET:
-            close_batch()
-        batch.append(i)
-        batch_size += size
-    close_batch()
-    # sections
-    stored_sizes = [
-        (d.chunk_span(c)[1] - d.chunk_span(c)[0]) if kind == "copy" else len(b) for kind, c, b, _ in plan
-    ]
-    grpi = np.zeros((len(plan), 2), dtype="<i4")
-    if plan:
-        grpi[:, 0] = np.cumsum(stored_sizes)
-        grpi[:, 1] = [orig for *_, orig in plan]
+    for k, f in enumerate(added):
+        if batch and batch_size + len(f.data) > CHUNK_TARGET:
+            plain = b"".join(batch)
+            new_chunks.append((seal_chunk(plain, variant, magic), len(plain)))
+            batch, batch_size = [], 0
+        new_rows[k] = (f.name, f.path, len(used) + len(new_chunks), batch_size, len(f.data), f.data_type)
+        batch.append(f.data)
+        batch_size += len(f.data)
+    if batch:
+        plain = b"".join(batch)
+        new_chunks.append((seal_chunk(plain, variant, magic), len(plain)))
+    rows = np.concatenate((rows, new_rows)) if len(added) else rows
+    # GRPI
+    stored = np.diff(np.concatenate(([0], d.cumulative))) if groups else np.zeros(0, dtype=np.int64)
+    sizes = [int(stored[c]) if c not in sealed else len(sealed[c][0]) for c in used.tolist()]
+    originals = [int(d.original_sizes[c]) if c not in sealed else sealed[c][1] for c in used.tolist()]
+    sizes += [len(b) for b, _ in new_chunks]
+    originals += [n for _, n in new_chunks]
+    grpi = np.zeros((len(sizes), 2), dtype="<i4")
+    if sizes:
+        grpi[:, 0] = np.cumsum(sizes)
+        grpi[:, 1] = originals
     if d.pools.changed or src is None:
         name_table = build_name_table(d.name_prefix, d.pools, variant) + d.name_tail
     else:
-        assert src is not None
         name_table = src.read(d.name_offset, d.header.name_size)
     if files_changed or src is None:
         hash_section = lcg_crypt(build_hash_section(rows, d.pools), variant.hash_seed, magic)
@@ -509,9 +491,9 @@ def write_nkpi(
         hash_section = src.read(d.hash_offset, d.header.hash_size)
     header = replace(
         d.header,
-        count=len(files),
-        body_size=int(sum(stored_sizes)),
-        group_count=len(plan),
+        count=len(rows),
+        body_size=int(sum(sizes)),
+        group_count=len(sizes),
         hash_size=len(hash_section),
         name_size=len(name_table),
     )
@@ -522,8 +504,8 @@ def write_nkpi(
     yield lcg_crypt(grpi.tobytes(), variant.grpi_seed, magic)
     view = src.view() if src is not None else None
     run: tuple[int, int] | None = None
-    for kind, c, sealed, _ in plan:
-        if kind == "copy":
+    for c in used.tolist():
+        if c not in sealed:
             start, end = d.chunk_span(c)
             if run is not None and run[1] == start:
                 run = (run[0], end)
@@ -537,10 +519,12 @@ def write_nkpi(
             assert view is not None
             yield from copy_slices(view, *run)
             run = None
-        yield sealed
+        yield sealed[c][0]
     if run is not None:
         assert view is not None
         yield from copy_slices(view, *run)
+    for b, _ in new_chunks:
+        yield b
 
 
 def seal_chunk(plain: bytes, variant: NkpiVariant, magic: int) -> bytes:

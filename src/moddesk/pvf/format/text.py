@@ -23,6 +23,7 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, cast
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -292,66 +293,104 @@ SECTION_LAYOUT: dict[str, int | str] = {
 }
 
 
-@dataclass(slots=True)
-class _Item:
-    kind: str  # "open" | "close" | "num" | "str"
-    text: str
+_OPEN, _CLOSE, _NUM, _STR = 0, 1, 2, 3
+
+#: Rendered pieces of string units per string source (sources only ever append, so entries stay true).
+_PIECES: WeakKeyDictionary[object, dict[int, tuple[int, str]]] = WeakKeyDictionary()
+_FLOATS: dict[int, str] = {}
 
 
-def _view_items(stream: TokenStream, strings: StringSource, links: LinkResolver | None) -> list[_Item]:
-    items: list[_Item] = []
+def _float_piece(v: int) -> str:
+    text = _FLOATS.get(v)
+    if text is None:
+        f = format_float(v)
+        text = f if f is not None else f"{{4={_signed(v)}}}"
+        if len(_FLOATS) < 65536:
+            _FLOATS[v] = text
+    return text
+
+
+def _string_piece(strings: StringSource, raw: int, view: int, v: int) -> tuple[int, str] | None:
+    """The rendered piece of a string unit, or None when its reference does not resolve."""
+    s = strings.string_at(v)
+    if s is None:
+        return None
+    if view == SECTION and _is_tag(s):
+        return (_CLOSE if s.startswith("[/") else _OPEN, s)
+    if view == STRING:
+        return (_STR, quote(s))
+    number = str(view) if view >= 0 else f"#{raw}"
+    return (_STR, f"{{{number}={quote(s)}}}")
+
+
+def _view_items(
+    stream: TokenStream, strings: StringSource, links: LinkResolver | None
+) -> list[tuple[int, str]]:
+    items: list[tuple[int, str]] = []
+    append = items.append
     types = stream.tokens["type"].tolist()
     values = stream.tokens["value"].tolist()
     classic = stream.family is Family.CLASSIC
+    if classic:
+        int_t, float_t, string_types = INT, FLOAT, CLASSIC_STRING_TYPES
+    else:
+        int_t, float_t, string_types = 0, 2, NKPI_STRING_TYPES
+    try:
+        cache = _PIECES.setdefault(strings, {})
+    except TypeError:  # a source that cannot be weakly referenced: no cache
+        cache = {}
     i, n = 0, len(types)
     while i < n:
-        raw, v = types[i], values[i]
-        if classic:
-            view = raw
-            is_str = raw in CLASSIC_STRING_TYPES
-            prefix = ""
-        else:
-            view = NKPI_TO_VIEW.get(raw, -1)
-            is_str = raw in NKPI_STRING_TYPES
-            prefix = "#" if view < 0 else ""
+        raw = types[i]
+        v = values[i]
+        if raw == int_t:
+            append((_NUM, str(v - 4294967296 if v & 0x80000000 else v)))
+            i += 1
+            continue
+        if raw == float_t:
+            append((_NUM, _float_piece(v)))
+            i += 1
+            continue
+        if raw in string_types:
+            key = raw << 32 | v
+            piece = cache.get(key)
+            if piece is None:
+                view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
+                piece = _string_piece(strings, raw, view, v)
+                if piece is None:
+                    number = str(view) if view >= 0 else f"#{raw}"
+                    append((_STR, f"{{{number}={_signed(v)}}}"))
+                    i += 1
+                    continue
+                cache[key] = piece
+            append(piece)
+            i += 1
+            continue
         if classic and raw == LINK_INDEX and i + 1 < n and types[i + 1] == LINK:
-            key = strings.string_at(values[i + 1])
-            if key is not None and "`" not in key and ">" not in key and "\n" not in key and "\r" not in key:
-                shown = links(_signed(v), key) if links else None
-                items.append(_Item("str", f"<{_signed(v)}::{key}{quote(shown or '')}>"))
+            key_text = strings.string_at(values[i + 1])
+            if key_text is not None and not any(c in key_text for c in "`>\r\n"):
+                shown = links(_signed(v), key_text) if links else None
+                append((_STR, f"<{_signed(v)}::{key_text}{quote(shown or '')}>"))
                 i += 2
                 continue
-        if view == INT:
-            items.append(_Item("num", str(_signed(v))))
-        elif view == FLOAT:
-            f = format_float(v)
-            items.append(_Item("num", f if f is not None else f"{{4={_signed(v)}}}"))
-        elif is_str:
-            s = strings.string_at(v)
-            if s is None:
-                items.append(_Item("str", f"{{{prefix}{view if view >= 0 else raw}={_signed(v)}}}"))
-            elif view == SECTION and _is_tag(s):
-                items.append(_Item("close" if s.startswith("[/") else "open", s))
-            elif view == STRING:
-                items.append(_Item("str", quote(s)))
-            else:
-                items.append(_Item("str", f"{{{prefix}{view if view >= 0 else raw}={quote(s)}}}"))
+        view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
+        if view >= 0:
+            append((_NUM, f"{{{view}={_signed(v)}}}"))
         else:
-            number = view if view >= 0 else raw
-            items.append(_Item("num" if view >= 0 else "str", f"{{{prefix}{number}={_signed(v)}}}"))
+            append((_STR, f"{{#{raw}={_signed(v)}}}"))
         i += 1
     return items
 
 
-def _pairing(items: list[_Item]) -> set[int]:
+def _pairing(items: list[tuple[int, str]]) -> set[int]:
     """Indexes of opening tags that have a matching close tag (the block sections)."""
     paired: set[int] = set()
     stack: list[tuple[str, int]] = []
-    for idx, it in enumerate(items):
-        if it.kind == "open":
-            stack.append((it.text, idx))
-        elif it.kind == "close":
-            want = "[" + it.text[2:]
+    for idx, (kind, text) in enumerate(items):
+        if kind == _OPEN:
+            stack.append((text, idx))
+        elif kind == _CLOSE:
+            want = "[" + text[2:]
             for pos in range(len(stack) - 1, -1, -1):
                 if stack[pos][0] == want:
                     paired.add(stack[pos][1])
@@ -371,68 +410,62 @@ def render_script(
     """Render a decoded script as ``#PVF_File`` text (layout as pvfUtility's pretty exporter)."""
     items = _view_items(stream, strings, links)
     is_list = path is not None and path.lower().rsplit("/", 1)[-1].endswith(".lst")
-    paired = _pairing(items)
+    if is_list:
+        return newline.join([HEADER, "", *(text for _, text in items)])
+    paired = _pairing(items) if any(kind == _CLOSE for kind, _ in items) else set()
     lines: list[str] = [HEADER, ""]
+    add = lines.append
     cur: list[str] = []
     stack: list[str] = []
-    value_indent = 0
+    indent = ""
     layout: int | str | None = None
     per_line = 0
-    count_in_section = 0
     seen_section = False
     index_seen = False
-
-    def flush() -> None:
+    for idx, (kind, text) in enumerate(items):
+        if kind >= _NUM:  # a value
+            if kind == _STR and cur:
+                add(indent + "\t".join(cur))
+                cur = []
+            cur.append(text)
+            if layout is not None:
+                if layout == "index" and not index_seen:
+                    index_seen = True
+                    try:
+                        per_line = max(int(text), 0)
+                    except ValueError:
+                        per_line = 0
+                    add(indent + "\t".join(cur))
+                    cur = []
+                elif per_line and len(cur) >= per_line:
+                    add(indent + "\t".join(cur))
+                    cur = []
+            continue
         if cur:
-            lines.append("\t" * value_indent + "\t".join(cur))
-            cur.clear()
-
-    for idx, it in enumerate(items):
-        if it.kind == "open":
-            flush()
+            add(indent + "\t".join(cur))
+            cur = []
+        if kind == _OPEN:
             depth = len(stack)
             if depth == 0 and seen_section:
-                lines.append("")
+                add("")
             seen_section = True
-            lines.append("\t" * depth + it.text)
-            value_indent = depth + 1
+            add("\t" * depth + text)
+            indent = "\t" * (depth + 1)
             if idx in paired:
-                stack.append(it.text)
-            layout = SECTION_LAYOUT.get(it.text)
+                stack.append(text)
+            layout = SECTION_LAYOUT.get(text)
             per_line = layout if isinstance(layout, int) else 0
-            count_in_section = 0
             index_seen = False
-        elif it.kind == "close":
-            flush()
-            want = "[" + it.text[2:]
+        else:
+            want = "[" + text[2:]
             if want in stack:
                 del stack[len(stack) - 1 - stack[::-1].index(want) :]
-            lines.append("\t" * len(stack) + it.text)
-            value_indent = len(stack) + 1 if stack else (1 if seen_section else 0)
-            layout, per_line, count_in_section = None, 0, 0
-        else:
-            if is_list:
-                value_indent = 0
-                cur.append(it.text)
-                flush()
-                continue
-            if it.kind == "str" and cur:
-                flush()
-            cur.append(it.text)
-            count_in_section += 1
-            if layout == "index" and not index_seen:
-                index_seen = True
-                try:
-                    per_line = max(int(it.text), 0)
-                except ValueError:
-                    per_line = 0
-                flush()
-                count_in_section = 0
-            elif per_line and len(cur) >= per_line:
-                flush()
-    flush()
-    body = newline.join(lines)
-    return body if is_list else body + newline
+            add("\t" * len(stack) + text)
+            indent = "\t" * (len(stack) + 1) if stack else ("\t" if seen_section else "")
+            layout, per_line = None, 0
+    if cur:
+        add(indent + "\t".join(cur))
+    return newline.join(lines) + newline
 
 
 # ------------------------------------------------------------------------------------------- compiling
