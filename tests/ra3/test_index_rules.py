@@ -225,3 +225,30 @@ def test_status_block_on_every_answer(sample: tuple[ModIndex, IndexData, QueryAp
 def test_unresolved_reference_explained(sample: tuple[ModIndex, IndexData, QueryApi]) -> None:
     _i, data, _q = sample
     assert all(data.resolve(r).status != UNRESOLVED for r in data.refs() if r.kind != "file")
+
+
+def test_inherit_from_must_be_instance_included(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    (project / "Data" / "Extra.xml").write_text(
+        '<AssetDeclaration xmlns="uri:ea.com:eala:asset">\n'
+        '  <WeaponTemplate id="ExtraGun" inheritFrom="SampleTankGun"/>\n'
+        '  <ObjectCreationList id="ExtraOCL" inheritFrom="OCL_TankDebris"/>\n'
+        '  <WeaponTemplate id="LocalBase"/>\n'
+        '  <WeaponTemplate id="LocalGun" inheritFrom="LocalBase"/>\n'
+        "</AssetDeclaration>\n",
+        "utf-8",
+    )
+    mod = project / "Data" / "Mod.xml"
+    mod.write_text(
+        mod.read_text("utf-8").replace(
+            "  </Includes>", '    <Include type="all" source="Extra.xml"/>\n  </Includes>'
+        ),
+        "utf-8",
+    )
+    index = ModIndex(detect_project(project))
+    index.build()
+    diags = QueryApi(index).list_diagnostics(file="Data/Extra.xml")["diagnostics"]
+    codes = sorted((d["code"], d["line"]) for d in diags)
+    # Weapons.xml is only `all`-included by Mod.xml, never `instance`-included by Extra.xml;
+    # an ObjectCreationList is not inheritable across documents; a same-document base is fine
+    assert codes == [("INHERIT_NOT_INHERITABLE", 3), ("INHERIT_NOT_VISIBLE", 2)]

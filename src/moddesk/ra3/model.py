@@ -159,6 +159,8 @@ class IndexData:
         self._canonical = {t.lower(): t for t in self.type_bases}
         self._derived: dict[str, frozenset[str]] = {}
         self._derived_size = 0
+        self._tentative: dict[str, frozenset[str]] = {}
+        self._edges_by_source: dict[str, list[IncludeEdge]] | None = None
         self.by_key: dict[Key, list[AssetDef]] = {}
         self.by_id: dict[str, list[AssetDef]] = {}
         self.refs_by_id: dict[str, list[RefSite]] = {}
@@ -389,6 +391,10 @@ class IndexData:
                         f"{r.value!r} ({r.ref_type}) matches several types: {kinds}",
                     )
                 )
+            elif res.status == RESOLVED and r.kind == INHERIT:
+                problem = self._inherit_problem(r, res.keys[0])
+                if problem is not None:
+                    out.append(Diagnostic(problem[0], r.file, r.line, problem[1]))
             elif res.status == UNRESOLVED and r.kind in ("strong", INHERIT):
                 what = "inheritFrom base" if r.kind == INHERIT else f"{r.ref_type} reference"
                 out.append(
@@ -400,6 +406,57 @@ class IndexData:
                     )
                 )
         self._ref_diags = out
+        return out
+
+    def _inherit_problem(self, ref: RefSite, target: Key) -> tuple[str, str] | None:
+        """BAB: a base must be in the same document (Self) or reached by `instance` (Tentative)."""
+        files = {d.file for d in self.by_key.get(target, []) if d.origin != "manifest"}
+        if not files or ref.file in files:
+            return None
+        if not self.is_inheritable(target[0]):
+            return (
+                "INHERIT_NOT_INHERITABLE",
+                f"{target[0]} is not a BaseInheritableAsset, so {ref.value!r} must be in the same document",
+            )
+        if files & self.tentative_files(ref.file):
+            return None
+        return (
+            "INHERIT_NOT_VISIBLE",
+            f"inheritFrom {ref.value!r} resolves to {sorted(files)[0]}, which this document does not "
+            "include with type=\"instance\" (BAB: 'does not appear to be included by instance')",
+        )
+
+    def tentative_files(self, doc: str) -> frozenset[str]:
+        """Documents whose instances are Tentative for `doc` (instance includes, through all-includes)."""
+        cached = self._tentative.get(doc)
+        if cached is not None:
+            return cached
+        if self._edges_by_source is None:
+            table: dict[str, list[IncludeEdge]] = {}
+            for e in self.includes:
+                if e.target is not None and e.type in ("all", "instance"):
+                    table.setdefault(e.source_file, []).append(e)
+            self._edges_by_source = table
+        self._tentative[doc] = frozenset()  # cycle guard
+        out: set[str] = set()
+        for e in self._edges_by_source.get(doc, []):
+            assert e.target is not None
+            if e.type == "instance":
+                out.add(e.target)
+                out |= self._all_closure(e.target, set())
+            out |= self.tentative_files(e.target)
+        result = frozenset(out)
+        self._tentative[doc] = result
+        return result
+
+    def _all_closure(self, doc: str, seen: set[str]) -> set[str]:
+        assert self._edges_by_source is not None
+        out: set[str] = set()
+        for e in self._edges_by_source.get(doc, []):
+            if e.type == "all" and e.target is not None and e.target not in seen:
+                seen.add(e.target)
+                out.add(e.target)
+                out |= self._all_closure(e.target, seen)
         return out
 
     def matches_type(self, actual: str, wanted: str | None) -> bool:
