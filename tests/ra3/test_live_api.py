@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -213,6 +214,13 @@ def test_building_state_is_explicit_never_empty(home: Path, tmp_path: Path) -> N
         with pytest.raises(ServiceError) as err:
             backend.ask("find_asset", {"id": "AthenaCannon"}, wait_for_index=True, timeout_seconds=0.3)
         assert err.value.code == "INDEX_TIMEOUT"
+        # a file changes while the build runs: the build's result is stale, the change is applied after
+        tanks = project / "Data/Units/Tanks.xml"
+        tanks.write_text(tanks.read_text().replace('id="AthenaWreck"', 'id="EditedDuringBuild"'))
+        deadline = time.monotonic() + 30
+        while not watcher.projects[0].index.status().stale:
+            assert time.monotonic() < deadline, "the watcher never saw the edit"
+            time.sleep(0.05)
 
         def feed() -> None:
             with open(fifo, "w") as handle:
@@ -224,6 +232,10 @@ def test_building_state_is_explicit_never_empty(home: Path, tmp_path: Path) -> N
         feeder.start()
         answer = backend.ask("find_asset", {"id": "FX_Slow"}, wait_for_index=True, timeout_seconds=30)
         assert answer.index["state"] == "ready" and answer.result["found"] is True
+        edited = backend.ask(
+            "find_asset", {"id": "EditedDuringBuild"}, wait_for_index=True, timeout_seconds=30
+        )
+        assert edited.result["found"] is True and edited.index["complete"] is True
     finally:
         if feeder is None:  # unblock the indexer so the watcher can stop
             threading.Thread(target=lambda: open(fifo, "w").close(), daemon=True).start()
