@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from moddesk.kit.cursor import CursorCodec
+from moddesk.kit.cursor import CursorCodec, canonical_json
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.pvf.annotations.builtin import builtin_documents
 from moddesk.pvf.annotations.engine import EngineResult, Hit, explain_view, section_path_matches
@@ -42,6 +42,7 @@ MAX_WARNINGS = 50
 MAX_MATCHED_VALUES = 5
 MAX_ISSUES_REPORTED = 50
 EXPLAIN_CACHE_SIZE = 8
+SEARCH_CACHE_SIZE = 16
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 register_codes(
@@ -121,6 +122,10 @@ class AnnotationDocs:
         self._builtin = tuple(builtin_documents() if builtin is None else builtin)
         self._codec = codec or CursorCodec()
         self._lists = ListCache()
+        # Next pages of one query re-use its ranking (keyed by rules revision + normalised query).
+        self._search_cache: OrderedDict[
+            tuple[str, str], list[tuple[tuple[Any, ...], Callable[[], dict[str, Any]]]]
+        ] = OrderedDict()
         # Paging through one file re-uses its computed hits (keyed by everything they depend on).
         self._explained_cache: OrderedDict[
             tuple[str, str, str, str | None], tuple[ScriptView, EngineResult]
@@ -243,10 +248,14 @@ class AnnotationDocs:
                 raise ServiceError("INVALID_CURSOR", "invalid cursor position")
             start = position
 
-        scored: list[tuple[tuple[Any, ...], Callable[[], dict[str, Any]]]] = []
-        for entry in snap.entries:
-            item = self._search_item(
-                entry,
+        cache_key = (snap.revision, canonical_json(identity))
+        with self._lock:
+            scored = self._search_cache.get(cache_key)
+            if scored is not None:
+                self._search_cache.move_to_end(cache_key)
+        if scored is None:
+            scored = self._rank(
+                snap,
                 terms,
                 norm_path,
                 path_kind,
@@ -260,14 +269,10 @@ class AnnotationDocs:
                 version,
                 status,
             )
-            if item is not None:
-                score, build = item
-                layer_rank = (
-                    LAYER_ORDER.index(entry.layer) if entry.layer in LAYER_ORDER else len(LAYER_ORDER)
-                )
-                key = (-score, 0 if entry.kind == "rule" else 1, entry.id, layer_rank, entry.order)
-                scored.append((key, build))
-        scored.sort(key=lambda pair: pair[0])
+            with self._lock:
+                self._search_cache[cache_key] = scored
+                while len(self._search_cache) > SEARCH_CACHE_SIZE:
+                    self._search_cache.popitem(last=False)
         page: list[dict[str, Any]] = []
         used = 0
         truncated = False
@@ -295,6 +300,50 @@ class AnnotationDocs:
             "nextCursor": next_cursor,
             "truncated": truncated,
         }
+
+    def _rank(
+        self,
+        snap: Snapshot,
+        terms: list[str],
+        norm_path: str | None,
+        path_kind: str,
+        exts: list[str],
+        sect: str | None,
+        kind_set: set[str],
+        tkinds: set[str],
+        atypes: set[str],
+        relation: str | None,
+        pvf_version: str,
+        version: str | None,
+        status: str,
+    ) -> list[tuple[tuple[Any, ...], Callable[[], dict[str, Any]]]]:
+        """Every matching definition in result order, each with a lazy item builder."""
+        scored: list[tuple[tuple[Any, ...], Callable[[], dict[str, Any]]]] = []
+        for entry in snap.entries:
+            item = self._search_item(
+                entry,
+                terms,
+                norm_path,
+                path_kind,
+                exts,
+                sect,
+                kind_set,
+                tkinds,
+                atypes,
+                relation,
+                pvf_version,
+                version,
+                status,
+            )
+            if item is not None:
+                score, build = item
+                layer_rank = (
+                    LAYER_ORDER.index(entry.layer) if entry.layer in LAYER_ORDER else len(LAYER_ORDER)
+                )
+                key = (-score, 0 if entry.kind == "rule" else 1, entry.id, layer_rank, entry.order)
+                scored.append((key, build))
+        scored.sort(key=lambda pair: pair[0])
+        return scored
 
     @staticmethod
     def _version(pvf_version: str, workspace_id: str | None, current_version: str | None) -> str | None:
