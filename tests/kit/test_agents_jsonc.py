@@ -125,7 +125,7 @@ def _has_trailing_comma(text: str) -> bool:
     return ",}" in compact or ",]" in compact
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.dictionaries(st.text(max_size=6), json_values, max_size=5),
     st.sampled_from([None, 0, 2, 4, "\t"]),
@@ -172,7 +172,7 @@ def test_remove_member(text: str, expected: str | None) -> None:
         assert jsonc.remove_member(doc, ("s", "x")) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.dictionaries(st.text(max_size=6), json_values, max_size=5),
     st.sampled_from([None, 0, 2, "\t"]),
@@ -186,3 +186,46 @@ def test_fuzz_set_then_remove_restores_the_text(
     text = json.dumps(root, indent=indent)
     added = jsonc.set_member(jsonc.parse(text), ("servers", "moddesk"), value)
     assert jsonc.remove_member(jsonc.parse(added), ("servers", "moddesk")) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": {"b": {"c": 1, "c": 2}}}',  # duplicate key in a fast-decoded subtree
+        '{"a": {"b": [NaN]}}',
+        '{"a": {"b": [1,]}}',  # JSONC in a deep subtree still parses (slow path)
+        '{"a": {"b": {"c": 1 /* note */}}}',
+    ],
+)
+def test_fast_and_span_parsers_agree(text: str) -> None:
+    results = []
+    for depth in (0, 2, jsonc.MAX_DEPTH):
+        try:
+            doc = jsonc.parse(text, span_depth=depth)
+            results.append(("ok", doc.root.value if doc.root else None, doc.comment_texts()))
+        except jsonc.JsoncError as exc:
+            results.append(("error", exc.line, exc.column))
+    assert results[0] == results[1] == results[2]
+
+
+def test_key_paths_longer_than_the_span_depth_are_refused() -> None:
+    text = '{"projects": {"/home/me/game": {"mcpServers": {}}}}'
+    with pytest.raises(ValueError, match="span_depth"):
+        jsonc.set_member(jsonc.parse(text), ("projects", "/home/me/game", "mcpServers", "x"), 1)
+    new = jsonc.set_member(
+        jsonc.parse(text, span_depth=4), ("projects", "/home/me/game", "mcpServers", "x"), 1
+    )
+    assert json.loads(new)["projects"]["/home/me/game"]["mcpServers"] == {"x": 1}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='{}[]:,"/*\n \tab01-.eNaI\\', max_size=80))
+def test_fuzz_fast_path_matches_the_span_parser(text: str) -> None:
+    outcomes = []
+    for depth in (0, jsonc.MAX_DEPTH):
+        try:
+            doc = jsonc.parse(text, span_depth=depth)
+            outcomes.append(repr(doc.root.value if doc.root else None) + repr(doc.comment_texts()))
+        except jsonc.JsoncError:
+            outcomes.append("error")
+    assert outcomes[0] == outcomes[1]

@@ -239,16 +239,14 @@ def _merged_json(path: Path, text: str, container: str, name: str, entry: dict[s
         ) from None
     # the splice must yield exactly the old document plus our entry, with every comment kept
     check = jsonc.parse(new_body)
-    want = jsonc.expected_value(root, (container, name), merged)
     old_node = doc.root.member(container) if doc.root is not None else None
     replaced = None
     if old_node is not None and old_node.node.member(name) is not None:
         inner = old_node.node.member(name)
         assert inner is not None
         replaced = (inner.node.start, inner.node.end)
-    if (check.root is None or check.root.value != want) or check.comment_texts() != doc.comment_texts(
-        replaced
-    ):
+    same = check.root is not None and _is_old_plus(root, check.root.value, container, name, merged)
+    if not same or check.comment_texts() != doc.comment_texts(replaced):
         raise ServiceError(
             "CONFIG_MERGE_FAILED",
             f"could not merge into {path} without changing other content; it was left untouched",
@@ -256,6 +254,19 @@ def _merged_json(path: Path, text: str, container: str, name: str, entry: dict[s
             path=str(path),
         )
     return bom + new_body, merged
+
+
+def _is_old_plus(old: Any, new: Any, container: str, name: str, entry: Any) -> bool:
+    """True when ``new`` is ``old`` with ``old[container][name] = entry`` (no deep copies)."""
+    old = old if isinstance(old, dict) else {}
+    if not isinstance(new, dict) or new.keys() != old.keys() | {container}:
+        return False
+    if any(new[key] != value for key, value in old.items() if key != container):
+        return False
+    before, after = old.get(container) or {}, new[container]
+    if not isinstance(after, dict) or after.keys() != before.keys() | {name}:
+        return False
+    return bool(after[name] == entry) and all(after[k] == v for k, v in before.items() if k != name)
 
 
 def _toml_comment_lines(text: str) -> list[str]:

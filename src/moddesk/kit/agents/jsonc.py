@@ -66,6 +66,7 @@ class Document:
     text: str
     root: Node | None
     comments: list[tuple[int, int]]
+    span_depth: int = MAX_DEPTH  # objects this deep or deeper carry no member spans
 
     def comment_texts(self, outside: tuple[int, int] | None = None) -> list[str]:
         """The comments' text, skipping those inside the span ``outside``."""
@@ -77,11 +78,28 @@ class Document:
         return texts
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise ValueError("duplicate key")
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# C-speed decoding of subtrees that need no spans; anything it refuses goes to the span parser
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
+
+
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, span_depth: int) -> None:
         self.text = text
         self.pos = 0
         self.comments: list[tuple[int, int]] = []
+        self.span_depth = span_depth
+        self.fast = True
 
     def fail(self, message: str, pos: int | None = None) -> JsoncError:
         return JsoncError(message, self.text, self.pos if pos is None else pos)
@@ -114,10 +132,20 @@ class _Parser:
         if start >= len(text):
             raise self.fail("unexpected end of text")
         char = text[start]
-        if char == "{":
-            return self.object(depth)
-        if char == "[":
-            return self.array(depth)
+        if char in "{[":
+            if depth < self.span_depth or not self.fast:
+                return self.object(depth) if char == "{" else self.array(depth)
+            try:
+                value, end = _DECODER.raw_decode(text, start)
+            except (ValueError, RecursionError):
+                # comments, trailing commas or an error inside: parse this subtree the slow way
+                self.fast = False
+                try:
+                    return self.object(depth) if char == "{" else self.array(depth)
+                finally:
+                    self.fast = True
+            self.pos = end
+            return Node(start, end, value)
         if char == '"':
             decoded = self.string()
             return Node(start, self.pos, decoded)
@@ -199,17 +227,27 @@ class _Parser:
         return node
 
 
-def parse(text: str) -> Document:
-    """Parse JSONC (comments, trailing commas); an empty or comment-only text has root None."""
-    parser = _Parser(text)
+def parse(text: str, span_depth: int = 2) -> Document:
+    """Parse JSONC (comments, trailing commas); an empty or comment-only text has root None.
+
+    Objects shallower than ``span_depth`` record their members' spans (what ``set_member`` and
+    ``remove_member`` need for a key path that long); deeper plain-JSON subtrees are decoded
+    by the C ``json`` scanner, so a multi-megabyte ``~/.claude.json`` parses quickly.
+    """
+    parser = _Parser(text, span_depth)
     parser.skip()
     if parser.pos >= len(text):
-        return Document(text, None, parser.comments)
+        return Document(text, None, parser.comments, span_depth)
     root = parser.value(0)
     parser.skip()
     if parser.pos != len(text):
         raise parser.fail("unexpected text after the JSON value")
-    return Document(text, root, parser.comments)
+    return Document(text, root, parser.comments, span_depth)
+
+
+def _check_depth(doc: Document, keys: tuple[str, ...]) -> None:
+    if len(keys) > doc.span_depth:
+        raise ValueError(f"parse with span_depth >= {len(keys)} to edit a key path of that length")
 
 
 def _line_start(text: str, pos: int) -> int:
@@ -274,6 +312,7 @@ def set_member(doc: Document, keys: tuple[str, ...], value: Any) -> str:
     Raises ``CommentsInTheWay`` rather than drop comments inside a value being replaced, and
     ``TypeError`` when the root or a parent on the path is not an object.
     """
+    _check_depth(doc, keys)
     text = doc.text
     newline = "\r\n" if "\r\n" in text else "\n"
     unit = _indent_unit(doc)
@@ -333,6 +372,7 @@ def remove_member(doc: Document, keys: tuple[str, ...]) -> str:
 
     Raises ``CommentsInTheWay`` rather than drop a comment along with the member.
     """
+    _check_depth(doc, keys)
     text = doc.text
     node = doc.root
     for key in keys[:-1]:
