@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,44 @@ def test_review_and_resign(served: tuple[GameService, LoopbackServer], page: Any
         "document.getElementById('status').textContent.startsWith('对局结束')", timeout=60000
     )
     assert service.state(value["sessionId"])["status"]["state"] == "resigned"
+
+
+def _until(page: Any, script: str, seconds: float = 60) -> None:
+    """Advance the page's fake clock in small steps until ``script`` is true (real-time bounded)."""
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(script):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {script}")
+        page.clock.run_for(50)
+        time.sleep(0.05)
+
+
+def test_polling_backs_off_stops_and_offers_fallback(
+    served: tuple[GameService, LoopbackServer], page: Any
+) -> None:
+    _service, http = served
+    polls: list[str] = []
+    page.on("request", lambda r: polls.append(r.url) if r.url.endswith("/xiangqi-mate/state") else None)
+    page.clock.install()  # fake timers: 30 s of polling in a moment
+    page.goto(f"{http.url}/xiangqi/")
+    page.select_option("#new-opponent", "model")
+    page.click("#btn-new")
+    _until(page, "!!document.querySelector('g.piece[data-square=\"70\"].movable')")
+    page.click('g.piece[data-square="70"]')
+    page.click('circle.target-hit[data-target="67"]', force=True)
+    _until(page, "document.getElementById('status').textContent === '对手思考中…'")
+    polls.clear()
+    assert page.locator("#btn-fallback").is_hidden()
+    for _ in range(34):
+        page.clock.run_for(1000)
+        time.sleep(0.08)  # let each poll's fetch come back before the next tick
+    # 800 ms x1.35 capped at 2 s over 30 s is ~16 polls (uncapped it would be ~9), then it stops
+    assert 12 <= len(polls) <= 20, len(polls)
+    _until(page, "!document.getElementById('btn-fallback').hidden")
+    count = len(polls)
+    page.clock.run_for(10000)
+    time.sleep(0.3)
+    assert len(polls) == count  # no polling after the 30 s stop
+    page.click("#btn-fallback")
+    _until(page, "document.querySelectorAll('#movelist li').length === 2")
+    assert page.locator("#message").inner_text() == "已由本地引擎代走"

@@ -242,7 +242,8 @@ function apply(value) {
   if (!value.message) showMessage("", "");
   render();
   if (value.pending === "ai-thinking") {
-    if (prevPending !== "ai-thinking") startPolling();
+    // a new wait (or a fallback asked for after polling stopped) starts a fresh polling round
+    if (prevPending !== "ai-thinking" || (!state.poll.timer && !state.poll.stopped)) startPolling();
   } else {
     stopPolling();
     if (myTurn(value) && !value.evaluation) refreshEval();
@@ -266,6 +267,7 @@ function stopPolling() {
   state.poll.timer = null;
 }
 function schedule() {
+  clearTimeout(state.poll.timer);  // never two polling chains
   state.poll.timer = setTimeout(tick, state.poll.delay);
 }
 async function tick() {
