@@ -198,7 +198,7 @@ def test_fuzz_set_then_remove_restores_the_text(
     ],
 )
 def test_fast_and_span_parsers_agree(text: str) -> None:
-    results = []
+    results: list[tuple[object, ...]] = []
     for depth in (0, 2, jsonc.MAX_DEPTH):
         try:
             doc = jsonc.parse(text, span_depth=depth)
