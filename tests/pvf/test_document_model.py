@@ -134,3 +134,13 @@ def test_unlexable_text_is_bad_text() -> None:
     with pytest.raises(PvfFormatError) as err:
         Document.parse("[a]\n\t`open")
     assert err.value.code == "BAD_TEXT"
+
+
+def test_unedited_documents_render_exactly_and_edits_stay_local() -> None:
+    source = "#PVF_File\n\n# a comment\n[a]\n\t1\t\t2\t\n\n\n[b]\n  \t`x`\n"
+    doc = Document.parse(source)
+    assert doc.render() == source
+    doc.set("a", 5, index=1)
+    assert doc.render() == source.replace("\t\t2", "\t\t5")
+    doc.delete("a")
+    assert doc.render() == "#PVF_File\n\n# a comment\n[b]\n  \t`x`\n"

@@ -59,6 +59,7 @@ class Value:
     type: int | None = None
     raw: bool = False
     source: str | None = None  # text as written in the source, reused when rendering unchanged values
+    lead: str | None = None  # whitespace before it in the source when it is not first on its line
     line: int = 0
     col: int = 0
     start: int = -1
@@ -127,6 +128,12 @@ class ParseWarning:
     section: str | None = None
 
 
+class ValueLine(list[Value]):
+    """A line of values; ``before`` keeps the source text before it (line break, indentation, comments)."""
+
+    before: str | None = None
+
+
 Line = list[Value]
 
 
@@ -143,6 +150,8 @@ class Section:
     col: int = 0
     start: int = -1
     end: int = -1  # end of the section's last token (its end tag when it has one)
+    before: str | None = None  # source text before the tag (blank lines, indentation, comments)
+    end_before: str | None = None  # source text before the end tag
 
     @property
     def tag(self) -> str:
@@ -187,6 +196,9 @@ class Section:
                     if count == index:
                         if old.kind == "float" and new.kind == "integer":
                             new = Value("float", float(new.value))  # type: ignore[arg-type]
+                        elif new is value and new.lead is None:
+                            new = Value(new.kind, new.value, new.type, new.raw)
+                        new.lead = old.lead
                         item[j] = new
                         return
                     count += 1
@@ -269,6 +281,8 @@ class Document:
     def __init__(self) -> None:
         self.body: list[Line | Section] = []
         self.warnings: list[ParseWarning] = []
+        self.head: str | None = None  # source text before the first token (the #PVF_File header)
+        self.tail: str | None = None  # source text after the last token
 
     # ---------------------------------------------------------------------------------- parsing
 
@@ -278,12 +292,17 @@ class Document:
         lexemes = list(lex(text))
         paired, closed_names = _pairing(lexemes)
         doc = cls()
+        doc.head = text[: lexemes[0].start] if lexemes else text
+        doc.tail = text[lexemes[-1].end :] if lexemes else ""
+        prev_end = lexemes[0].start if lexemes else 0
         containers: list[Section] = []
         open_stack: list[Section] = []  # every open section, for warnings
         current: list[Line | Section] = doc.body
         last_line = -1
         target: list[Line | Section] = doc.body
         for idx, lx in enumerate(lexemes):
+            gap = text[prev_end : lx.start]
+            prev_end = lx.end
             if lx.kind == "section":
                 tag = str(lx.value)
                 if tag.startswith("[/"):
@@ -299,6 +318,7 @@ class Document:
                         closing = containers[hit]
                         closing.has_end_tag = True
                         closing.end = lx.end
+                        closing.end_before = gap
                         del containers[hit:]
                     # sections implicitly closed by this tag
                     for k in range(len(open_stack) - 1, -1, -1):
@@ -328,6 +348,7 @@ class Document:
                     tag[1:-1], parent=parent, occurrence=occ, line=lx.line, col=lx.col, start=lx.start
                 )
                 sec.end = lx.end
+                sec.before = gap
                 siblings.append(sec)
                 open_stack.append(sec)
                 if idx in paired:
@@ -336,14 +357,16 @@ class Document:
                 last_line = -1
                 continue
             value = _value(lx, text)
-            if lx.line != last_line or not target or not isinstance(target[-1], list):
-                target.append([value])
-                last_line = lx.line + text.count("\n", lx.start, lx.end)
+            if "\n" in gap or not target or not isinstance(target[-1], list) or lx.line != last_line:
+                line = ValueLine([value])
+                line.before = gap
+                target.append(line)
             else:
                 last = target[-1]
                 assert isinstance(last, list)
+                value.lead = gap
                 last.append(value)
-                last_line = lx.line + text.count("\n", lx.start, lx.end)
+            last_line = lx.line + text.count("\n", lx.start, lx.end)
             _extend_end(containers, open_stack, lx.end)
         for sec in open_stack:
             if sec.name in closed_names and not sec.has_end_tag:
@@ -451,34 +474,59 @@ class Document:
     # ---------------------------------------------------------------------------------- output
 
     def render(self, newline: str = "\n") -> str:
-        """The document as ``#PVF_File`` text."""
-        lines: list[str] = [HEADER, ""]
+        """The document as ``#PVF_File`` text.
+
+        Parts kept from the source (header, blank lines, indentation, comments, value separators)
+        are reproduced as they were, so an unedited document renders to its source text exactly;
+        new or moved parts get the canonical layout (tabs, a blank line between top-level sections).
+        """
+        out: list[str] = [self.head if self.head is not None else HEADER + newline + newline]
         first = True
         for item in self.body:
+            gap = _gap(item)
+            if first:
+                if gap is None:
+                    gap = ""
+                elif self.head is not None and out[0].endswith("\n"):
+                    gap = gap[gap.rfind("\n") + 1 :]  # the head already ends the line
             if isinstance(item, Section):
-                if not first:
-                    lines.append("")
-                first = False
-                _render_section(item, 0, lines)
+                _render_section(item, 0, out, newline, gap if gap is not None else newline + newline)
             else:
-                lines.append("\t".join(v.render() for v in item))
-        preamble_only = all(isinstance(i, list) for i in self.body) and bool(self.body)
-        text = newline.join(lines)
-        return text if preamble_only else text + newline
+                _render_line(item, 0, out, newline, gap if gap is not None else newline)
+            first = False
+        if self.tail is not None:
+            out.append(self.tail)
+        elif self.body and not all(isinstance(i, list) for i in self.body):
+            out.append(newline)
+        return "".join(out)
 
     def __repr__(self) -> str:
         return f"Document(sections={len(self.sections)}, warnings={len(self.warnings)})"
 
 
-def _render_section(s: Section, depth: int, lines: list[str]) -> None:
-    lines.append("\t" * depth + s.tag)
+def _gap(item: Line | Section) -> str | None:
+    return item.before if isinstance(item, Section | ValueLine) else None
+
+
+def _render_line(line: Line, depth: int, out: list[str], newline: str, gap: str) -> None:
+    out.append(gap if getattr(line, "before", None) is not None else newline + "\t" * depth)
+    for k, v in enumerate(line):
+        if k:
+            out.append(v.lead if v.lead is not None else "\t")
+        out.append(v.render())
+
+
+def _render_section(s: Section, depth: int, out: list[str], newline: str, gap: str) -> None:
+    out.append(gap if s.before is not None else (gap if depth == 0 else newline + "\t" * depth))
+    out.append(s.tag)
     for item in s.body:
         if isinstance(item, Section):
-            _render_section(item, depth + 1, lines)
+            _render_section(item, depth + 1, out, newline, item.before or "")
         else:
-            lines.append("\t" * (depth + 1) + "\t".join(v.render() for v in item))
+            _render_line(item, depth + 1, out, newline, getattr(item, "before", None) or "")
     if s.has_end_tag:
-        lines.append("\t" * depth + f"[/{s.name}]")
+        out.append(s.end_before if s.end_before is not None else newline + "\t" * depth)
+        out.append(f"[/{s.name}]")
 
 
 def _extend_end(containers: list[Section], open_stack: list[Section], end: int) -> None:
