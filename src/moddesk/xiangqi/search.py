@@ -134,6 +134,8 @@ class Searcher:
         self.game_keys = set(keys[-window:]) if window else set()
         self.path_keys = [self.pos.key]
         self.path_checks = [self.pos.is_check()]
+        self.null_plies: list[int] = []
+        self.rep_hits = 0
         if len(self.tt) > self.tt_entries:
             self.tt.clear()
 
@@ -230,8 +232,10 @@ class Searcher:
         keys = self.path_keys
         key = keys[ply]
         reversible = self.pos.halfmove
+        # a cycle may not span a null move (the side to move was swapped there)
+        floor = self.null_plies[-1] if self.null_plies else 0
         j = ply - 4
-        while j >= 0 and ply - j <= reversible:
+        while j >= floor and ply - j <= reversible:
             if keys[j] == key:
                 checks = self.path_checks
                 # positions ply-1, ply-3 … follow the side to move's own moves; ply, ply-2 … the opponent's
@@ -243,7 +247,7 @@ class Searcher:
                     return MATE - ply
                 return 0
             j -= 2
-        if reversible >= ply and key in self.game_keys:
+        if reversible >= ply and not self.null_plies and key in self.game_keys:
             return 0
         return None
 
@@ -309,6 +313,7 @@ class Searcher:
             self._check_limits()
         rep = self._repetition(ply)
         if rep is not None:
+            self.rep_hits += 1
             return rep
         # mate-distance pruning
         if alpha < -MATE + ply:
@@ -345,17 +350,22 @@ class Searcher:
             pos.push_null()
             self.path_keys.append(pos.key)
             self.path_checks.append(False)
+            self.null_plies.append(ply + 1)
             try:
                 score = -self._negamax(depth - 3, -beta, -beta + 1, ply + 1, False, False)
             finally:
                 pos.pop_null()
                 self.path_keys.pop()
                 self.path_checks.pop()
+                self.null_plies.pop()
             if score >= beta and score < MATE_BOUND:
                 return beta
         moves = pos.generate_legal()
         if not moves:
             return -MATE + ply  # checkmate and stalemate both lose
+        # a score that depends on a repetition in the current path is not a property of the
+        # position: keep it out of the table (graph-history interaction)
+        rep_hits = self.rep_hits
         ordered = self._order(moves, tt_move, ply)
         board = self.board
         best = -INF
@@ -394,7 +404,10 @@ class Searcher:
                             self.hist[m] = self.hist.get(m, 0) + depth * depth
                         break
         flag = LOWER if best >= beta else EXACT if best > original_alpha else UPPER
-        self._store(key, depth, flag, best, best_move, ply)
+        if self.rep_hits == rep_hits:
+            self._store(key, depth, flag, best, best_move, ply)
+        elif entry is None or entry[3] is None:
+            self.tt[key] = (-1, UPPER, INF, best_move)  # keep only the move for ordering
         return best
 
     def _has_pieces(self, color: int) -> bool:
