@@ -141,6 +141,13 @@ class AnnotationDocs:
         except RuleValidationError as exc:
             raise _rules_invalid(exc) from exc
 
+    def clear_caches(self) -> None:
+        """Drop the paging caches and parsed lists (memory pressure, benchmarks); results do not change."""
+        with self._lock:
+            self._search_cache.clear()
+            self._explained_cache.clear()
+        self._lists = ListCache()
+
     @property
     def snapshot(self) -> Snapshot:
         """The active snapshot."""
