@@ -79,6 +79,8 @@ def test_server_protocol_lines() -> None:
         "isready",
     ):
         assert server.handle(line)
+    assert server._thread is not None
+    server._thread.join(timeout=30)  # let depth 3 finish instead of stopping it
     server.handle("stop")
     assert "uciok" in out and "readyok" in out
     infos = [ln for ln in out if ln.startswith("info depth")]
@@ -94,6 +96,12 @@ def test_server_protocol_lines() -> None:
     server.handle("isready")
     server.handle("stop")
     assert "bestmove (none)" in out
+    # a new position during an infinite search stops it first (its bestmove is still printed)
+    out.clear()
+    server.handle("position startpos")
+    server.handle("go infinite")
+    server.handle("position startpos moves h2e2")
+    assert sum(ln.startswith("bestmove ") for ln in out) == 1
     assert not server.handle("quit")
 
 

@@ -71,27 +71,26 @@ class UciServer:
         elif cmd == "setoption":
             self._setoption(args)
         elif cmd in ("ucinewgame", "uccinewgame"):
-            self._wait()
+            self._halt()
             self.searcher.tt.clear()
         elif cmd == "position":
-            self._wait()
+            self._halt()  # a GUI may send a new position without stopping an infinite search
             self._position(args)
         elif cmd == "go":
-            self._wait()
+            self._halt()
             self._go(args)
-        elif cmd == "stop":
-            self.searcher.stop()
-            self._wait()
-        elif cmd == "quit":
-            self.searcher.stop()
-            self._wait()
-            return False
+        elif cmd in ("stop", "quit"):
+            self._halt()
+            if cmd == "quit":
+                return False
         else:
             self.write(f"info string unknown command {cmd}")
         return True
 
-    def _wait(self) -> None:
+    def _halt(self) -> None:
+        """Stop a running search (it still prints its bestmove) and wait for it."""
         if self._thread is not None:
+            self.searcher.stop()
             self._thread.join()
             self._thread = None
 
