@@ -163,3 +163,36 @@ def test_status_machine_phases_and_last_good(tmp_path: Path) -> None:
     assert status.state == "error" and status.error and "SCHEMA_INVALID" in status.error
     assert index.data is good
     assert QueryApi(index).find_asset("SampleTank")["found"] is True
+
+
+def test_queries_during_updates_see_whole_states(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    import threading
+
+    project, index, q = live
+    weapons = project / "Data" / "Weapons.xml"
+    text = weapons.read_text("utf-8")
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                total = q.find_references("SampleScout")["total"]
+                assert total in (2, 3)
+                q.unreferenced()
+                q.get_asset_references("GameObject", "SampleTank", depth=2)
+            except BaseException as exc:  # collected and re-raised in the test thread
+                errors.append(exc)
+                return
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for n in range(15):
+            variant = text if n % 2 else text.replace('ProjectileObject="SampleScout"', "")
+            _touch_write(weapons, variant)
+            index.update_files([weapons])
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not errors, errors[0]

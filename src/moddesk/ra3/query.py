@@ -10,11 +10,12 @@ and `truncated`. Consistency: by default answers come from the last good index w
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from moddesk.kit.cursor import CursorCodec
 from moddesk.ra3.errors import Ra3Error
@@ -88,6 +89,23 @@ def _ref_json(r: RefSite, status: str | None = None) -> dict[str, Any]:
     return out
 
 
+_F = TypeVar("_F", bound=Callable[..., dict[str, Any]])
+
+
+def _consistent(method: _F) -> _F:
+    """Run a query under the source's lock so an incremental update never shows half-applied."""
+
+    @functools.wraps(method)
+    def wrapper(self: QueryApi, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        lock = getattr(self.source, "lock", None)
+        if lock is None:
+            return method(self, *args, **kwargs)
+        with lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 class QueryApi:
     """Answers the seed's queries (§4.2, §12) over one index source."""
 
@@ -155,6 +173,7 @@ class QueryApi:
         }
 
     # --- status -----------------------------------------------------------------------------
+    @_consistent
     def get_status(self) -> dict[str, Any]:
         """Index status, counts, and a summary of diagnostics by code (the cheap probe)."""
         status = self.source.status()
@@ -187,6 +206,7 @@ class QueryApi:
                 rows.append({"projectDir": meta.get("project"), "source": "snapshot", **meta})
         return {"index": self.index_block(), "projects": rows}
 
+    @_consistent
     def list_diagnostics(
         self,
         code: str | None = None,
@@ -214,6 +234,7 @@ class QueryApi:
         return {"index": self.index_block(), "diagnostics": rows, **meta}
 
     # --- assets -----------------------------------------------------------------------------
+    @_consistent
     def find_asset(
         self,
         id: str,
@@ -262,6 +283,7 @@ class QueryApi:
             parts.append("similar ids: " + ", ".join(near))
         return "; ".join(parts)
 
+    @_consistent
     def list_assets_by_type(
         self,
         type: str,
@@ -299,6 +321,7 @@ class QueryApi:
             )
         return out
 
+    @_consistent
     def get_definition(
         self,
         type: str,
@@ -367,6 +390,7 @@ class QueryApi:
         return chain
 
     # --- references -------------------------------------------------------------------------
+    @_consistent
     def find_references(
         self,
         id: str,
@@ -432,6 +456,7 @@ class QueryApi:
         self._incoming_cache[key] = (hits, unresolved)
         return hits, unresolved
 
+    @_consistent
     def unreferenced(
         self,
         type: str | None = None,
@@ -485,6 +510,7 @@ class QueryApi:
             out["note"] = "every qualifying asset is referenced at least once"
         return out
 
+    @_consistent
     def get_asset_references(
         self,
         type: str,
@@ -513,6 +539,7 @@ class QueryApi:
         hit = data.files_by_lower.get(p.lower())
         return hit if hit is not None else p
 
+    @_consistent
     def is_file_active(
         self, path: str, *, wait_for_index: bool = False, allow_stale: bool = True, timeout: float = 10.0
     ) -> dict[str, Any]:
@@ -554,6 +581,7 @@ class QueryApi:
             )
         return out
 
+    @_consistent
     def resolve_include(
         self,
         source: str,
@@ -597,6 +625,7 @@ class QueryApi:
             out["note"] = res.error or "no candidate path exists (matching is case-insensitive per component)"
         return out
 
+    @_consistent
     def find_define(
         self, name: str, *, wait_for_index: bool = False, allow_stale: bool = True, timeout: float = 10.0
     ) -> dict[str, Any]:
