@@ -166,3 +166,39 @@ def test_closed_archive_refuses_reads() -> None:
     with pytest.raises(PvfFormatError) as err:
         pvf.namelist()
     assert err.value.code == "CLOSED"
+
+
+@pytest.mark.parametrize("fmt", ["classic", "90US", "90CN"])
+def test_lists_and_string_files(fmt: str) -> None:
+    from moddesk.pvf.format.lists import ListRecord
+
+    pvf = Archive.new(fmt, region="tw")
+    records = [ListRecord(10000, "character/common/amulet/a.equ"), ListRecord(-1, "Swordman/Guard.skl")]
+    pvf.write_list("equipment/equipment.lst", records)
+    pvf.write_list("itemname.lst", records)
+    pvf.write_text("equipment/equipment.kor.str", "// c\r\nname_1>黑鑽貴族\r\nname_1>dup\r\nbad line")
+    back = Archive.from_bytes(pvf.to_bytes(), region="tw")
+    assert back.read_list("equipment/equipment.lst") == records
+    assert back.read_list("itemname.lst") == records
+    stream = back.tokens("itemname.lst")
+    first_is_string = int(stream.tokens["type"][0]) in (6, 7)
+    assert first_is_string == (fmt != "classic")
+    assert back.read_strings("equipment/equipment.kor.str") == {"name_1": "黑鑽貴族"}
+    assert back.read_text("equipment/equipment.lst") == (
+        "#PVF_File\n\n10000\n`character/common/amulet/a.equ`\n-1\n`Swordman/Guard.skl`"
+    )
+    assert (
+        back.resolve_list_path("skill/swordmanskill.lst", "Swordman/Guard.skl") == "skill/Swordman/Guard.skl"
+    )
+    assert back.resolve_list_path("list/equipment.lst", "equipment/a.equ") == "equipment/a.equ"
+
+
+def test_classic_string_links_resolve_through_n_string() -> None:
+    from moddesk.pvf.format.lists import ListRecord
+
+    pvf = Archive.new("classic", region="tw")
+    pvf.write_list("n_string.lst", [ListRecord(3, "equipment/equipment.kor.str")])
+    pvf.write_text("equipment/equipment.kor.str", "name_7>黑鑽")
+    pvf.write_text("equipment/a.equ", "#PVF_File\n\n[name]\n\t<3::name_7``>\n")
+    back = Archive.from_bytes(pvf.to_bytes(), region="tw")
+    assert back.read_text("equipment/a.equ") == "#PVF_File\n\n[name]\n\t<3::name_7`黑鑽`>\n"

@@ -41,7 +41,15 @@ from moddesk.pvf.format.encodings import (
     region_encoding,
 )
 from moddesk.pvf.format.errors import PvfFormatError
-from moddesk.pvf.format.lists import N_STRING_PATHS, parse_list, parse_str
+from moddesk.pvf.format.lists import (
+    N_STRING_PATHS,
+    STRING_FIRST_LISTS,
+    ListRecord,
+    build_list,
+    parse_list,
+    parse_str,
+    resolve_list_path,
+)
 from moddesk.pvf.format.source import ByteSource
 from moddesk.pvf.format.strings import STRINGTABLE_PATH, StringPools, StringTable
 from moddesk.pvf.format.text import StringSink, compile_script, render_script
@@ -497,6 +505,27 @@ class Archive:
         i = path.index if isinstance(path, ArchiveEntry) else self._require(path)
         return self.render(self._paths[i], self._read_index(i))
 
+    def read_list(self, path: str) -> list[ListRecord]:
+        """The ``id → path`` records of a ``.lst`` file (or ``n_string.lst``), as stored."""
+        return parse_list(self.tokens(path), self.strings, path=path)
+
+    def write_list(self, path: str, records: list[ListRecord], *, string_first: bool | None = None) -> None:
+        """Store a list file; NKPI root name lists (``itemname.lst`` …) put the string first by default."""
+        if string_first is None:
+            string_first = self.family is Family.NKPI and normalize_path(path) in STRING_FIRST_LISTS
+        self.write_bytes(
+            path, encode_tokens(build_list(records, self.family, self.strings, string_first=string_first))
+        )
+
+    def read_strings(self, path: str) -> dict[str, str]:
+        """The ``key → value`` table of a ``.str`` file (comments skipped, first key wins)."""
+        return parse_str(self.read_text(path))
+
+    def resolve_list_path(self, list_path: str, target: str) -> str:
+        """The archive path a list record points to: relative to the list (classic) or to the root."""
+        root_relative = normalize_path(list_path).startswith("list/")
+        return resolve_list_path(list_path, target, root_relative=root_relative)
+
     def _kind_of(self, path: str, data: bytes) -> str:
         if self._nkpi is not None:
             i = self._find(path)
@@ -647,8 +676,7 @@ class Archive:
             data = self._strings.to_bytes()
             if idx is None:
                 idx = self._add(STRINGTABLE_PATH, None)
-            self._overlay[idx] = data
-            self._strings = StringTable.parse(data, self.encoding)
+            self._overlay[idx] = data  # the table object stays: its index is costly to rebuild
         out: list[classic_fmt.ClassicOutEntry] = []
         hashes, sizes, crcs, offsets = (a.tolist() for a in (d.hashes, d.sizes, d.crcs, d.offsets))
         entry = classic_fmt.ClassicOutEntry

@@ -23,6 +23,7 @@ N_STRING_PATHS = (
 STRING_FIRST_LISTS = frozenset(
     {
         "aicharactername.lst",
+        "skillname2.lst",
         "itemname.lst",
         "monstername.lst",
         "npcname.lst",
