@@ -437,3 +437,11 @@ def test_remove_refuses_to_drop_comments(loc: Locations) -> None:
         plan_remove(get_client("codex"), "user", "ra3-mod-xml", loc)
     assert info.value.code == "CONFIG_HAS_COMMENTS"
     assert plan_remove(get_client("cursor"), "user", "ra3-mod-xml", loc).status == "unchanged"  # no file
+
+
+def test_unreadable_config_location_is_config_invalid(loc: Locations) -> None:
+    loc.home.mkdir(parents=True)
+    (loc.home / ".cursor").write_text("a file where the folder should be", encoding="utf-8")
+    with pytest.raises(ServiceError) as info:
+        plan_config(get_client("cursor"), "user", _spec(loc), loc)
+    assert info.value.code == "CONFIG_INVALID"

@@ -210,3 +210,13 @@ def test_fuzz_skill_front_matter(tmp_path_factory: pytest.TempPathFactory, body:
         assert exc.code == "SKILL_INVALID"
         return
     assert skill.name == "ok-name" and "SKILL.md" in skill.files
+
+
+def test_a_file_in_the_way_is_write_failed(loc: Locations, tmp_path: Path) -> None:
+    skill = load_skill(_source(tmp_path / "skill"))
+    blocker = tmp_path / "not a folder"
+    blocker.write_text("x", encoding="utf-8")
+    with pytest.raises(ServiceError) as info:
+        install_skill(skill, skill_dir(skill.name, loc, custom=blocker), loc)
+    assert info.value.code == "WRITE_FAILED" and str(blocker) in info.value.message
+    assert blocker.read_text(encoding="utf-8") == "x" and not loc.skill_record.exists()

@@ -10,6 +10,7 @@ register_codes(
         "CONFIG_MERGE_FAILED": "The merge would have changed other content; the file was left untouched.",
         "CONFIG_CHANGED": "The config file changed while the edit was prepared; nothing was written.",
         "LAUNCHER_TARGET_MISSING": "This interpreter cannot start moddesk, so no launcher can point at it.",
+        "WRITE_FAILED": "A file could not be written (permissions, disk full, a file in the way).",
         "LAUNCHER_BUSY": "The launcher is running (Windows locks it); quit the MCP clients and retry.",
         "SKILL_SOURCE_MISSING": "The skill's source directory (with SKILL.md) does not exist.",
         "SKILL_INVALID": "SKILL.md lacks front matter with a valid `name` and a `description`.",

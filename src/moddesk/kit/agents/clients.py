@@ -22,7 +22,7 @@ import tomlkit.items
 from tomlkit.container import Container, OutOfOrderTableProxy
 
 from moddesk.kit.agents import jsonc
-from moddesk.kit.agents.locations import Locations
+from moddesk.kit.agents.locations import Locations, writing
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
 
@@ -189,6 +189,10 @@ def _read_text(path: Path) -> str | None:
     except IsADirectoryError:
         raise ServiceError(
             "CONFIG_INVALID", f"{path} is a directory, not a config file", path=str(path)
+        ) from None
+    except OSError as exc:  # permissions, a file where a folder should be, ...
+        raise ServiceError(
+            "CONFIG_INVALID", f"{path} cannot be read ({exc.strerror or exc})", path=str(path)
         ) from None
     try:
         return data.decode("utf-8")
@@ -451,8 +455,9 @@ def apply_config(change: ConfigChange) -> None:
             hint="Run the command again.",
             path=str(change.path),
         )
-    change.path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(change.path, change.after)
+    with writing(change.path):
+        change.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(change.path, change.after)
 
 
 def snippet(client: Client | None, spec: ServerSpec) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from moddesk.kit.agents.locations import Locations
+from moddesk.kit.agents.locations import Locations, writing
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_bytes
 
@@ -177,18 +177,26 @@ def plan_launcher(loc: Locations, target: LauncherTarget | None = None) -> Launc
 def write_launcher(plan: LauncherPlan) -> None:
     """Write the planned launcher (idempotent: an identical file is left alone) and make it executable."""
     if plan.status != "unchanged":
-        plan.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            atomic_write_bytes(plan.path, plan.content)
-        except PermissionError as exc:
+            with writing(plan.path):
+                plan.path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(plan.path, plan.content)
+        except ServiceError as exc:
+            if not (sys.platform == "win32" and "denied" in exc.message.lower()):
+                raise
             # Windows keeps a running .exe locked: a client has the server running right now
             raise ServiceError(
                 "LAUNCHER_BUSY",
-                f"cannot replace {plan.path} while it is running ({exc.strerror})",
+                f"cannot replace {plan.path} while it is running ({exc.message})",
                 hint="Quit the MCP clients that use moddesk, then run `moddesk agents launcher` again.",
                 path=str(plan.path),
             ) from None
-    mode = os.stat(plan.path).st_mode
+    with writing(plan.path):
+        _make_executable(plan.path)
+
+
+def _make_executable(path: Path) -> None:
+    mode = os.stat(path).st_mode
     wanted = (
         mode
         | stat.S_IRUSR
@@ -200,7 +208,7 @@ def write_launcher(plan: LauncherPlan) -> None:
         | stat.S_IXOTH
     )
     if stat.S_IMODE(mode) != stat.S_IMODE(wanted):
-        os.chmod(plan.path, stat.S_IMODE(wanted))
+        os.chmod(path, stat.S_IMODE(wanted))
 
 
 def ensure_launcher(loc: Locations, target: LauncherTarget | None = None) -> LauncherPlan:

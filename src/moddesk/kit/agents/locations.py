@@ -6,14 +6,17 @@ whole agent setup at a scratch directory with ``MODDESK_HOME`` and nothing touch
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import platformdirs
+
+from moddesk.kit.errors import ServiceError
 
 Platform = Literal["linux", "macos", "windows"]
 
@@ -114,3 +117,17 @@ class Locations:
     def skill_record(self) -> Path:
         """The JSON record of every skill moddesk installed."""
         return self.data_dir / "skill-installs.json"
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an OS failure while writing ``path`` into ``WRITE_FAILED`` naming the path."""
+    try:
+        yield
+    except OSError as exc:
+        raise ServiceError(
+            "WRITE_FAILED",
+            f"cannot write {path}: {exc.strerror or exc}",
+            hint="Check the folder's permissions and free space (and that no file sits where a folder should be).",
+            path=str(path),
+        ) from None

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from moddesk import __version__
-from moddesk.kit.agents.locations import Locations
+from moddesk.kit.agents.locations import Locations, writing
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import TEMP_MARKER, atomic_write_bytes, atomic_write_text, publish_no_overwrite
 
@@ -215,8 +215,10 @@ def read_record(loc: Locations) -> list[dict[str, Any]]:
 
 
 def _write_record(loc: Locations, installs: list[dict[str, Any]]) -> None:
-    loc.skill_record.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(loc.skill_record, json.dumps({"version": 1, "installs": installs}, indent=2) + "\n")
+    with writing(loc.skill_record):
+        loc.skill_record.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"version": 1, "installs": installs}, indent=2) + "\n"
+        atomic_write_text(loc.skill_record, text)
 
 
 def _record_install(loc: Locations, source: SkillSource, path: Path) -> None:
@@ -304,11 +306,13 @@ def install_skill(source: SkillSource, path: Path, loc: Locations, dry_run: bool
                 _record_install(loc, source, path)
             return SkillOutcome(source.name, path, "unchanged")
         if not dry_run:
-            _update_install(source, path, marker)
+            with writing(path):
+                _update_install(source, path, marker)
             _record_install(loc, source, path)
         return SkillOutcome(source.name, path, "update")
     if not dry_run:
-        _fresh_install(source, path)
+        with writing(path):
+            _fresh_install(source, path)
         _record_install(loc, source, path)
     return SkillOutcome(source.name, path, "create")
 
@@ -360,7 +364,8 @@ def uninstall_skill(path: Path, loc: Locations, force: bool = False, dry_run: bo
     if state == "modified" and not force:
         return SkillOutcome(name, path, "skip-modified", "the installed files were edited (use --force)")
     if not dry_run:
-        shutil.rmtree(path)
+        with writing(path):
+            shutil.rmtree(path)
         _forget(loc, [path])
     return SkillOutcome(name, path, "remove", "edited files removed" if state == "modified" else "")
 
