@@ -70,9 +70,39 @@ def _words(data: bytes | bytearray | memoryview) -> U32:
     return np.frombuffer(data, dtype="<u4")
 
 
+#: Large buffers are ciphered in blocks of this many words so the temporaries stay in cache.
+_BLOCK_WORDS = 1 << 15
+
+
+def _rotate_blocks(w: U32, key: int, decrypt: bool) -> bytes:
+    out = np.empty_like(w)
+    a = np.empty(min(len(w), _BLOCK_WORDS), dtype=np.uint32)
+    b = np.empty_like(a)
+    k = np.uint32(key & M32)
+    left, right = (np.uint32(26), np.uint32(6)) if decrypt else (np.uint32(6), np.uint32(26))
+    for start in range(0, len(w), _BLOCK_WORDS):
+        src = w[start : start + _BLOCK_WORDS]
+        n = len(src)
+        ta, tb = a[:n], b[:n]
+        if decrypt:
+            np.bitwise_xor(src, k, out=ta)
+            np.right_shift(ta, right, out=tb)
+            np.left_shift(ta, left, out=ta)
+            np.bitwise_or(ta, tb, out=out[start : start + n])
+        else:
+            np.left_shift(src, left, out=ta)
+            np.right_shift(src, right, out=tb)
+            np.bitwise_or(ta, tb, out=ta)
+            np.bitwise_xor(ta, k, out=out[start : start + n])
+    return out.tobytes()
+
+
 def classic_decrypt(data: bytes | bytearray | memoryview, checksum: int) -> bytes:
     """Decrypt a classic block: each u32 ``w`` becomes ``ror32(w ^ KEY ^ checksum, 6)``."""
-    w = _words(data) ^ np.uint32((CLASSIC_KEY ^ checksum) & M32)  # the one copy; the rest is in place
+    w = _words(data)
+    if len(w) > _BLOCK_WORDS:
+        return _rotate_blocks(w, CLASSIC_KEY ^ checksum, True)
+    w = w ^ np.uint32((CLASSIC_KEY ^ checksum) & M32)  # the one copy; the rest is in place
     t = w >> np.uint32(6)
     w <<= np.uint32(26)
     w |= t
@@ -82,6 +112,8 @@ def classic_decrypt(data: bytes | bytearray | memoryview, checksum: int) -> byte
 def classic_encrypt(data: bytes | bytearray | memoryview, checksum: int) -> bytes:
     """Encrypt a classic block: each u32 ``w`` becomes ``rol32(w, 6) ^ checksum ^ KEY``."""
     src = _words(data)
+    if len(src) > _BLOCK_WORDS:
+        return _rotate_blocks(src, CLASSIC_KEY ^ checksum, False)
     w = src << np.uint32(6)
     t = src >> np.uint32(26)
     w |= t
