@@ -268,3 +268,15 @@ def test_summary_cut_keeps_combining_marks_with_their_base() -> None:
     docs = AnnotationDocs(builtin=[parse_document(doc, "b.json")])
     item = docs.search(pvf_version="all", query="wpn.price")["items"][0]
     assert item["summary"] == "a" * 510 + "…" and item["summaryTruncated"] is True
+
+
+def test_values_cursor_is_bound_to_the_rules_snapshot() -> None:
+    docs = make_docs()
+    doc_id = docs.search(pvf_version="all", query="wpn.code")["items"][0]["documentId"]
+    first = docs.get(doc_id, docs.rules_revision, values_limit=10)
+    docs.reload([parse_document({"rules": [{"id": "wpn.kind", "disabled": True}]}, "u.json")])
+    with pytest.raises(ServiceError) as info:
+        docs.get(doc_id, docs.rules_revision, values_cursor=first["valuesNextCursor"])
+    assert info.value.code == "STALE_RULES"
+    # documentIds are stable for an unchanged definition, so a fresh page works on the new snapshot
+    assert docs.get(doc_id, docs.rules_revision)["values"][0]["key"] == "000"
