@@ -270,7 +270,10 @@ def is_attacked(board: list[int], sq: int, by_sign: int) -> bool:
         if board[src] == horse and not board[leg]:
             return True
     pawn = PAWN * by_sign
-    return any(board[src] == pawn for src in PAWN_ATTACKS[0 if by_sign > 0 else 1][sq])
+    for src in PAWN_ATTACKS[0 if by_sign > 0 else 1][sq]:  # noqa: SIM110 - a loop beats any() here
+        if board[src] == pawn:
+            return True
+    return False
 
 
 class Position:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from moddesk.xiangqi.board import PAWN, Move, Position
+from moddesk.xiangqi.board import LINES, PAWN, SENSITIVE, Move, Position, is_attacked
 from moddesk.xiangqi.evaluate import PIECE_VALUES, PST, evaluate_red
 
 MATE = 30000
@@ -221,6 +221,28 @@ class Searcher:
         self.path_checks.append(check)
         return check
 
+    def _try(self, m: tuple[int, int], king: int, in_check: bool) -> int:
+        """Play a pseudo-legal ``m``: -1 (and nothing played) if it leaves our king attacked,
+        else 1 if it gives check, 0 if not."""
+        frm, to = m
+        board = self.board
+        pos = self.pos
+        p = board[frm]
+        cap = board[to]
+        pos.push(m)
+        # only a king move, an evasion, or a move on/off the king's lines can expose the king
+        if (in_check or frm == king or frm in SENSITIVE[king] or to in LINES[king]) and is_attacked(
+            board, pos.kings[1 - pos.turn], pos.sign
+        ):
+            pos.pop()
+            return -1
+        self.ev_stack.append(self.ev)
+        self.ev += PST[p][to] - PST[p][frm] - PST[cap][to]
+        check = pos.is_check()
+        self.path_keys.append(pos.key)
+        self.path_checks.append(check)
+        return 1 if check else 0
+
     def _unmake(self) -> None:
         self.pos.pop()
         self.ev = self.ev_stack.pop()
@@ -360,22 +382,25 @@ class Searcher:
                 self.null_plies.pop()
             if score >= beta and score < MATE_BOUND:
                 return beta
-        moves = pos.generate_legal()
-        if not moves:
-            return -MATE + ply  # checkmate and stalemate both lose
         # a score that depends on a repetition in the current path is not a property of the
         # position: keep it out of the table (graph-history interaction)
         rep_hits = self.rep_hits
-        ordered = self._order(moves, tt_move, ply)
+        ordered = self._order(pos.pseudo_moves(), tt_move, ply)
         board = self.board
+        king = pos.kings[pos.turn]
         best = -INF
         best_move = None
         original_alpha = alpha
         extend_ok = ply < 2 * self.root_depth + 4
         killers = self.killers[ply]
-        for i, m in enumerate(ordered):
+        i = -1
+        for m in ordered:
             quiet = not board[m[1]]
-            gives = self._make(m)
+            tried = self._try(m, king, in_check)
+            if tried < 0:
+                continue  # illegal: leaves our king attacked
+            i += 1
+            gives = tried == 1
             try:
                 nd = depth - 1 + (1 if gives and extend_ok else 0)
                 if i == 0:
@@ -403,6 +428,8 @@ class Searcher:
                                 killers[0] = m
                             self.hist[m] = self.hist.get(m, 0) + depth * depth
                         break
+        if i < 0:
+            return -MATE + ply  # no legal move: checkmate and stalemate both lose
         flag = LOWER if best >= beta else EXACT if best > original_alpha else UPPER
         if self.rep_hits == rep_hits:
             self._store(key, depth, flag, best, best_move, ply)
@@ -425,9 +452,7 @@ class Searcher:
         if ply >= MAX_PLY:
             return self.ev * pos.sign
         if in_check:
-            moves = pos.generate_legal()
-            if not moves:
-                return -MATE + ply
+            moves = pos.pseudo_moves()
             best = -INF
         else:
             stand = self.ev * pos.sign
@@ -436,7 +461,9 @@ class Searcher:
             if stand > alpha:
                 alpha = stand
             best = stand
-            moves = pos.generate_legal(captures_only=True)
+            moves = pos.pseudo_moves(captures_only=True)
+        king = pos.kings[pos.turn]
+        legal = 0
         board = self.board
         scored = sorted(
             moves,
@@ -449,9 +476,12 @@ class Searcher:
                 gain = PIECE_VALUES[victim] + (100 if victim == PAWN else 0)
                 if victim and best + gain + 200 < alpha:
                     continue
-            gives = self._make(m)
+            tried = self._try(m, king, in_check)
+            if tried < 0:
+                continue
+            legal += 1
             try:
-                score = -self._quiesce(-beta, -alpha, ply + 1, gives)
+                score = -self._quiesce(-beta, -alpha, ply + 1, tried == 1)
             finally:
                 self._unmake()
             if score > best:
@@ -460,6 +490,8 @@ class Searcher:
                     alpha = score
                     if score >= beta:
                         break
+        if in_check and not legal:
+            return -MATE + ply
         return best
 
     def _pv(self, first: tuple[int, int], depth: int) -> list[Move]:
