@@ -406,7 +406,7 @@ class Archive:
         if self._nkpi is not None:
             chunks = self._nkpi.rows["chunk"].tolist()
             live.sort(key=lambda i: (chunks[i] if i < src_count else 1 << 40, i))
-            stream: Iterator[tuple[int, bytes]] = ((i, self._read_index(i)) for i in live)
+            stream: Iterator[tuple[int, bytes]] = self._nkpi_stream(live, chunks)
         else:
             assert self._classic is not None
             offsets = self._classic.offsets.tolist()
@@ -417,6 +417,23 @@ class Archive:
             yield self._entry(i), data
             if progress is not None and (n % 1024 == 0 or n + 1 == total):
                 progress(n + 1, total)
+
+    def _nkpi_stream(self, order: list[int], chunks: list[int]) -> Iterator[tuple[int, bytes]]:
+        """Slice entries out of each chunk, inflating every chunk once."""
+        d = self._nkpi
+        assert d is not None
+        offsets = d.rows["offset"].tolist()
+        sizes = d.rows["size"].tolist()
+        current, data = -1, b""
+        for i in order:
+            if i >= self._source_count or i in self._overlay:
+                yield i, self._read_index(i)
+                continue
+            c = chunks[i]
+            if c != current:
+                assert self._src is not None
+                current, data = c, nkpi_fmt.read_chunk(self._src, d, c)
+            yield i, data[offsets[i] : offsets[i] + sizes[i]]
 
     def _classic_stream(self, order: list[int]) -> Iterator[tuple[int, bytes]]:
         """Decrypt runs of adjacent stored blocks in one vectorised pass each."""
