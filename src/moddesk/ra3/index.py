@@ -34,6 +34,7 @@ from moddesk.ra3.model import (
     FileInfo,
     IncludeEdge,
     IndexData,
+    paused_gc,
 )
 from moddesk.ra3.parse import Diagnostic, Extractor, FileRecord, RefSite, fragment_nodes, parse_xml_bytes
 from moddesk.ra3.project import (
@@ -222,10 +223,12 @@ class ModIndex:
         try:
             if self.schema is None and self.config.schema_path is not None:
                 self.schema = load_schema(self.config.schema_path, self.cache_dir)
-            data = self._build_xml(progress)
+            with paused_gc():
+                data = self._build_xml(progress)
             with self._lock:
                 self._publish(data, READY_XML, "xml")
-            self._build_art(data, progress)
+            with paused_gc():
+                self._build_art(data, progress)
             with self._lock:
                 self._publish(data, READY, "art")
                 self._building = False

@@ -8,6 +8,8 @@ than one hit is ambiguous (BAB `ResolveReference`). `inheritFrom` resolves to th
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import re
 from collections.abc import Iterable, Iterator
@@ -462,6 +464,19 @@ class IndexData:
     def matches_type(self, actual: str, wanted: str | None) -> bool:
         """Query-side type filter: no type, the same type, or a derived type."""
         return wanted is None or self.is_assignable(actual, self.canonical(wanted))
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic GC during bulk loads: building 10^5 small records otherwise triggers repeated
+    full collections over an ever larger heap (measured 2.5x slower snapshot loads)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _prune(table: dict[Any, list[Any]], key: Any, gone: set[int]) -> None:

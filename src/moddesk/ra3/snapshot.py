@@ -20,7 +20,7 @@ from typing import Any
 from moddesk.kit.files import atomic_write_bytes
 from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.index import READY, IndexStatus
-from moddesk.ra3.model import MODE_NAMES, AssetDef, DefineDef, FileInfo, IncludeEdge, IndexData
+from moddesk.ra3.model import MODE_NAMES, AssetDef, DefineDef, FileInfo, IncludeEdge, IndexData, paused_gc
 from moddesk.ra3.parse import DefineSite, Diagnostic, RefSite
 from moddesk.ra3.project import project_slug
 
@@ -260,8 +260,10 @@ def write_snapshot(data: IndexData, status: IndexStatus, home: Path | None = Non
     """Write `current` atomically, keeping the old one as `previous`; returns the path."""
     current = snapshot_path(data.project_dir, home)
     current.parent.mkdir(parents=True, exist_ok=True)
-    doc = to_snapshot(data, status)
-    payload = gzip.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), compresslevel=3, mtime=0)
+    with paused_gc():
+        doc = to_snapshot(data, status)
+        text = json.dumps(doc, separators=(",", ":"))
+    payload = gzip.compress(text.encode("utf-8"), compresslevel=3, mtime=0)
     if current.exists():
         os.replace(current, previous_path(current))
     atomic_write_bytes(current, payload)
@@ -287,18 +289,18 @@ def write_snapshot(data: IndexData, status: IndexStatus, home: Path | None = Non
 
 def read_snapshot_file(path: Path) -> tuple[IndexData, IndexStatus]:
     """Load one snapshot file."""
-    try:
-        raw = gzip.decompress(path.read_bytes())
-        doc = json.loads(raw)
-    except FileNotFoundError as exc:
-        raise Ra3Error("SNAPSHOT_NOT_FOUND", f"no snapshot at {path}") from exc
-    except (OSError, EOFError, ValueError, gzip.BadGzipFile) as exc:
-        raise Ra3Error(
-            "SNAPSHOT_INVALID",
-            f"cannot read snapshot {path}: {exc}",
-            hint="rebuild it with `moddesk ra3 index PROJECT --snapshot`",
-        ) from exc
-    return from_snapshot(doc)
+    with paused_gc():
+        try:
+            doc = json.loads(gzip.decompress(path.read_bytes()))
+        except FileNotFoundError as exc:
+            raise Ra3Error("SNAPSHOT_NOT_FOUND", f"no snapshot at {path}") from exc
+        except (OSError, EOFError, ValueError, gzip.BadGzipFile) as exc:
+            raise Ra3Error(
+                "SNAPSHOT_INVALID",
+                f"cannot read snapshot {path}: {exc}",
+                hint="rebuild it with `moddesk ra3 index PROJECT --snapshot`",
+            ) from exc
+        return from_snapshot(doc)
 
 
 def load_snapshot(project_dir: str | Path, home: Path | None = None) -> tuple[IndexData, IndexStatus]:
