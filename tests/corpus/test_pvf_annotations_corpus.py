@@ -231,3 +231,20 @@ def test_builtin_search_spans_categories(docs: AnnotationDocs) -> None:
     assert [i["ruleId"] for i in name["items"]] == ["item.name.110us"]
     cn = docs.search(pvf_version="90CN", section="name", extensions=[".equ"], kinds=["rule"])
     assert [i["ruleId"] for i in cn["items"]] == ["equ.name"]
+
+
+def test_dungeon_file(docs: AnnotationDocs, archive: CorpusArchive) -> None:
+    out = _explain(docs, archive, "dungeon/act1/lorien.dgn")
+    by_rule = {a["ruleIds"][0]: a for a in out["annotations"] if a["ruleIds"]}
+    assert by_rule["dgn.name"]["value"] == "洛兰"
+    assert by_rule["dgn.minimum-required-level"]["value"] == "1"
+    assert by_rule["dgn.cutscene-image"]["image"] == {"path": "Map/CutScene/Lorien.img", "index": 0}
+    assert by_rule["dgn.greed"]["endLine"] > by_rule["dgn.greed"]["startLine"]  # a multi-line string
+    assert [p["ruleIds"][0] for p in out["pathContext"]] == ["dir.dungeon"]
+    listed = _explain(docs, archive, "dungeon/dungeon.lst")
+    link = next(a["reference"] for a in listed["annotations"] if a["origin"] == "runtime")
+    assert (
+        link["id"] == "1"
+        and link["path"] == "dungeon/act1/lorien.dgn"
+        and link["resolutionStatus"] == "resolved"
+    )

@@ -12,6 +12,7 @@ BUILTIN_FILES: tuple[str, ...] = (
     "equipment.json",
     "stackable.json",
     "skill.json",
+    "dungeon.json",
     "lists.json",
 )
 
