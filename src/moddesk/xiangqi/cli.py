@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import sys
@@ -19,6 +18,7 @@ from rich.text import Text
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
+from moddesk.xiangqi import uci_cli
 from moddesk.xiangqi.game import GameService, Settings
 from moddesk.xiangqi.rpc import CHANNEL, dispatch, error_body, panel_link
 
@@ -391,6 +391,5 @@ def fallback(
     _run("fallback", {}, session, url, local, as_json, config)
 
 
-# the engine commands (uci, perft, analyse) live beside the engine core, imported by name
-with contextlib.suppress(ImportError):
-    importlib.import_module("moddesk.xiangqi.uci_cli").register(app)
+# the engine commands (uci, perft, analyse) live beside the engine core
+uci_cli.register(app)
