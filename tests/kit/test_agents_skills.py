@@ -220,3 +220,33 @@ def test_a_file_in_the_way_is_write_failed(loc: Locations, tmp_path: Path) -> No
         install_skill(skill, skill_dir(skill.name, loc, custom=blocker), loc)
     assert info.value.code == "WRITE_FAILED" and str(blocker) in info.value.message
     assert blocker.read_text(encoding="utf-8") == "x" and not loc.skill_record.exists()
+
+
+def test_a_forged_marker_cannot_make_sync_touch_other_files(loc: Locations, tmp_path: Path) -> None:
+    src = _source(tmp_path / "skill")
+    path = skill_dir("demo-skill", loc, "project")
+    install_skill(load_skill(src), path, loc)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me", encoding="utf-8")
+    marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
+    marker["files"].append("../../../victim.txt")  # a repo could ship such a marker
+    (path / MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    assert skill_state(path) == "modified"
+    (src / "SKILL.md").write_text(SKILL_MD + "v2\n", encoding="utf-8")
+    assert [o.action for o in sync_skills(loc)] == ["skip-modified"]
+    assert victim.read_text(encoding="utf-8") == "keep me"
+
+
+def test_a_symlink_inside_an_install_is_never_written_through(loc: Locations, tmp_path: Path) -> None:
+    src = _source(tmp_path / "skill")
+    path = skill_dir("demo-skill", loc)
+    install_skill(load_skill(src), path, loc)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for child in (path / "references").iterdir():
+        child.unlink()
+    (path / "references").rmdir()
+    (path / "references").symlink_to(outside, target_is_directory=True)
+    assert skill_state(path) == "modified"
+    assert install_skill(load_skill(src), path, loc).action == "skip-modified"
+    assert list(outside.iterdir()) == []

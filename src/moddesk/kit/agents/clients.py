@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ ChangeStatus = Literal["create", "update", "unchanged"]
 # keys that belong to one transport; switching an entry's transport removes the other's keys
 _STDIO_KEYS = ("command", "args", "env", "envFile", "cwd")
 _HTTP_KEYS = ("url", "headers", "bearer_token_env_var", "http_headers", "env_http_headers")
+# what every client accepts as a server name (and a bare TOML key)
+_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class ServerSpec:
     def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
             raise ValueError("a server has either a command (stdio) or a url (Streamable HTTP)")
-        if not self.name or any(c in self.name for c in "\"'\\/.\n\r\t ") or len(self.name) > 64:
+        if not _SERVER_NAME.fullmatch(self.name):
             raise ServiceError(
                 "INVALID_ARGUMENT",
                 f"server name {self.name!r} is not usable as a config key",

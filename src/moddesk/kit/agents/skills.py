@@ -50,18 +50,22 @@ def _hash_files(files: dict[str, bytes]) -> str:
     return digest.hexdigest()
 
 
-def _collect(root: Path, skip_marker: bool) -> dict[str, bytes]:
-    """Every regular file below ``root`` by POSIX relative path (caches and our temp files skipped)."""
+def _collect(root: Path, installed: bool) -> dict[str, bytes]:
+    """Every file below ``root`` by POSIX relative path (caches and our temp files skipped).
+
+    In a source, symlinks are followed (their content is copied). In an install, a symlink is
+    never something moddesk wrote, so it counts as content by its link text and makes the install
+    look edited: moddesk then never writes through it.
+    """
     files: dict[str, bytes] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if skip_marker and rel == MARKER:
+        if installed and rel == MARKER:
             continue
         parts = rel.split("/")
         if "__pycache__" in parts or path.suffix == ".pyc" or TEMP_MARKER in path.name:
             continue
-        if path.is_symlink():
-            # a symlink's target is not ours to copy or hash; treat it as content by its link text
+        if installed and path.is_symlink():
             files[rel] = b"symlink:" + str(path.readlink()).encode("utf-8", "surrogateescape")
         elif path.is_file():
             files[rel] = path.read_bytes()
@@ -109,7 +113,7 @@ def load_skill(root: Path, system: str | None = None) -> SkillSource:
             hint="Start SKILL.md with '---', 'name: my-skill', 'description: ...', '---'.",
             path=str(skill_md),
         )
-    return SkillSource(name, root, _collect(root, skip_marker=True), system)
+    return SkillSource(name, root, _collect(root, installed=False), system)
 
 
 def system_skill(system: str) -> SkillSource:
@@ -163,10 +167,13 @@ def skill_state(path: Path) -> SkillState:
     """``absent``, ``unmanaged`` (no marker), ``clean`` (as moddesk wrote it) or ``modified``."""
     if not path.exists() and not path.is_symlink():
         return "absent"
-    marker = read_marker(path) if path.is_dir() else None
+    marker = read_marker(path) if path.is_dir() and not path.is_symlink() else None
     if marker is None:
         return "unmanaged"
-    return "clean" if _hash_files(_collect(path, skip_marker=True)) == marker["contentHash"] else "modified"
+    files = _collect(path, installed=True)
+    # clean = exactly the files the marker lists, with the content it hashed
+    same_files = sorted(files) == sorted(str(rel) for rel in marker["files"])
+    return "clean" if same_files and _hash_files(files) == marker["contentHash"] else "modified"
 
 
 @dataclass(frozen=True)
