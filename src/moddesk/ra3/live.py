@@ -13,16 +13,20 @@ with a matching HTTP status. The server never answers for a project it does not 
 
 from __future__ import annotations
 
+import functools
 import http.client
 import inspect
 import json
+import logging
 import os
 import secrets
 import time
+import typing
 import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+import pydantic
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -42,6 +46,7 @@ from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.query import QueryApi
 
 API_VERSION = 1
+logger = logging.getLogger("moddesk.ra3.live")
 MAX_BODY_BYTES = 1 << 20
 
 register_codes(
@@ -49,7 +54,6 @@ register_codes(
         "UNKNOWN_PROJECT": "This live server does not index the requested project.",
         "UNKNOWN_QUERY": "The live server has no query of this name.",
         "PROJECT_MISMATCH": "A live answer was about another project and was refused.",
-        "LIVE_UNAVAILABLE": "No live indexer answered for this project.",
     }
 )
 
@@ -120,10 +124,6 @@ class ProjectRegistry:
         """Every served project."""
         return list(self._projects.values())
 
-    def dirs(self) -> list[str]:
-        """Normalized folders of every served project."""
-        return list(self._projects)
-
 
 def _error_response(error: ServiceError, index: dict[str, Any] | None) -> JSONResponse:
     payload = error.to_payload()
@@ -166,17 +166,19 @@ def build_live_app(registry: ProjectRegistry, verbs: Callable[[], frozenset[str]
         try:
             if len(body) > MAX_BODY_BYTES:
                 raise ServiceError("INVALID_ARGUMENT", "request body too large")
-            params = json.loads(body) if body.strip() else {}
+            try:
+                params = json.loads(body) if body.strip() else {}
+            except ValueError as exc:
+                raise ServiceError("INVALID_ARGUMENT", f"invalid JSON body: {exc}") from exc
             if not isinstance(params, dict):
                 raise ServiceError("INVALID_ARGUMENT", "the request body must be a JSON object")
-        except ValueError as exc:
-            return _error_response(ServiceError("INVALID_ARGUMENT", f"invalid JSON body: {exc}"), None)
-        except ServiceError as exc:
-            return _error_response(exc, None)
-        try:
             answer = await run_in_threadpool(project.query, verb, params)
         except ServiceError as exc:
             return _error_response(exc, await run_in_threadpool(project.status))
+        except Exception:
+            logger.exception("live query %s failed", verb)
+            failure = ServiceError("INTERNAL_ERROR", f"the live query {verb} failed unexpectedly")
+            return _error_response(failure, await run_in_threadpool(project.status))
         return _ok(answer.pop("index", None) or await run_in_threadpool(project.status), answer)
 
     return Starlette(
@@ -299,6 +301,7 @@ class LiveClient:
             return None
         index = payload.get("index")
         answered_for = index.get("projectDir") if isinstance(index, dict) else None
+        answered_for = answered_for if isinstance(answered_for, str) else None
         if not same_project(answered_for, self.project_dir):
             self._fail("live answer was about another project")
             raise ServiceError(
@@ -354,11 +357,30 @@ def dispatch(api: QueryApi, verb: str, params: Mapping[str, Any]) -> dict[str, A
     if verb not in ("get_status", "list_projects"):
         kwargs["allow_stale"] = bool(params.get("allowStale", True))
     try:
-        inspect.signature(method).bind(**kwargs)
-    except TypeError as exc:  # an unknown or missing parameter name from the wire
-        raise ServiceError("INVALID_ARGUMENT", f"bad parameters for {verb}: {exc}") from exc
+        validated = _arguments_model(verb).model_validate(kwargs)
+    except pydantic.ValidationError as exc:  # wrong names or types from the wire
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '?'}: {e['msg']}" for e in exc.errors()[:5])
+        raise ServiceError("INVALID_ARGUMENT", f"bad parameters for {verb}: {problems}") from exc
     try:
-        result: dict[str, Any] = method(**kwargs)
+        result: dict[str, Any] = method(
+            **{name: getattr(validated, name) for name in validated.model_fields_set}
+        )
     except Ra3Error as exc:
         raise ServiceError(exc.code, exc.message, hint=exc.hint, **exc.details) from exc
     return result
+
+
+@functools.cache
+def _arguments_model(verb: str) -> type[pydantic.BaseModel]:
+    """A pydantic model of one QueryApi method's keyword arguments (types from its annotations)."""
+    func = inspect.unwrap(getattr(QueryApi, verb))
+    hints = typing.get_type_hints(func)
+    fields: dict[str, Any] = {}
+    for name, param in inspect.signature(func).parameters.items():
+        if name == "self":
+            continue
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[name] = (hints.get(name, Any), default)
+    return pydantic.create_model(
+        f"{verb}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    )

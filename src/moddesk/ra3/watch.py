@@ -233,8 +233,12 @@ class WatchedProject:
         out["projectDir"] = self.project_dir
         out["source"] = "live"
         data = self.index.data
-        if data is not None:
-            out["stats"] = data.stats()
+        # counting walks the maps an update patches: never block a status call on a long update
+        if data is not None and self.index.lock.acquire(timeout=0.2):
+            try:
+                out["stats"] = data.stats()
+            finally:
+                self.index.lock.release()
         out["snapshot"] = {
             "path": self.snapshot.path,
             "writtenAt": self.snapshot.written_at,
@@ -246,7 +250,10 @@ class WatchedProject:
     def query(self, verb: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Answer one live query; `waitForIndex` waits up to `timeoutSeconds` for a final index."""
         if params.get("waitForIndex"):
-            timeout = min(max(float(params.get("timeoutSeconds") or 0.0), 0.0), MAX_WAIT_SECONDS)
+            try:
+                timeout = min(max(float(params.get("timeoutSeconds") or 0.0), 0.0), MAX_WAIT_SECONDS)
+            except (TypeError, ValueError) as exc:
+                raise ServiceError("INVALID_ARGUMENT", "timeoutSeconds must be a number of seconds") from exc
             # wait without the lock: the worker needs it to publish
             if not self.index.wait_until_final(timeout):
                 raise ServiceError(
