@@ -322,3 +322,18 @@ def test_engine_crash_reports_ai_failed(tmp_path: Path) -> None:
         assert svc.undo("hero", 1)["plies"] == 0  # and can always take the move back
     finally:
         svc.close()
+
+
+def test_model_budget_hands_over_to_the_engine(tmp_path: Path) -> None:
+    svc = GameService(settings(tmp_path, model_budget=1))
+    try:
+        value = svc.new("hero", "r", "model")
+        svc.move("hero", "h2e2")
+        within = svc.move("opponent", "h9g7")
+        assert within["usage"]["calls"] == 1 and within["message"] is None
+        svc.move("hero", "h0g2")  # the model has no moves left: the engine answers at once
+        after = svc.wait_idle(value["sessionId"], 20)
+        assert after["plies"] == 4 and after["message"] == {"code": "ai.budget", "tone": "warn"}
+        assert after["usage"]["calls"] == 1  # engine moves are not model calls
+    finally:
+        svc.close()

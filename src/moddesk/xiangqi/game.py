@@ -64,6 +64,7 @@ register_codes({code: text for code, (text, _zh) in GAME_ERRORS.items() if code 
 MESSAGE_TONES = {
     "ai.fallback.local": "warn",
     "ai.timeout": "warn",
+    "ai.budget": "warn",
     "ai.failed": "error",
     "game.over": "info",
     "game.resigned": "info",
@@ -187,6 +188,9 @@ class Settings(BaseModel):
     hero: Side = Field(default="r", description="Default side of the person: r (red, moves first) or b")
     model_timeout: float = Field(
         default=120.0, ge=0, description="Seconds the model may think before the engine moves (0 = never)"
+    )
+    model_budget: int = Field(
+        default=0, ge=0, description="Model moves per game; after that the engine plays for it (0 = no limit)"
     )
     engine: str = Field(
         default="builtin",
@@ -532,8 +536,11 @@ class GameService:
             record = self._load(session)
             if record.pending != "ai-thinking":
                 return
-            if record.opponent["kind"] != "local" and reason is None:
-                return
+            if record.opponent["kind"] == "model" and reason is None:
+                budget = self.settings.model_budget
+                if not budget or record.usage["calls"] < budget:
+                    return
+                reason = "ai.budget"  # the model used up its moves: the engine plays on for it
             if session in self._jobs:
                 return
             stop = threading.Event()
