@@ -252,3 +252,25 @@ def test_inherit_from_must_be_instance_included(tmp_path: Path) -> None:
     # Weapons.xml is only `all`-included by Mod.xml, never `instance`-included by Extra.xml;
     # an ObjectCreationList is not inheritable across documents; a same-document base is fine
     assert codes == [("INHERIT_NOT_INHERITABLE", 3), ("INHERIT_NOT_VISIBLE", 2)]
+
+
+def test_root_level_xi_include_of_a_whole_document(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    (project / "Data" / "Whole.xml").write_text(
+        '<AssetDeclaration xmlns="uri:ea.com:eala:asset"><WeaponTemplate id="SplicedGun"/></AssetDeclaration>',
+        "utf-8",
+    )
+    weapons = project / "Data" / "Weapons.xml"
+    weapons.write_text(
+        weapons.read_text("utf-8").replace(
+            "</AssetDeclaration>", '  <xi:include href="Whole.xml"/>\n</AssetDeclaration>'
+        ),
+        "utf-8",
+    )
+    index = ModIndex(detect_project(project))
+    index.build()
+    q = QueryApi(index)
+    found = q.find_asset("SplicedGun")["assets"]
+    assert [(a["type"], a["file"]) for a in found] == [("WeaponTemplate", "Data/Whole.xml")]
+    assert q.find_asset("AssetDeclaration")["found"] is False
+    assert q.is_file_active("Data/Whole.xml")["role"] == "fragment"

@@ -289,6 +289,9 @@ class Extractor:
             if node.tag == XI_INCLUDE:
                 for frag_file, frag in self._splice(node, file, record, depth):
                     self._top_level_nodes(frag, frag_file, record, depth + 1)
+            elif name == ASSET_DECLARATION:
+                # a whole document included without an xpointer: its instances join the includer
+                self._top_level_nodes([c for c in node if isinstance(c.tag, str)], file, record, depth + 1)
             elif name not in ("Tags", "Includes", "Defines"):
                 self._asset(node, name, file, record, depth)
 
