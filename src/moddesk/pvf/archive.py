@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -109,6 +110,11 @@ def _atomic_write(
                 written += len(part)
             f.flush()
             os.fsync(f.fileno())
+        # keep the replaced file's permissions; a new file gets rw-r--r-- instead of mkstemp's 0600
+        try:
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        except FileNotFoundError:
+            os.chmod(tmp, 0o644)
         if before_replace is not None:
             before_replace()
         os.replace(tmp, path)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import stat
 import struct
 import tempfile
 import zlib
@@ -27,6 +28,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from moddesk.kit.files import TEMP_MARKER
 from moddesk.pvf.format import nkpi as nkpi_fmt
 from moddesk.pvf.format.crypto import (
     MAGIC_MAIN,
@@ -285,9 +287,9 @@ def _equ(s: _Script, f: PlannedFile, rng: random.Random, link: bool) -> None:
     s.string(f"Item/equipment/{f.path.split('/')[2]}.img")
     s.ints(rng.randrange(0, 400))
     s.scalar("durability", rng.randrange(20, 60))
-    for stat in rng.sample(STATS, 3):
-        s.section(stat)
-        if stat.endswith("speed"):
+    for stat_name in rng.sample(STATS, 3):
+        s.section(stat_name)
+        if stat_name.endswith("speed"):
             s.ints(rng.randrange(-60, 60))
         else:
             s.ints(rng.randrange(1, 1500))
@@ -471,12 +473,16 @@ def generate_archive(
 
 @contextlib.contextmanager
 def _atomic_file(target: Path) -> Iterator[BinaryIO]:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}{TEMP_MARKER}", dir=target.parent)
     try:
         with os.fdopen(fd, "w+b") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
+        try:
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+        except FileNotFoundError:
+            os.chmod(tmp, 0o644)  # not mkstemp's 0600
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
