@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi import board as xb
-from moddesk.xiangqi import notation
+from moddesk.xiangqi import engines, notation
 
 if TYPE_CHECKING:
     from moddesk.xiangqi.game import Game
@@ -49,8 +49,6 @@ class Analyst:
         self._lock = threading.Lock()  # an external engine process answers one request at a time
         self._external: Any = None
         if spec.startswith("uci:"):
-            from moddesk.xiangqi import engines
-
             self._external = engines.open_engine(spec[4:])
         elif spec != "builtin":
             raise ServiceError(
@@ -89,8 +87,6 @@ class Analyst:
             )
         except ServiceError:
             # a crashed or wedged engine process gets one restart; a second failure is reported
-            from moddesk.xiangqi import engines
-
             self._external.close()
             self._external = engines.open_engine(self.spec[4:])
             infos = self._external.analyse(
