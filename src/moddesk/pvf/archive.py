@@ -52,7 +52,7 @@ from moddesk.pvf.format.lists import (
     resolve_list_path,
 )
 from moddesk.pvf.format.source import ByteSource
-from moddesk.pvf.format.strings import STRINGTABLE_PATH, StringPools, StringTable
+from moddesk.pvf.format.strings import STRINGTABLE_PATH, StringTable
 from moddesk.pvf.format.text import StringSink, compile_script, render_script
 from moddesk.pvf.format.tokens import Family, TokenStream, decode_tokens, encode_tokens, is_classic_script
 
@@ -861,30 +861,23 @@ def _nkpi_kind_for_new(path: str) -> str:
 
 
 def _nkpi_paths(d: nkpi_fmt.NkpiDirectory) -> list[str]:
-    pools: StringPools = d.pools
-    cache: dict[int, str] = {}
-
-    def text(magic: int, row: int) -> str:
-        s = cache.get(magic)
-        if s is None:
-            r = pools.string_at(magic)
-            if r is None:
-                raise PvfFormatError(
-                    "BAD_OFFSET",
-                    f"file table row {row} names a string outside the pools",
-                    offset=48 + 24 * row,
-                )
-            cache[magic] = s = r
-        return s
-
-    out: list[str] = []
     names = d.rows["name"].tolist()
     folders = d.rows["path"].tolist()
-    for row, (n, p) in enumerate(zip(names, folders, strict=True)):
-        name = text(n, row)
-        if p == nkpi_fmt.ROOT_PATH:
-            out.append(name)
-        else:
-            folder = text(p, row)
-            out.append(f"{folder}/{name}" if folder else name)
+    wanted = set(names)
+    wanted.update(folders)
+    wanted.discard(nkpi_fmt.ROOT_PATH)
+    strings = d.pools.strings_at(sorted(wanted))
+    if len(strings) != len(wanted):
+        missing = wanted.difference(strings)
+        row = next(
+            r for r, (n, p) in enumerate(zip(names, folders, strict=True)) if n in missing or p in missing
+        )
+        raise PvfFormatError(
+            "BAD_OFFSET", f"file table row {row} names a string outside the pools", offset=48 + 24 * row
+        )
+    out: list[str] = []
+    root = nkpi_fmt.ROOT_PATH
+    for n, p in zip(names, folders, strict=True):
+        folder = "" if p == root else strings[p]
+        out.append(f"{folder}/{strings[n]}" if folder else strings[n])
     return out

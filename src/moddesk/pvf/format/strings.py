@@ -173,6 +173,45 @@ class StringPools:
         self._cache[ref] = s
         return s
 
+    def strings_at(self, magics: list[int]) -> dict[int, str]:
+        """Many strings at once: terminators are located with numpy; unresolvable magics are left out."""
+        out: dict[int, str] = {}
+        a = bytes(self.pool_a)
+        w = bytes(self.pool_w)
+        a_zeros = np.flatnonzero(np.frombuffer(a, dtype=np.uint8) == 0)
+        w_units = np.frombuffer(w[: len(w) & ~1], dtype="<u2")
+        w_zeros = np.flatnonzero(w_units == 0) * 2
+        even = np.asarray([m for m in magics if not m & 1], dtype=np.int64)
+        odd = np.asarray([m for m in magics if m & 1], dtype=np.int64)
+        if len(even):
+            starts = even >> 1
+            ok = starts < len(a)
+            idx = np.searchsorted(a_zeros, starts)
+            ends = np.where(idx < len(a_zeros), a_zeros[np.minimum(idx, max(len(a_zeros) - 1, 0))], len(a))
+            for m, st, en, good in zip(
+                even.tolist(), starts.tolist(), ends.tolist(), ok.tolist(), strict=True
+            ):
+                if good:
+                    raw = a[st:en]
+                    try:
+                        out[m] = raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        out[m] = decode_bytes(raw, "gb18030")
+        if len(odd):
+            starts = (odd >> 1) * 2
+            ok = starts < len(w)
+            idx = np.searchsorted(w_zeros, starts)
+            ends = np.where(
+                idx < len(w_zeros), w_zeros[np.minimum(idx, max(len(w_zeros) - 1, 0))], len(w) & ~1
+            )
+            for m, st, en, good in zip(
+                odd.tolist(), starts.tolist(), ends.tolist(), ok.tolist(), strict=True
+            ):
+                if good:
+                    out[m] = w[st:en].decode("utf-16-le", errors="surrogatepass")
+        self._cache.update(out)
+        return out
+
     def _build_index(self) -> dict[str, int]:
         index: dict[str, int] = {}
         a = bytes(self.pool_a)
