@@ -168,7 +168,7 @@ def main() -> None:
     for fmt in ("90US", "classic"):
         bench_open(fmt, small, render_limit=small)
     for fmt in ("90US", "classic"):
-        bench_open(fmt, large, render_limit=100_000)
+        bench_open(fmt, large, render_limit=20_000)
     bench_save("classic", save_files)
     bench_save("90US", save_files)
     print(f"peak RSS of the archive work {peak_mib():.0f} MiB")
