@@ -114,9 +114,18 @@ def search_section(path: Path, files: int) -> None:
 
 
 async def _round_trips(url: str, ws_path: str, calls: int) -> tuple[list[float], list[float], str]:
+    import json
+
     from mcp import Client
 
     async with Client(url, read_timeout_seconds=60) as client:
+        listing = await client.list_tools()
+        size = len(
+            json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listing.tools])
+        )
+        print(
+            f"tools/list: {len(listing.tools)} tools, {size:,} bytes of definitions (paid in every conversation)"
+        )
         info = (await client.call_tool("pvf_workspace_info", {})).structured_content or {}
         ws = info["workspaceId"]
         info_times, read_times = [], []

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from moddesk.kit.errors import ServiceError
-from moddesk.pvf.search import ContentIndex, Searcher, SearchQuery, check_regex, glob_match
+from moddesk.pvf.search import ContentIndex, Matcher, Searcher, SearchQuery, check_regex, glob_match
 
 TEXTS: dict[str, str | None] = {
     "equipment/weapon/sword.equ": "[name]\n`Iron Sword`\n[price]\n\t9\n",
@@ -121,12 +121,13 @@ def test_time_budget_resumes_without_losing_hits() -> None:
     texts: dict[str, str | None] = {f"f{i:05}.equ": "nothing\n" for i in range(5000)}
     texts["f04999.equ"] = "the end\n"
     s = searcher(texts)
-    page = s.page(SearchQuery("regex", "end"), time_budget=0.0)
+    query = SearchQuery("regex", "end", case_sensitive=True)  # the per-file scan
+    page = s.page(query, time_budget=0.0)
     assert page.truncated and page.reason == "time-budget" and page.hits == []
     after = page.next_position
     found: list[str] = []
     while after is not None:
-        page = s.page(SearchQuery("regex", "end"), after, time_budget=0.0)
+        page = s.page(query, after, time_budget=0.0)
         found.extend(h.path for h in page.hits)
         after = page.next_position
     assert found == ["f04999.equ"]
@@ -188,3 +189,40 @@ def test_index_cache_never_crashes_on_damage(noise: bytes, cut: int) -> None:
     damaged = data[:cut] + noise + data[cut + len(noise) :]
     loaded = ContentIndex.from_cache(damaged, "abc")
     assert loaded is None or len(loaded) == len(loaded.paths)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    texts=st.dictionaries(
+        st.from_regex(r"[a-c]{1,3}/[a-d]{1,4}\.equ", fullmatch=True),
+        st.text(alphabet="abAB\ns ", max_size=30),
+        max_size=10,
+    ),
+    pattern=st.sampled_from(["a.b", "^s", "b$", "[ab]s", "a\\nb", "(?s)b.a", "^$", "s+"]),
+    block=st.integers(1, 64),
+)
+def test_regex_blocks_agree_with_a_per_file_scan(texts: dict[str, str], pattern: str, block: int) -> None:
+    """Property: block scanning finds every file a per-file regex finds (tiny blocks included)."""
+    import re as std_re
+
+    index = ContentIndex.build(texts.items())
+    regex = check_regex(pattern, False)
+    got = sorted(
+        index.paths[o] for o in index.regex_candidates(regex, 0, len(index), 1e18, block_bytes=block)
+    )
+    expected = sorted(
+        p for p, t in texts.items() if std_re.search(pattern, t.casefold(), std_re.M | std_re.I)
+    )
+    assert set(expected) <= set(got)
+    assert all_hits(searcher(dict(texts)), SearchQuery("regex", pattern), limit=3) == sorted(
+        (path, n)
+        for path, lines in ((p, Matcher(SearchQuery("regex", pattern)).lines(t)) for p, t in texts.items())
+        for n, _col in lines
+    )
+
+
+def test_regex_block_scan_stops_on_budget_after_progress() -> None:
+    texts = {f"f{i:03}.equ": "line\n" * 10 for i in range(300)}
+    index = ContentIndex.build(texts.items())
+    out = list(index.regex_candidates(check_regex("nothing", False), 0, len(index), 0.0, block_bytes=256))
+    assert len(out) == 1 and out[0] < -1  # one block was scanned, then the budget stopped it

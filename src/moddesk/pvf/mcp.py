@@ -11,8 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.mcp import ProgressRelay, add_tool, caller_scope, new_server
+from moddesk.pvf.scripting.service import ScriptService
+from moddesk.pvf.scripting.tools import register_script_tools
 from moddesk.pvf.search import DEFAULT_BYTE_CAP, MAX_BYTE_CAP, MAX_LIMIT
 from moddesk.pvf.service import READ_BYTE_CAP, PvfService
+from moddesk.pvf.transfer.exports import ExportService
+from moddesk.pvf.transfer.imports import ImportService
+from moddesk.pvf.transfer.tools import register_transfer_tools
 
 INSTRUCTIONS = (
     "PVF workbench: a Dungeon & Fighter Script.pvf archive shared with the user's running moddesk. "
@@ -423,6 +428,12 @@ def build_server(service: PvfService) -> MCPServer:
         server, pvf_archive_save_as, title="Save a copy", read_only=False, destructive=True, text=_task_text
     )
     add_tool(server, pvf_task_status, title="Task status", read_only=True, text=_task_text)
+    # scripts (issue 9) and import/export (issue 10) register their tools over the same service
+    scripts = service.shared("scripts", lambda: ScriptService(service))
+    register_script_tools(server, scripts)
+    imports = service.shared("imports", lambda: ImportService(service))
+    exports = service.shared("exports", lambda: ExportService(service))
+    register_transfer_tools(server, imports, exports)
     add_tool(server, pvf_annotation_search, title="Search annotation docs", read_only=True)
     add_tool(server, pvf_annotation_get, title="Get an annotation doc", read_only=True)
     add_tool(server, pvf_annotation_explain, title="Explain a file's annotations", read_only=True)

@@ -32,6 +32,7 @@ MAX_BYTE_CAP = 256 * 1024
 MAX_PATTERN = 512
 SNIPPET_CHARS = 200
 DEFAULT_TIME_BUDGET = 10.0
+REGEX_BLOCK = 4 << 20  # corpus bytes decoded and scanned per regex pass
 _SEPARATOR = b"\x00"  # never part of a query, so no match can span two files
 _INDEX_MAGIC = b"MODDESK-PVF-INDEX\n"
 INDEX_FORMAT = 1
@@ -234,6 +235,40 @@ class ContentIndex:
         lo = bisect.bisect_left(self.paths, max(prefix, start_path))
         hi = len(self.paths) if not prefix else bisect.bisect_left(self.paths, prefix[:-1] + "0")
         return lo, max(lo, hi)  # '0' sorts right after '/': the end of the folder
+
+    def regex_candidates(
+        self, regex: re.Pattern[str], lo: int, hi: int, deadline: float, block_bytes: int = REGEX_BLOCK
+    ) -> Iterator[int]:
+        """Ordinals in ``[lo, hi)`` that may match ``regex`` (a superset; callers check each file).
+
+        Files are scanned in blocks: one decode and one ``finditer`` per block, with the
+        separators turned into newlines so ``^``/``$`` behave per file. A match that crosses
+        into the next file marks every file it touches for the exact per-file check, so
+        nothing is lost. ``-(ordinal + 1)`` means the time budget ran out before ``ordinal``.
+        """
+        offsets = self.offsets
+        start = lo
+        while start < hi:
+            if start > lo and time.monotonic() > deadline:  # one block at least: always progress
+                yield -start - 1
+                return
+            limit = int(offsets[start]) + block_bytes
+            end = min(hi, max(start + 1, int(np.searchsorted(offsets, limit, side="right")) - 1))
+            text = self.corpus[int(offsets[start]) : int(offsets[end])].decode("utf-8", "surrogatepass")
+            bounds = [0]
+            pos = text.find("\x00")
+            while pos >= 0:
+                bounds.append(pos + 1)
+                pos = text.find("\x00", pos + 1)
+            found: set[int] = set()
+            for match in regex.finditer(text.replace("\x00", "\n")):
+                first = bisect.bisect_right(bounds, match.start()) - 1
+                last = bisect.bisect_right(bounds, max(match.start(), match.end() - 1)) - 1
+                found.update(range(first, last + 1))
+            for local in sorted(found):
+                if start + local < end:
+                    yield start + local
+            start = end
 
     def containing(self, needle: bytes, lo: int, hi: int) -> Iterator[int]:
         """Ordinals in ``[lo, hi)`` whose folded text contains ``needle``, ascending."""
@@ -444,9 +479,15 @@ class Searcher:
             ordinals: Iterable[int] = index.containing(
                 matcher.folded_needle.encode("utf-8", "surrogatepass"), lo, hi
             )
+        elif not query.case_sensitive:
+            assert matcher.regex is not None
+            ordinals = index.regex_candidates(matcher.regex, lo, hi, deadline)
         else:
             ordinals = range(lo, hi)
         for count, ordinal in enumerate(ordinals):
+            if ordinal < 0:  # the block scan ran out of time before this ordinal
+                yield index.paths[-ordinal - 1], None
+                return
             path = index.paths[ordinal]
             if count % 1024 == 1023 and time.monotonic() > deadline:
                 yield path, None

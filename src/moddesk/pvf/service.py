@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from moddesk import __version__
 from moddesk.kit.cursor import CursorCodec
@@ -40,6 +40,7 @@ from moddesk.pvf.search import (
 from moddesk.pvf.workspace import BASE, DraftRegistry, Workspace, describe_binary
 
 DirtyPolicy = Literal["reject", "save", "discard"]
+T = TypeVar("T")
 CAPABILITY_VERSION = "pvf-1"
 # Plan kinds that occupy the workspace, with the code that names them (scripts and imports
 # share PLAN_PENDING, exports have their own, as the seed says).
@@ -96,6 +97,7 @@ class PvfService:
         self._index: _IndexState | None = None
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self.annotations, self.annotation_status = _load_annotations(rules_dir)
+        self._shared: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ info and events
 
@@ -135,6 +137,14 @@ class PvfService:
                 indexTaskId=self._index.task_id if self._index is not None else None,
             )
             return base
+
+    def shared(self, name: str, factory: Callable[[], T]) -> T:
+        """The one instance of a feature facade (scripts, imports, exports) every entry point uses."""
+        with self._state:
+            if name not in self._shared:
+                self._shared[name] = factory()
+            value: T = self._shared[name]
+            return value
 
     def _emit(self, event: str, payload: dict[str, Any]) -> None:
         for listener in list(self.listeners):
@@ -1017,6 +1027,10 @@ class PvfService:
                 self.tasks.cancel(task_id)
         self.plans.clear()
         with self._state:
+            for facade in self._shared.values():
+                close = getattr(facade, "close", None)
+                if callable(close):
+                    close()
             if self.workspace is not None:
                 self.workspace.close()
             if self.history is not None:
