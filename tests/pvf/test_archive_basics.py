@@ -36,7 +36,7 @@ def _enc(block: bytes, key: int) -> bytes:
     return bytes(out)
 
 
-def _hand_made_classic() -> bytes:
+def _hand_made_classic(duplicate: bool = False) -> bytes:
     """A classic archive built straight from spec §1 and §3.1, independent of the writer."""
     strings = [b"[name]", b"[grade]", b"hello"]
     offs = [4 * (len(strings) + 1)]
@@ -46,6 +46,8 @@ def _hand_made_classic() -> bytes:
     script = b"\xb0\xd0" + struct.pack("<BI", 5, 0) + struct.pack("<BI", 7, 2) + struct.pack("<BI", 5, 1)
     script += struct.pack("<BI", 2, 7) + struct.pack("<Bf", 4, 0.5)
     files = [(b"stringtable.bin", table), (b"item/a.equ", script)]
+    if duplicate:
+        files.append((b"item/a.equ", b"\xb0\xd0" + struct.pack("<BI", 2, 42)))
     tree = b""
     data = b""
     for name, content in files:
@@ -202,3 +204,19 @@ def test_classic_string_links_resolve_through_n_string() -> None:
     pvf.write_text("equipment/a.equ", "#PVF_File\n\n[name]\n\t<3::name_7``>\n")
     back = Archive.from_bytes(pvf.to_bytes(), region="tw")
     assert back.read_text("equipment/a.equ") == "#PVF_File\n\n[name]\n\t<3::name_7`黑鑽`>\n"
+
+
+def test_duplicate_paths_are_kept() -> None:
+    raw = _hand_made_classic(duplicate=True)
+    pvf = Archive.from_bytes(raw, region="tw")
+    assert pvf.namelist() == ["stringtable.bin", "item/a.equ", "item/a.equ"]
+    first, second = pvf.entries[1], pvf.entries[2]
+    assert pvf.read_text("item/a.equ") == pvf.read_text(first)  # lookup by path finds the first
+    assert pvf.read_text(second) == "#PVF_File\n\n42\n"
+    pvf.write_text("item/a.equ", "#PVF_File\n\n[name]\n\t`x`\n")
+    again = Archive.from_bytes(pvf.to_bytes(), region="tw")
+    assert again.namelist().count("item/a.equ") == 2
+    assert sorted(again.read_text(e) for e in again.entries if e.path == "item/a.equ") == sorted(
+        ["#PVF_File\n\n[name]\n\t`x`\n", "#PVF_File\n\n42\n"]
+    )
+    assert again.verify() == []
