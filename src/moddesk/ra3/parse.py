@@ -135,11 +135,19 @@ def _line(el: etree._Element) -> int:
     return line if isinstance(line, int) else 0
 
 
+_LOCAL_NAMES: dict[str, str] = {}
+
+
 def local_name(tag: object) -> str | None:
-    """`{ns}Name` -> `Name`; None for comments and processing instructions."""
+    """`{ns}Name` -> `Name`; None for comments and processing instructions (memoised: tags repeat)."""
     if not isinstance(tag, str):
         return None
-    return tag.rsplit("}", 1)[-1]
+    hit = _LOCAL_NAMES.get(tag)
+    if hit is None:
+        hit = tag.rsplit("}", 1)[-1]
+        if len(_LOCAL_NAMES) < 100_000:
+            _LOCAL_NAMES[tag] = hit
+    return hit
 
 
 def split_value(raw: str) -> tuple[str | None, str]:
@@ -389,38 +397,50 @@ class Extractor:
         record: FileRecord,
         depth: int,
         top: bool = False,
+        name: str | None = None,
     ) -> None:
         assert self.schema is not None
-        name = local_name(el.tag) or ""
-        if el.attrib:
-            attr_refs = self.schema.attributes(ctype)
-            for bkey, braw in el.attrib.items():
+        if name is None:
+            name = local_name(el.tag) or ""
+        attr_refs, defaults, kids = self.schema.view(ctype)
+        items = el.items()
+        if items:
+            line = _line(el)
+            for bkey, braw in items:
                 key, raw = str(bkey), str(braw)
-                if key[0] == "{" or (top and key in ("id", "inheritFrom")):
+                if key[0] == "{" or (top and (key == "id" or key == "inheritFrom")):
                     continue
                 info = attr_refs.get(key)
-                if info is None:
-                    if raw[:1] == "=":
-                        self._expression(
-                            raw, owner_type, owner_id, file, _line(el), name, parent, key, record
-                        )
-                else:
+                if info is not None:
+                    self._ref(info, raw, owner_type, owner_id, file, line, name, parent, key, record, key)
+                elif raw[:1] == "=":
+                    self._expression(raw, owner_type, owner_id, file, line, name, parent, key, record)
+        if defaults:
+            present = {str(k) for k, _v in items}
+            for key, info in defaults:
+                # BAB fills XSD defaults before extracting references, so an omitted attribute still refers
+                if key not in present and info.default is not None:
                     self._ref(
-                        info, raw, owner_type, owner_id, file, _line(el), name, parent, key, record, key
+                        info,
+                        info.default,
+                        owner_type,
+                        owner_id,
+                        file,
+                        _line(el),
+                        name,
+                        parent,
+                        key,
+                        record,
+                        "",
                     )
-        for key, info in self.schema.default_refs(ctype):
-            # BAB fills XSD defaults before extracting references, so an omitted attribute still refers
-            if key not in el.attrib and info.default is not None:
-                self._ref(
-                    info, info.default, owner_type, owner_id, file, _line(el), name, parent, key, record, ""
-                )
-                record.refs[-1].default = True
-        kids = self.schema.children(ctype)
+                    record.refs[-1].default = True
+        if len(el) == 0:
+            return
         for child in el:
-            cname = local_name(child.tag)
-            if cname is None:
+            tag = child.tag
+            if not isinstance(tag, str):
                 continue
-            if child.tag == XI_INCLUDE:
+            if tag == XI_INCLUDE:
                 for frag_file, frag in self._splice(child, file, record, depth):
                     for fnode in frag:
                         self._child(fnode, kids, name, owner_type, owner_id, frag_file, record, depth + 1)
@@ -447,37 +467,31 @@ class Extractor:
                 record.unknown_elements += 1
             return
         ctype = info.type
-        content = info.ref
-        if content is None and len(child) == 0 and (child.text or "").lstrip()[:1] == "=":
-            self._expression(
-                child.text or "", owner_type, owner_id, file, _line(child), cname, parent, None, record
-            )
-        if content is not None and len(child) == 0:
-            text = child.text or ""
-            self._ref(
-                content,
-                text,
-                owner_type,
-                owner_id,
-                file,
-                _line(child),
-                cname,
-                parent,
-                None,
-                record,
-                text.strip(),
-            )
-        if child.attrib or len(child) or (self.schema is not None and self.schema.default_refs(ctype)):
-            self._walk(
-                child,
-                ctype,
-                parent=parent,
-                owner_type=owner_type,
-                owner_id=owner_id,
-                file=file,
-                record=record,
-                depth=depth,
-            )
+        if len(child) == 0:
+            text = child.text
+            if text:
+                content = info.ref
+                if content is not None:
+                    self._ref(
+                        content,
+                        text,
+                        owner_type,
+                        owner_id,
+                        file,
+                        _line(child),
+                        cname,
+                        parent,
+                        None,
+                        record,
+                        text.strip(),
+                    )
+                elif text.lstrip()[:1] == "=":
+                    self._expression(
+                        text, owner_type, owner_id, file, _line(child), cname, parent, None, record
+                    )
+            if not child.attrib and (self.schema is None or not self.schema.view(ctype)[1]):
+                return
+        self._walk(child, ctype, parent, owner_type, owner_id, file, record, depth, name=cname)
 
     def _ref(
         self,

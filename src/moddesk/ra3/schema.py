@@ -97,6 +97,9 @@ class SchemaModel:
         self._attr_cache: dict[str, dict[str, RefInfo]] = {}
         self._child_cache: dict[str, dict[str, ElementInfo]] = {}
         self._default_cache: dict[str, list[tuple[str, RefInfo]]] = {}
+        self._view_cache: dict[
+            str, tuple[dict[str, RefInfo], list[tuple[str, RefInfo]], dict[str, ElementInfo]]
+        ] = {}
 
     # --- type relations -------------------------------------------------------------------
     def canonical(self, name: str) -> str:
@@ -213,6 +216,16 @@ class SchemaModel:
             cached = [(k, v) for k, v in self.attributes(type_name).items() if v.default and v.kind != FILE]
             self._default_cache[type_name] = cached
         return cached
+
+    def view(
+        self, type_name: str
+    ) -> tuple[dict[str, RefInfo], list[tuple[str, RefInfo]], dict[str, ElementInfo]]:
+        """(reference attributes, attributes with reference defaults, child elements) of a type, cached."""
+        hit = self._view_cache.get(type_name)
+        if hit is None:
+            hit = (self.attributes(type_name), self.default_refs(type_name), self.children(type_name))
+            self._view_cache[type_name] = hit
+        return hit
 
     def children(self, type_name: str) -> dict[str, ElementInfo]:
         """Child element declarations of a complex type (base chain included), with content refs."""
