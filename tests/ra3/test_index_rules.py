@@ -274,3 +274,21 @@ def test_root_level_xi_include_of_a_whole_document(tmp_path: Path) -> None:
     assert [(a["type"], a["file"]) for a in found] == [("WeaponTemplate", "Data/Whole.xml")]
     assert q.find_asset("AssetDeclaration")["found"] is False
     assert q.is_file_active("Data/Whole.xml")["role"] == "fragment"
+
+
+def test_unknown_element_reported(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    weapons = project / "Data" / "Weapons.xml"
+    weapons.write_text(
+        weapons.read_text("utf-8").replace(
+            "</AssetDeclaration>",
+            '  <GameObject id="Typo">\n    <Behaviours><FireWeaponUpdate id="M"/></Behaviours>\n  </GameObject>\n'
+            "</AssetDeclaration>",
+        ),
+        "utf-8",
+    )
+    index = ModIndex(detect_project(project))
+    index.build()
+    diags = QueryApi(index).list_diagnostics(code="UNKNOWN_ELEMENT")["diagnostics"]
+    assert [(d["file"], d["line"]) for d in diags] == [("Data/Weapons.xml", 9)]
+    assert "<Behaviours>" in diags[0]["message"] and "<GameObject>" in diags[0]["message"]

@@ -22,6 +22,7 @@ XI_INCLUDE = "{" + XI_NS + "}include"
 _XPOINTER = re.compile(r"xpointer\(\s*/\s*(?:[\w.-]+:)?([\w.-]+)\s*/\s*child::\*\s*\)")
 INCLUDE_TYPES = ("all", "instance", "reference")
 MAX_XI_DEPTH = 64
+MAX_UNKNOWN_REPORTED = 20  # per document; the total stays in FileRecord.unknown_elements
 
 
 @dataclass(slots=True)
@@ -465,6 +466,16 @@ class Extractor:
         if info is None:
             if child.tag != XI_INCLUDE:
                 record.unknown_elements += 1
+                if record.unknown_elements <= MAX_UNKNOWN_REPORTED:
+                    # its references are not extracted, so a typo here silently hides them: say so
+                    record.diagnostics.append(
+                        Diagnostic(
+                            "UNKNOWN_ELEMENT",
+                            file,
+                            _line(child),
+                            f"<{cname}> is not declared inside <{parent}> by the schema; its content is not indexed",
+                        )
+                    )
             return
         ctype = info.type
         if len(child) == 0:
