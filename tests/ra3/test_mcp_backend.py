@@ -97,3 +97,16 @@ def test_final_snapshot_satisfies_wait_without_an_indexer(home: Path, tmp_path: 
 def test_missing_project_folder_is_named(home: Path, tmp_path: Path) -> None:
     answer = Ra3Backend(tmp_path / "gone").ask("get_status")
     assert answer.source == "none" and "does not exist" in answer.result["note"]
+
+
+def test_a_subfolder_names_its_project(home: Path, tmp_path: Path) -> None:
+    project = write_demo_mod(tmp_path / "mod")
+    watcher = Watcher([project / "Data"], snapshots=False).start()  # like `moddesk ra3 index`
+    try:
+        assert watcher.projects[0].project_dir == str(project)
+        answer = Ra3Backend(project / "Data" / "Units").ask(
+            "find_asset", {"id": "AthenaCannon"}, wait_for_index=True
+        )
+        assert answer.source == "live" and answer.index["projectDir"] == str(project)
+    finally:
+        watcher.stop()

@@ -1,4 +1,4 @@
-"""`moddesk demo` for ra3 agent access: index a built-in mod, then query it through the MCP server."""
+"""`moddesk demo ra3`: index real (or sample) SAGE data, then query a live index through the MCP server."""
 
 from __future__ import annotations
 
@@ -170,8 +170,43 @@ def _run_async(fn: Callable[[], Awaitable[None]]) -> None:
         raise
 
 
+def _corpus_sdk() -> Path | None:
+    env = os.environ.get("MODDESK_CORPORA")
+    root = Path(env) if env else Path(__file__).resolve().parents[3].parent / "shared" / "corpora"
+    sdk = root / "sage" / "cnc3-sdk"
+    return sdk if (sdk / "CnC3Xml").is_dir() else None
+
+
+def _index_section(console: Console, root: Path) -> None:
+    """The index core on real data: the C&C3 SDK from the corpora when present, else the sample SDK."""
+    from moddesk.ra3.index_cli import run_index
+    from moddesk.ra3.query import QueryApi
+    from moddesk.ra3.sample import write_sample_project
+
+    sdk = _corpus_sdk()
+    project = sdk if sdk is not None else write_sample_project(root / "sample sdk")
+    label = "C&C3 SDK (corpora)" if sdk is not None else "built-in sample SDK"
+    index = run_index(project, quiet=True)
+    api = QueryApi(index)
+    status = api.get_status()
+    _expect(status["index"]["state"] == "ready", f"{label} indexed")
+    stats = status["stats"]
+    table = Table(title=f"ra3: index of the {label}")
+    table.add_column("query")
+    table.add_column("answer")
+    table.add_row("get_status", f"ready: {stats['assetCount']} assets, {stats['referenceCount']} references")
+    unreferenced = api.unreferenced(limit=3)
+    table.add_row("unreferenced", f"{unreferenced['total']} assets nobody references")
+    listing = api.list_assets_by_type("GameObject", limit=1)
+    _expect(listing["total"] > 0, "GameObjects are indexed")
+    first = listing["assets"][0]
+    refs = api.find_references(first["id"], "GameObject")
+    table.add_row(f"find_references {first['id']}", f"{refs['total']} reference(s)")
+    console.print(table)
+
+
 def run(console: Console) -> None:
-    """Index the demo mod with a live watcher, query it through a real stdio MCP server, then offline."""
+    """Index real or sample data, then serve a live index through a real stdio MCP server, then offline."""
     import anyio
     from mcp import Client, StdioServerParameters
 
@@ -183,6 +218,7 @@ def run(console: Console) -> None:
         previous = os.environ.get(HOME_ENV)
         os.environ[HOME_ENV] = str(root / "ra3 home")  # never touch the user's ~/.ra3modxml
         try:
+            _index_section(console, root)
             project = write_demo_mod(root / "Demo Mod")
             table = Table(title="ra3: live index through the MCP server", show_lines=False)
             table.add_column("tool call")

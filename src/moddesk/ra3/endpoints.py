@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 
 from moddesk.kit.files import atomic_write_text
-from moddesk.ra3.project import project_slug
+from moddesk.ra3.project import find_project_root, project_slug
 
 ENDPOINT_SCHEMA_VERSION = 1
 HOME_ENV = "RA3MODXML_HOME"
@@ -35,6 +35,14 @@ def ra3_home() -> Path:
 def normalize_project_dir(path: str | os.PathLike[str]) -> str:
     """Absolute, symlink-resolved project path; case-folded where the file system is (Windows)."""
     return os.path.normcase(str(Path(path).expanduser().resolve()))
+
+
+def project_root(path: str | os.PathLike[str]) -> str:
+    """The project a path belongs to, as `moddesk ra3 index` finds it (Data/Mod.xml, *.babproj …),
+    normalized; the path itself when no project root is found near it."""
+    folder = Path(path).expanduser()
+    found = find_project_root(folder) if folder.is_dir() else None
+    return normalize_project_dir(found if found is not None else folder)
 
 
 def same_project(a: str | os.PathLike[str] | None, b: str | os.PathLike[str] | None) -> bool:

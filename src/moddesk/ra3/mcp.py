@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.mcp import add_tool, new_server, serve_stdio
-from moddesk.ra3.endpoints import normalize_project_dir, same_project
+from moddesk.ra3.endpoints import project_root, same_project
 from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.live import LiveClient, dispatch
 from moddesk.ra3.query import QueryApi
@@ -143,7 +143,7 @@ class Ra3Backend:
         negative_ttl: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.project_dir = normalize_project_dir(project_dir)
+        self.project_dir = project_root(project_dir)
         self.live = LiveClient(self.project_dir, timeout=live_timeout, negative_ttl=negative_ttl, clock=clock)
         self.snapshot = OfflineIndex(self.project_dir)
         self._clock = clock

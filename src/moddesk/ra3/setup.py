@@ -44,7 +44,7 @@ from moddesk.kit.agents import (
 from moddesk.kit.agents.clients import Scope
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
-from moddesk.ra3.endpoints import normalize_project_dir, ra3_home, same_project
+from moddesk.ra3.endpoints import project_root, ra3_home, same_project
 from moddesk.ra3.project import is_project_root
 
 SERVER_NAME = "ra3-mod-xml"
@@ -146,7 +146,7 @@ def plan_enable(
     folder = Path(project).expanduser()
     if not folder.is_dir():
         raise ServiceError("PROJECT_NOT_FOUND", f"{folder} is not a folder")
-    normalized = normalize_project_dir(folder)
+    normalized = project_root(folder)
     loc = loc or Locations.from_env(project=Path(normalized))
     launcher = plan_launcher(loc)
     spec = system_server("ra3", launcher.path, extra_args=("--project", normalized), name=SERVER_NAME)
@@ -317,7 +317,7 @@ def run_disable(
 ) -> list[str]:
     """The `moddesk ra3 disable` command; returns a line per change made."""
     records = read_projects_record()
-    target = normalize_project_dir(project) if project is not None else None
+    target = project_root(project) if project is not None else None
     chosen = [r for r in records if target is None or same_project(r.get("projectDir"), target)]
     if not chosen:
         console.print("nothing to disable: no project enabled" + (f" for {target}" if target else ""))

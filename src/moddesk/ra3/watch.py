@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from moddesk.kit.errors import ServiceError
-from moddesk.ra3.endpoints import EndpointPublisher, normalize_project_dir
+from moddesk.ra3.endpoints import EndpointPublisher, normalize_project_dir, project_root, ra3_home
 from moddesk.ra3.index import BuildProgress, ModIndex
 from moddesk.ra3.live import LiveServer, ProjectRegistry, dispatch, query_verbs
 from moddesk.ra3.project import detect_project, is_project_root
@@ -74,12 +74,14 @@ class WatchedProject:
         on_progress: Callable[[str, BuildProgress], None] | None = None,
         on_event: Callable[[str, str], None] | None = None,
     ) -> None:
-        folder = Path(project_dir).expanduser().resolve()
-        if not folder.is_dir():
-            raise ServiceError("PROJECT_NOT_FOUND", f"{folder} is not a folder")
+        given = Path(project_dir).expanduser()
+        if not given.is_dir():
+            raise ServiceError("PROJECT_NOT_FOUND", f"{given} is not a folder")
+        # the same root `moddesk ra3 index` and the MCP server pick, so names and snapshots agree
+        folder = Path(project_root(given))
         self._project_dir = normalize_project_dir(folder)
         self.config = detect_project(folder, schema_path=schema_path)
-        self.index = ModIndex(self.config)
+        self.index = ModIndex(self.config, cache_dir=ra3_home() / "cache")  # schema model cache
         self.peers: Callable[[], list[dict[str, Any]]] = lambda: [self.status()]
         self.api = QueryApi(self.index, projects=lambda: self.peers())
         self.quiet_seconds = quiet_seconds
@@ -403,7 +405,7 @@ def run_watch(
         transient=True,
     )
     bars: dict[str, TaskID] = {}
-    names = {normalize_project_dir(p): Path(p).name for p in project_dirs}
+    names = {project_root(p): Path(project_root(p)).name for p in project_dirs}
 
     def on_progress(project: str, state: BuildProgress) -> None:
         if project not in bars:
