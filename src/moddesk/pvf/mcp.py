@@ -177,7 +177,7 @@ def _task_text(view: TaskView) -> str:
 
 
 def build_server(service: PvfService) -> MCPServer:
-    """The MCP server over one shared service instance."""
+    """The core MCP server (workspace, search, read, lifecycle, tasks, annotation docs) over one service."""
     server = new_server("moddesk-pvf", INSTRUCTIONS)
 
     async def _lifecycle(ctx: Context[Any], handle: dict[str, Any]) -> TaskView:
@@ -428,13 +428,18 @@ def build_server(service: PvfService) -> MCPServer:
         server, pvf_archive_save_as, title="Save a copy", read_only=False, destructive=True, text=_task_text
     )
     add_tool(server, pvf_task_status, title="Task status", read_only=True, text=_task_text)
-    # scripts (issue 9) and import/export (issue 10) register their tools over the same service
+    add_tool(server, pvf_annotation_search, title="Search annotation docs", read_only=True)
+    add_tool(server, pvf_annotation_get, title="Get an annotation doc", read_only=True)
+    add_tool(server, pvf_annotation_explain, title="Explain a file's annotations", read_only=True)
+    return server
+
+
+def build_workbench_server(service: PvfService) -> MCPServer:
+    """Every pvf tool: the core ones above plus scripts and import/export over the same service."""
+    server = build_server(service)
     scripts = service.shared("scripts", lambda: ScriptService(service))
     register_script_tools(server, scripts)
     imports = service.shared("imports", lambda: ImportService(service))
     exports = service.shared("exports", lambda: ExportService(service))
     register_transfer_tools(server, imports, exports)
-    add_tool(server, pvf_annotation_search, title="Search annotation docs", read_only=True)
-    add_tool(server, pvf_annotation_get, title="Get an annotation doc", read_only=True)
-    add_tool(server, pvf_annotation_explain, title="Explain a file's annotations", read_only=True)
     return server

@@ -22,7 +22,7 @@ from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
 from moddesk.kit.http import LoopbackServer
 from moddesk.kit.mcp import serve_http
-from moddesk.pvf.mcp import build_server
+from moddesk.pvf.mcp import build_workbench_server
 from moddesk.pvf.service import PvfService
 
 DEFAULT_PORT = 47815
@@ -182,7 +182,7 @@ class Workbench:
     def __init__(self, service: PvfService | None = None, port: int = DEFAULT_PORT) -> None:
         self.service = service or PvfService(rules_dir=rules_dir(), index_cache=index_cache_dir())
         self.server: LoopbackServer = serve_http(
-            build_server(self.service), port, window_routes(self.service)
+            build_workbench_server(self.service), port, window_routes(self.service)
         )
 
     @property
