@@ -111,7 +111,7 @@ def bench_open(fmt: str, files: int, render_limit: int) -> None:
     for entry, data in pvf.iter_bytes():
         if entry.kind == "binary":
             continue
-        chars += len(pvf.render(entry.path, data))
+        chars += len(pvf.render(entry, data))
         n += 1
         if n >= render_limit:
             break

@@ -508,9 +508,17 @@ class Archive:
                 self._strings = StringTable.parse(self._read_index(idx), self.encoding)
         return self._strings
 
-    def render(self, path: str, data: bytes) -> str:
-        """Text of ``data`` as if it were stored at ``path`` (scripts rendered, text decoded)."""
-        kind = self._kind_of(path, data)
+    def render(self, path: str | ArchiveEntry, data: bytes) -> str:
+        """Text of ``data`` as if it were stored at ``path`` (scripts rendered, text decoded).
+
+        Pass the ArchiveEntry (as ``iter_bytes`` yields it) to skip the path lookup.
+        """
+        if isinstance(path, ArchiveEntry):
+            entry = path
+            path = entry.path
+            kind = entry.kind if self._nkpi is not None else self._kind_of(path, data)
+        else:
+            kind = self._kind_of(path, data)
         if kind == "script":
             stream = decode_tokens(data, self.family)
             return render_script(stream, self.strings, path=path, links=self._link_text)
