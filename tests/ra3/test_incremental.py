@@ -196,3 +196,23 @@ def test_queries_during_updates_see_whole_states(live: tuple[Path, ModIndex, Que
         stop.set()
         thread.join(10)
     assert not errors, errors[0]
+
+
+def test_rebuild_reports_building_with_last_good_answers(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    project, index, q = live
+    states: list[dict[str, object]] = []
+    weapons = project / "Data" / "Weapons.xml"
+
+    def progress(_p: object) -> None:
+        if not states:
+            index.mark_dirty([weapons])  # a save while the build runs
+            states.append(q.find_asset("SampleTankGun")["index"])
+
+    index.build(progress)  # type: ignore[arg-type]
+    during = states[0]
+    assert during["state"] == "building" and during["complete"] is False and during["stale"] is True
+    after = index.status()
+    assert after.state == "stale" and after.stale and not after.complete  # changed during the build
+    index.update_files([weapons])
+    final = index.status()
+    assert final.state == "ready" and final.complete and not final.stale

@@ -178,12 +178,14 @@ class ModIndex:
         """The current status block."""
         with self._lock:
             state = self._state
-            if state in (READY, READY_XML) and (self._stale or self._dirty):
+            stale = self._stale or bool(self._dirty)
+            if state in (READY, READY_XML) and stale:
                 state = STALE
             return IndexStatus(
                 state=state,
-                complete=self._state == READY and not self._stale and not self._dirty,
-                stale=self._stale or bool(self._dirty),
+                complete=self._state == READY and not stale,
+                # while (re)building, answers come from the previous index
+                stale=stale or (self._state == BUILDING and self._data is not None),
                 build_id=self._build_id,
                 generated_at=self._generated_at,
                 project_dir=self.project_dir,
@@ -214,7 +216,7 @@ class ModIndex:
     def build(self, progress: Callable[[BuildProgress], None] | None = None) -> IndexData:
         """Full (re)build; on failure the last good index stays published and the state is `error`."""
         with self._lock:
-            self._state = BUILDING if self._data is None else self._state
+            self._state = BUILDING
             self._building = True
             self._resolved.clear()
             self._stale = False
@@ -653,6 +655,8 @@ class ModIndex:
                 self._generated_at = _now()
             for path in changed:
                 self._dirty.discard(path)
+            if not self._dirty and not self._building:
+                self._stale = False  # every change seen during the last build has now been applied
             self._final.notify_all()
             return UpdateResult(
                 [self._show(p) for p in changed],
