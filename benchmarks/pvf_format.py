@@ -56,6 +56,15 @@ def best(fn: Callable[[], object], repeat: int = 3) -> float:
     return min(times)
 
 
+def calibrate() -> float:
+    """Seconds for a 10M-step pure-Python loop: how fast (or how loaded) this machine is right now."""
+    t = time.perf_counter()
+    x = 0
+    for i in range(10_000_000):
+        x += i
+    return time.perf_counter() - t
+
+
 def cached_archive(fmt: str, files: int) -> Path:
     """A generated archive (seed 1), made once."""
     OUT.mkdir(exist_ok=True)
@@ -165,6 +174,9 @@ def main() -> None:
     small, large = (20_000, 100_000) if args.quick else (100_000, 1_000_000)
     save_files = 100_000 if args.quick else 300_000
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs")
+    print(
+        f"calibration: a 10M-step Python loop takes {calibrate():.2f} s here (an idle modern core: ~0.3-0.5 s)"
+    )
     for fmt in ("90US", "classic"):
         bench_open(fmt, small, render_limit=small)
     for fmt in ("90US", "classic"):
