@@ -228,18 +228,22 @@ def run_enable(
             "is this a SAGE mod project?",
             highlight=False,
         )
-    console.print(f"launcher: {plan.launcher.path} ({plan.launcher.status})", highlight=False)
+    console.print(f"launcher: {plan.launcher.path} ({plan.launcher.status})", highlight=False, soft_wrap=True)
     if not plan.changes:
         console.print("no MCP client found or chosen (use --client); only the copy-paste config below")
     for change in plan.changes:
         note = ""
         if str(change.path) in plan.replaced:
             note = f" — replaces the entry for {plan.replaced[str(change.path)]}"
-        console.print(f"{change.client.title}: {change.path} ({change.status}){note}", highlight=False)
+        console.print(
+            f"{change.client.title}: {change.path} ({change.status}){note}", highlight=False, soft_wrap=True
+        )
     for outcome in plan.skill_preview:
-        console.print(f"skill: {outcome.path} ({outcome.action}) {outcome.detail}", highlight=False)
-    console.print("copy-paste MCP config:", highlight=False)
-    console.print(plan.snippet, highlight=False, markup=False)
+        console.print(
+            f"skill: {outcome.path} ({outcome.action}) {outcome.detail}", highlight=False, soft_wrap=True
+        )
+    console.print("copy-paste MCP config:", highlight=False, soft_wrap=True)
+    console.print(plan.snippet, highlight=False, markup=False, soft_wrap=True)
     if not _confirm(console, yes):
         return None
     outcomes = apply_enable(plan)
@@ -332,11 +336,15 @@ def run_disable(
     remaining = [r for r in records if r not in chosen]
     drop_skill = skill and not remaining and not clients
     for client, path, proj in work:
-        console.print(f"{client.title}: remove {SERVER_NAME} from {path} (project {proj})", highlight=False)
+        console.print(
+            f"{client.title}: remove {SERVER_NAME} from {path} (project {proj})",
+            highlight=False,
+            soft_wrap=True,
+        )
     loc = loc or Locations.from_env()
     skill_paths = installs_of(loc, SERVER_NAME) if drop_skill else []
     for path in skill_paths:
-        console.print(f"skill: uninstall {path}", highlight=False)
+        console.print(f"skill: uninstall {path}", highlight=False, soft_wrap=True)
     if not _confirm(console, yes):
         return []
     done: list[str] = []
@@ -349,5 +357,5 @@ def run_disable(
     if not clients:
         _write_projects_record(remaining)
     for line in done:
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, soft_wrap=True)
     return done

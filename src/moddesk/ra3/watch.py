@@ -422,7 +422,9 @@ def run_watch(
         )
 
     def on_event(project: str, message: str) -> None:
-        console.print(f"[bold]{names.get(project, project)}[/bold] {message}", highlight=False)
+        console.print(
+            f"[bold]{names.get(project, project)}[/bold] {message}", highlight=False, soft_wrap=True
+        )
 
     watcher = Watcher(
         list(project_dirs),
@@ -437,7 +439,7 @@ def run_watch(
         watcher.start()
         console.print(f"live query API: {watcher.server.url} (token in the endpoint files)", highlight=False)
         for path in sorted(watcher.publisher.written):
-            console.print(f"endpoint file: {path}", highlight=False)
+            console.print(f"endpoint file: {path}", highlight=False, soft_wrap=True)
         for project in watcher.projects:
             if not project.looks_like_project:
                 console.print(
