@@ -79,12 +79,9 @@ class Workspace:
         self.revision = 1
         self.lock = threading.RLock()
         self._names: dict[str, str] = {}
-        self._kinds: dict[str, str] = {}
-        for entry in archive.entries:
-            key = normalize_path(entry.path)
-            if key not in self._names:  # the archive resolves duplicates to the first entry
-                self._names[key] = entry.path
-                self._kinds[key] = entry.kind
+        for name in archive.namelist():
+            self._names.setdefault(normalize_path(name), name)  # duplicates resolve to the first entry
+        self._kinds: dict[str, str] = {}  # filled on demand: ArchiveEntry objects for 10^6 files cost seconds
         self._overlay: dict[str, Content] = {}
         self._saved: dict[str, Content] = {}
         self._touched: set[str] = set()
@@ -153,15 +150,25 @@ class Workspace:
                 return self._overlay[path] is not None
             return path in self._names
 
+    def base_kind(self, path: str) -> str | None:
+        """``script``, ``text`` or ``binary`` of a base entry; None when the base has no such path."""
+        with self.lock:
+            if path not in self._names:
+                return None
+            kind = self._kinds.get(path)
+            if kind is None:
+                kind = self._kinds[path] = self.archive.getinfo(self._names[path]).kind
+            return kind
+
     def kind(self, path: str) -> str:
         """``script``, ``text`` or ``binary`` for the current content of ``path``."""
         with self.lock:
+            base = self.base_kind(path)
             if path in self._overlay:
-                content = self._overlay[path]
-                if isinstance(content, str):
-                    return self._kinds.get(path, "script") if self._kinds.get(path) != "binary" else "text"
+                if isinstance(self._overlay[path], str):
+                    return "text" if base == "binary" else base or "script"
                 return "binary"
-            return self._kinds.get(path, "binary")
+            return base or "binary"
 
     def paths(self) -> list[str]:
         """Every current entry path, sorted."""
@@ -255,7 +262,7 @@ class Workspace:
                     raise pvf_error("INVALID_ARGUMENT", f"{raw_path!r} is not an archive file path")
                 if content is None and not self.exists(path):
                     raise pvf_error("INVALID_ARGUMENT", f"cannot delete {path}: no such entry")
-                if isinstance(content, str) and self._kinds.get(path) == "binary":
+                if isinstance(content, str) and self.base_kind(path) == "binary":
                     raise pvf_error("INVALID_ARGUMENT", f"{path} is a binary entry; write bytes, not text")
             for raw_path, content in changes.items():
                 self._set(normalize_path(raw_path), content)
@@ -339,7 +346,7 @@ class Workspace:
 
     def _from_object(self, path: str, data: bytes) -> Content:
         """History objects hold script text for text entries and raw payload otherwise."""
-        if self._kinds.get(path, "text") != "binary":
+        if self.base_kind(path) != "binary":
             try:
                 return data.decode("utf-8")
             except UnicodeDecodeError:
