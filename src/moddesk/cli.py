@@ -13,6 +13,7 @@ from types import ModuleType
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from moddesk import __version__
@@ -84,6 +85,16 @@ def _module_version(module: str) -> str | None:
         return "installed"
 
 
+def _launcher_state() -> str:
+    """Where the stable launcher for MCP clients is, and whether it is up to date."""
+    from moddesk.kit.agents.launcher import plan_launcher
+    from moddesk.kit.agents.locations import Locations
+
+    plan = plan_launcher(Locations.from_env())
+    state = {"create": "missing", "update": "outdated", "unchanged": "up to date"}[plan.status]
+    return f"{plan.path} ({state}; `moddesk agents launcher` writes it)"
+
+
 @app.command()
 def doctor() -> None:
     """Show Python, installed extras, external programs and data dirs (paste it into a bug report)."""
@@ -98,12 +109,15 @@ def doctor() -> None:
         present = [f"{m} {_module_version(m)}" for m in modules if _module_version(m)]
         missing = [m for m in modules if not _module_version(m)]
         state = "ok" if not missing else f"missing {', '.join(missing)}"
-        table.add_row(f"extra [{extra}]", f"{state} {' '.join(present)}".strip())
+        table.add_row(escape(f"extra [{extra}]"), f"{state} {' '.join(present)}".strip())
     table.add_row("mcp SDK", _module_version("mcp") or "missing")
     for program, names in EXTERNAL_PROGRAMS.items():
         table.add_row(program, find_program(names) or "not found")
     table.add_row("config dir", platformdirs.user_config_dir("moddesk"))
     table.add_row("data dir", platformdirs.user_data_dir("moddesk"))
+    if os.environ.get("MODDESK_HOME"):
+        table.add_row("MODDESK_HOME", os.environ["MODDESK_HOME"] + " (agent configs, skills, launcher)")
+    table.add_row("MCP launcher", _launcher_state())
     table.add_row("ra3 home", os.environ.get("RA3MODXML_HOME", os.path.expanduser("~/.ra3modxml")))
     console.print(table)
 

@@ -67,6 +67,14 @@ def test_atomic_write_replaces_and_keeps_mode(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["config.toml"]
 
 
+def test_new_file_gets_the_umask_mode_not_0600(tmp_path: Path) -> None:
+    target = tmp_path / "new.json"
+    atomic_write_text(target, "{}")
+    previous = os.umask(0o022)
+    os.umask(previous)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~previous
+
+
 def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
     target = tmp_path / "x.bin"
     target.write_bytes(b"keep")

@@ -52,3 +52,6 @@ def run(console: Console) -> None:
         console.print(f"MCP server on {url}")
         anyio.run(_exercise, url, console)
     console.print("[green]kit: MCP over Streamable HTTP, errors, ledger, cursors, tasks, guard — ok")
+    from moddesk.kit.agents.demo import run as run_agents_demo
+
+    run_agents_demo(console)

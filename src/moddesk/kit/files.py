@@ -36,6 +36,18 @@ def is_temp_name(name: str) -> bool:
     return TEMP_MARKER in name
 
 
+def _process_umask() -> int:
+    """The umask, read without changing it (os.umask would race with other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
 def _fsync_dir(directory: Path) -> None:
     if sys.platform == "win32":
         return  # directories cannot be opened for fsync on Windows; NTFS journals the rename
@@ -58,9 +70,13 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            # keep the permissions of the file we replace
-            os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
+        try:
+            # keep the permissions of the file we replace; a new file gets the usual umask mode
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_process_umask()
+        if sys.platform != "win32":
+            os.chmod(temp, mode)
         os.replace(temp, target)
         _fsync_dir(directory)
     except BaseException:
