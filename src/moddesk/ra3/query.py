@@ -190,6 +190,7 @@ class QueryApi:
         out["streams"] = data.streams
         diags = data.diagnostics + data.reference_diagnostics()
         out["diagnosticsByCode"] = dict(Counter(d.code for d in diags).most_common())
+        out["stats"]["diagnosticCount"] = len(diags)  # parse/include plus computed reference diagnostics
         out["manifests"] = data.manifests
         return out
 
