@@ -182,7 +182,7 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=None)
     parser.add_argument("--format", default="90US", choices=["classic", "90US", "90CN"])
     args = parser.parse_args()
-    for noisy in ("httpx", "mcp", "moddesk.http", "uvicorn"):
+    for noisy in ("httpx", "httpx2", "mcp", "moddesk.http", "uvicorn"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     files = args.files or (10_000 if args.quick else 100_000)
     with tempfile.TemporaryDirectory(prefix="pvf bench ") as folder:

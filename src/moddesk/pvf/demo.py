@@ -11,6 +11,7 @@ import anyio
 from rich.console import Console
 
 from moddesk.pvf.archive import Archive
+from moddesk.pvf.service import PvfService
 
 WEAPONS = ("Sword", "Axe", "Spear", "Bow", "Staff", "Dagger", "Mace", "Whip")
 
@@ -39,7 +40,7 @@ def write_sample_archive(path: Path, files: int = 120, fmt: str = "classic") -> 
     return path
 
 
-async def _walk(url: str, archive: Path, copy: Path, console: Console) -> None:
+async def _walk(url: str, archive: Path, copy: Path, console: Console, service: PvfService) -> None:
     from mcp import Client
 
     async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +84,26 @@ async def _walk(url: str, archive: Path, copy: Path, console: Console) -> None:
         console.print(
             f"save_as: wrote {copied['result']['writtenPath']}, source stays {copied['result']['sourcePath']}"
         )
+        # the person enables history and edits in the UI (same service); the agent saves
+        service.history_init(ws)
+        edited = service.apply_changes(
+            ws, revision, {first: text["text"].replace("Axe of Trial", "Axe of Triumph")}
+        )
+        revision = edited["revision"]
+        saved = await call(
+            client,
+            "pvf_archive_save",
+            {"workspaceId": ws, "expectedRevision": revision, "requestId": "demo-save"},
+        )
+        console.print(
+            f"archive_save: revision {saved['result']['savedRevision']} written, "
+            f"diskCommitted={saved['result']['diskCommitted']}, backup {saved['result']['backupPath']}"
+        )
+        for commit in service.history_log()["commits"]:
+            console.print(f"history: {commit['id']} {commit['message']} ({commit['changedPaths']} path)")
+        check = await call(client, "pvf_search", {"workspaceId": ws, "query": "axe of triumph"})
+        if [h["path"] for h in check["hits"]] != [first]:
+            raise RuntimeError("the saved edit is not found by search")
         closed = await call(
             client,
             "pvf_archive_close",
@@ -92,11 +113,10 @@ async def _walk(url: str, archive: Path, copy: Path, console: Console) -> None:
 
 
 def run(console: Console) -> None:
-    """Generate an archive, serve it, and walk info → open → search → read → save_as → close."""
+    """Generate an archive, serve it, and walk info → open → search → read → save_as → edit → save → close."""
     from moddesk.pvf.serve import Workbench
-    from moddesk.pvf.service import PvfService
 
-    for noisy in ("httpx", "mcp"):  # one line per HTTP request would bury the walk-through
+    for noisy in ("httpx", "httpx2", "mcp"):  # one line per HTTP request would bury the walk-through
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
     with tempfile.TemporaryDirectory(prefix="moddesk pvf demo ") as folder:
@@ -105,11 +125,12 @@ def run(console: Console) -> None:
         console.print(f"generated {archive}")
         with Workbench(PvfService(), port=0) as bench:
             console.print(f"serving MCP at {bench.url}")
-            anyio.run(_walk, bench.url, archive, copy, console)
-        reread = Archive.open(copy)
-        try:
+            anyio.run(_walk, bench.url, archive, copy, console, bench.service)
+        with Archive.open(copy) as reread:
             if len(reread.namelist()) < 120:
                 raise RuntimeError("the saved copy lost entries")
-        finally:
-            reread.close()
+        with Archive.open(archive) as saved:
+            text = saved.read_text("equipment/weapon/axe/00001.equ")
+            if "Axe of Triumph" not in text or "[explain]" not in text:
+                raise RuntimeError("the save did not reach the archive file intact")
         console.print("[green]pvf demo ok[/green]")
