@@ -86,9 +86,8 @@ async def _walk(url: str, archive: Path, copy: Path, console: Console, service: 
         )
         # the person enables history and edits in the UI (same service); the agent saves
         service.history_init(ws)
-        edited = service.apply_changes(
-            ws, revision, {first: text["text"].replace("Axe of Trial", "Axe of Triumph")}
-        )
+        whole = service.read_file(ws, first)["text"]  # the full text, not the 6 lines shown above
+        edited = service.apply_changes(ws, revision, {first: whole.replace("Axe of Trial", "Axe of Triumph")})
         revision = edited["revision"]
         saved = await call(
             client,
