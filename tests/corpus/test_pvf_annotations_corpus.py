@@ -240,7 +240,7 @@ def test_dungeon_file(docs: AnnotationDocs, archive: CorpusArchive) -> None:
     assert by_rule["dgn.minimum-required-level"]["value"] == "1"
     assert by_rule["dgn.cutscene-image"]["image"] == {"path": "Map/CutScene/Lorien.img", "index": 0}
     assert by_rule["dgn.greed"]["endLine"] > by_rule["dgn.greed"]["startLine"]  # a multi-line string
-    assert [p["ruleIds"][0] for p in out["pathContext"]] == ["dir.dungeon"]
+    assert [p["ruleIds"][0] for p in out["pathContext"]] == ["dir.dungeon", "path.dgn"]
     listed = _explain(docs, archive, "dungeon/dungeon.lst")
     link = next(a["reference"] for a in listed["annotations"] if a["origin"] == "runtime")
     assert (
@@ -248,3 +248,13 @@ def test_dungeon_file(docs: AnnotationDocs, archive: CorpusArchive) -> None:
         and link["path"] == "dungeon/act1/lorien.dgn"
         and link["resolutionStatus"] == "resolved"
     )
+
+
+def test_animation_file(docs: AnnotationDocs, archive: CorpusArchive) -> None:
+    out = _explain(docs, archive, "dungeon/act1/title/lorien.ani")
+    assert _labels(out, "ani.loop") == [("1", "循环 Loops")]
+    frames = [a for a in out["annotations"] if a["ruleIds"] == ["ani.frame-image"]]
+    assert frames and frames[0]["image"] == {"path": "Map/Title/Lorien.img", "index": 0}
+    assert (frames[0]["section"], frames[0]["occurrence"]) == ("IMAGE", 0)
+    count = next(a for a in out["annotations"] if a["ruleIds"] == ["ani.frame-max"])
+    assert int(count["value"]) == len({a["occurrence"] for a in frames}) == 14

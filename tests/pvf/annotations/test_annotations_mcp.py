@@ -166,7 +166,7 @@ def test_annotation_tools_over_mcp(
                     assert _js_slice(text, ann["range"]["start"], ann["range"]["end"]) == ann["rawValue"]
             name = next(a for a in anns if a["ruleIds"] == ["equ.name"])
             assert name["value"] == "龙之刃 🐉 Blade"
-            assert [p["ruleIds"][0] for p in explained["pathContext"]] == ["dir.equipment"]
+            assert [p["ruleIds"][0] for p in explained["pathContext"]] == ["dir.equipment", "path.equ"]
             refs = {a["value"]: a["reference"] for a in anns if a["ruleIds"] == ["equ.set-item"]}
             assert refs["100"]["resolutionStatus"] == "resolved" and refs["100"]["name"] == "龙之刃 🐉 Blade"
             assert refs["101"]["resolutionStatus"] == "resolved" and refs["101"]["name"] == "长弓"

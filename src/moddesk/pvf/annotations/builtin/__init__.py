@@ -13,6 +13,7 @@ BUILTIN_FILES: tuple[str, ...] = (
     "stackable.json",
     "skill.json",
     "dungeon.json",
+    "files.json",
     "lists.json",
 )
 
