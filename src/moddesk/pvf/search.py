@@ -149,25 +149,29 @@ class ContentIndex:
         progress: Callable[[int], None] | None = None,
         check_cancelled: Callable[[], None] | None = None,
     ) -> ContentIndex:
-        """Index ``(path, text)`` pairs; ``None`` text = a binary entry (path search only)."""
-        items = sorted(((normalize_path(p), t) for p, t in entries), key=lambda item: item[0])
-        paths: list[str] = []
-        chunks: list[bytes] = []
-        lengths: list[int] = []
-        for count, (path, text) in enumerate(items, 1):
-            if text is not None:
-                data = text.casefold().encode("utf-8", "surrogatepass") + _SEPARATOR
-                paths.append(path)
-                chunks.append(data)
-                lengths.append(len(data))
-            if count % 20000 == 0:
+        """Index ``(path, text)`` pairs; ``None`` text = a binary entry (path search only).
+
+        Each text is folded and encoded as it arrives, so the peak holds compact UTF-8 bytes,
+        never every decoded ``str`` at once.
+        """
+        items: list[tuple[str, bytes | None]] = []
+        for count, (path, text) in enumerate(entries, 1):
+            folded = None if text is None else text.casefold().encode("utf-8", "surrogatepass") + _SEPARATOR
+            items.append((normalize_path(path), folded))
+            if count % 2000 == 0:
                 if progress is not None:
                     progress(count)
                 if check_cancelled is not None:
                     check_cancelled()
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
-        return cls(paths, b"".join(chunks), offsets, [p for p, _ in items])
+        items.sort(key=lambda item: item[0])
+        paths = [path for path, data in items if data is not None]
+        lengths = np.fromiter(
+            (len(data) for _, data in items if data is not None), dtype=np.int64, count=len(paths)
+        )
+        offsets = np.zeros(len(paths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        corpus = b"".join(data for _, data in items if data is not None)
+        return cls(paths, corpus, offsets, [path for path, _ in items])
 
     def __len__(self) -> int:
         return len(self.paths)
