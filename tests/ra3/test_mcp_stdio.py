@@ -45,6 +45,7 @@ class WatchProcess:
 
     def __init__(self, home: Path, *projects: Path, quiet: float = 1.0) -> None:
         self.projects = projects
+        self.captured = ""
         self.proc = subprocess.Popen(
             [*CLI, "watch", *map(str, projects), "--quiet", str(quiet)],
             env=_env(home),
@@ -75,7 +76,8 @@ class WatchProcess:
         try:
             return self.proc.wait(15)
         finally:
-            if self.proc.stdout:
+            if self.proc.stdout and not self.proc.stdout.closed:
+                self.captured = self.proc.stdout.read()
                 self.proc.stdout.close()
 
 
@@ -236,6 +238,9 @@ def test_sigterm_cleans_up_and_saves_a_snapshot(
     assert watch.stop(signal.SIGTERM) == 0
     assert not endpoint_path_for_project(project).exists() and not global_endpoint_path().exists()
     assert snapshot_path(str(project)).exists()
+    assert "live query API: http://127.0.0.1:" in watch.captured
+    assert "moddesk ra3 enable" in watch.captured  # the one-time offer of agent access (seed §4.7)
+    assert "stopped; removed 2 endpoint file(s)" in watch.captured
 
 
 def test_no_index_is_explicit(home: Path, tmp_path: Path) -> None:

@@ -191,3 +191,17 @@ def test_enable_detects_installed_clients(env: dict[str, str], tmp_path: Path) -
 def test_enable_refuses_a_missing_folder(env: dict[str, str], tmp_path: Path) -> None:
     done = _run(env, "enable", str(tmp_path / "nope"), "--yes")
     assert done.returncode == 2 and "PROJECT_NOT_FOUND" in done.stderr
+
+
+def test_project_scope_writes_into_the_project(env: dict[str, str], tmp_path: Path) -> None:
+    home = _home(env)
+    project = write_demo_mod(tmp_path / "mod")
+    done = _run(
+        env, "enable", str(project), "--client", "claude-code", "--scope", "project", "--no-skill", "--yes"
+    )
+    assert done.returncode == 0, done.stderr
+    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["ra3-mod-xml"]
+    assert entry["args"][-2:] == ["--project", str(project)]
+    assert not (home / ".claude.json").exists()
+    bad = _run(env, "enable", str(project), "--scope", "global", "--yes")
+    assert bad.returncode == 2 and "INVALID_ARGUMENT" in bad.stderr

@@ -67,14 +67,25 @@ def enable(
     skill_dir: Annotated[
         list[Path] | None, typer.Option("--skill-dir", help="Install the skill here instead of the default")
     ] = None,
+    scope: Annotated[
+        str | None, typer.Option(help="user or project config (default: each client's usual one)")
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking")] = False,
 ) -> None:
     """One-step setup: stable launcher, MCP client configs (with consent) and the Agent Skill."""
     from moddesk.ra3.setup import run_enable
 
+    if scope not in (None, "user", "project"):
+        raise _fail(ServiceError("INVALID_ARGUMENT", f"--scope must be user or project, not {scope!r}"))
     try:
         run_enable(
-            project, clients=client or [], skill=skill, skill_dirs=skill_dir or [], yes=yes, console=console
+            project,
+            clients=client or [],
+            skill=skill,
+            skill_dirs=skill_dir or [],
+            yes=yes,
+            console=console,
+            scope="user" if scope == "user" else "project" if scope == "project" else None,
         )
     except ServiceError as exc:
         raise _fail(exc) from exc

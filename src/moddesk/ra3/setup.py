@@ -73,6 +73,14 @@ def read_projects_record() -> list[dict[str, Any]]:
     return projects
 
 
+def is_enabled(project_dir: str) -> bool:
+    """True when `enable` has set this project up (a damaged record counts as not enabled)."""
+    try:
+        return any(same_project(p.get("projectDir"), project_dir) for p in read_projects_record())
+    except ServiceError:
+        return False
+
+
 def _write_projects_record(projects: list[dict[str, Any]]) -> None:
     path = projects_record_path()
     path.parent.mkdir(parents=True, exist_ok=True)

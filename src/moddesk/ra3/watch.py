@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import shlex
 import signal
 import threading
 import time
@@ -31,6 +32,7 @@ from moddesk.ra3.index import BuildProgress, ModIndex
 from moddesk.ra3.live import LiveServer, ProjectRegistry, dispatch, query_verbs
 from moddesk.ra3.project import detect_project, is_project_root
 from moddesk.ra3.query import QueryApi
+from moddesk.ra3.setup import is_enabled
 from moddesk.ra3.snapshot import write_snapshot
 
 logger = logging.getLogger("moddesk.ra3.watch")
@@ -421,10 +423,21 @@ def run_watch(
             errors=state.errors,
         )
 
+    hinted: set[str] = set()
+
     def on_event(project: str, message: str) -> None:
         console.print(
             f"[bold]{names.get(project, project)}[/bold] {message}", highlight=False, soft_wrap=True
         )
+        if message.startswith("indexed:") and project not in hinted:
+            hinted.add(project)
+            if not is_enabled(project):  # seed §4.7: offer agent access once the first index is ready
+                console.print(
+                    f"  AI agents can query this index: `moddesk ra3 enable {shlex.quote(project)}` "
+                    "(writes MCP client configs and the skill, asking first)",
+                    highlight=False,
+                    soft_wrap=True,
+                )
 
     watcher = Watcher(
         list(project_dirs),
