@@ -216,3 +216,15 @@ def test_rebuild_reports_building_with_last_good_answers(live: tuple[Path, ModIn
     index.update_files([weapons])
     final = index.status()
     assert final.state == "ready" and final.complete and not final.stale
+
+
+def test_rebuild_from_cached_records_keeps_paths(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    _project, index, q = live
+    before = q.get_asset_references("GameObject", "SampleTank", depth=2)
+    index.build()  # every record comes from the in-memory parse cache
+    index.build()
+    after = q.get_asset_references("GameObject", "SampleTank", depth=2)
+    before.pop("index"), after.pop("index")
+    assert before == after
+    files = {e["source"]["file"] for e in after["edges"]}
+    assert "Data/Units/SampleTank.xml" in files and "Data/Includes/DeathModules.xml" in files

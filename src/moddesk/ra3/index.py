@@ -253,9 +253,10 @@ class ModIndex:
         self._generated_at = _now()
 
     def _show(self, path: str) -> str:
+        """The display form of a path; idempotent, because cached records are shown again on rebuilds."""
         hit = self._display.get(path)
         if hit is None:
-            hit = display_path(self.config, path)
+            hit = display_path(self.config, path) if os.path.isabs(path) else path
             self._display[path] = hit
         return hit
 
