@@ -70,6 +70,11 @@ def test_source_changed_outside_is_never_overwritten(archive: Path) -> None:
     assert err.details["expectedIdentity"]["sha256"] != err.details["currentIdentity"]["sha256"]
     assert archive.read_bytes() == outside
     assert service.info()["sourceDirty"] is True
+    # a copy is still possible: it is built from the content opened, not from the changed file
+    copy = archive.with_name("rescued copy.pvf")
+    finish(service, service.save_as(ws, rev, str(copy)))
+    with Archive.open(copy) as rescued:
+        assert "Saved Skill" in rescued.read_text("skill/s2.skl") and len(rescued.namelist()) == 38
 
 
 def test_touch_alone_is_not_a_change(archive: Path) -> None:

@@ -70,8 +70,11 @@ class Workspace:
     as it was last written to the source, so the source file is always base ⊕ ``_saved``.
     """
 
-    def __init__(self, archive: Archive, source_path: Path | None, identity: FileIdentity) -> None:
+    def __init__(
+        self, archive: Archive, source_path: Path | None, identity: FileIdentity, base_data: bytes
+    ) -> None:
         self.archive = archive
+        self._base_data = base_data  # the bytes ``archive`` reads (shared, not copied)
         self.source_path = source_path
         self.source_identity = identity
         self.base_sha256 = identity.sha256 or ""  # the content the base archive was read from
@@ -103,7 +106,7 @@ class Workspace:
         except OSError as exc:
             raise pvf_error("OPEN_FAILED", f"cannot read {path}: {exc}", path=str(path)) from exc
         try:
-            workspace = cls(archive, path, identity)
+            workspace = cls(archive, path, identity, data)
         except PvfFormatError as exc:
             archive.close()
             raise pvf_error(
@@ -358,27 +361,15 @@ class Workspace:
     def write_to(self, handle: IO[bytes], progress: Callable[[int, int], None] | None = None) -> None:
         """Serialise base ⊕ overlay into ``handle``.
 
-        The writer is a second ``Archive`` over the source file (base ⊕ saved overlay); only the
-        paths whose wanted content differs from it are written, so unchanged entries keep their
-        stored bytes.
+        The writer is a second ``Archive`` over the base bytes held in memory (never the file on
+        disk, which may have changed: the caller checks that before replacing it). Only overlay
+        paths are written, so every other entry keeps its stored bytes.
         """
-        if self.source_path is None:
-            raise pvf_error("SAVE_AS_REQUIRED", "the workspace has no source file")
         with self.lock:
             overlay = dict(self._overlay)
-            saved = dict(self._saved)
-            restore = {p: self.base_bytes(p) if p in self._names else None for p in saved if p not in overlay}
-        data, identity = read_source(self.source_path)
-        if identity.sha256 != self.source_identity.sha256:
-            raise pvf_error(
-                "SOURCE_CHANGED",
-                f"{self.source_path} changed on disk since it was opened or last saved",
-                expectedIdentity=self.source_identity.to_dict(),
-                currentIdentity=identity.to_dict(),
-            )
-        writer = Archive.from_bytes(data)
+        writer = Archive.from_bytes(self._base_data)
         try:
-            for path, content in {**restore, **overlay}.items():
+            for path, content in overlay.items():
                 if content is None:
                     if path in writer:
                         writer.delete(path)
