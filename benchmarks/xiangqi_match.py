@@ -1,6 +1,6 @@
-"""Match runner: our engine against Debian fairy-stockfish at fixed UCI_Elo levels (and hoixiangqi
-if installed, over xboard — not implemented here, see the report), fixed time per move, alternating
-colours; prints the score and an Elo estimate with a 95% error bar per level.
+"""Match runner: our engine against Debian fairy-stockfish at fixed UCI_Elo levels (fixed time per
+move) and against hoixiangqi (Debian hoichess, xboard protocol, same sudden-death clock for both)
+when installed; colours alternate; prints the score and an Elo difference with a 95% error bar.
 
 Run: .venv/bin/python benchmarks/xiangqi_match.py [--quick] [--games N] [--movetime S] [--elo 1350,1800]
 """
@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import queue
 import shutil
+import subprocess
+import threading
 import time
 
 from moddesk.xiangqi.board import START_FEN, Move, Position, parse_square
@@ -48,6 +51,103 @@ def play_game(engine_path: str, elo: int, ours_red: bool, movetime: float, max_p
             pos.push(move)
             moves.append(iccs)
     return 0.5  # adjudicated draw at the ply limit
+
+
+class XboardPeer:
+    """A minimal xboard client for hoixiangqi: it plays the side it is told to, moves in ICCS 0-9."""
+
+    def __init__(self, path: str, game_seconds: int) -> None:
+        self.proc = subprocess.Popen(
+            [path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        for line in ("xboard", "protover 2"):
+            self.send(line)
+        self.expect(lambda ln: "done=1" in ln, 10)
+        for line in ("new", "variant xiangqi", "post", "easy", f"level 0 0:{game_seconds:02d} 0", "force"):
+            self.send(line)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.strip())
+        self.lines.put(None)
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def expect(self, done: object, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            if line is None:
+                raise RuntimeError("hoixiangqi exited")
+            if callable(done) and done(line):
+                return line
+
+    def think(self, own_cs: int, other_cs: int) -> str:
+        """Let the engine move for the side to move; returns its move text."""
+        self.send(f"time {max(own_cs, 1)}")
+        self.send(f"otim {max(other_cs, 1)}")
+        self.send("go")
+        line = self.expect(lambda ln: ln.startswith("move ") or "resign" in ln.lower(), 120)
+        self.send("force")
+        return line.split()[1] if line.startswith("move ") else ""
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.send("quit")
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def play_hoixiangqi(path: str, ours_red: bool, game_seconds: int, max_plies: int) -> float:
+    """One sudden-death game (``game_seconds`` per side) against hoixiangqi; our score."""
+    pos = Position(START_FEN)
+    peer = XboardPeer(path, game_seconds)
+    searcher = Searcher()
+    clocks = {True: game_seconds * 1.0, False: game_seconds * 1.0}  # keyed by "is ours"
+    try:
+        for _ in range(max_plies):
+            status = game_status(pos)
+            if status.over:
+                if status.winner is None:
+                    return 0.5
+                return 1.0 if (status.winner == 0) == ours_red else 0.0
+            ours = (pos.turn == 0) == ours_red
+            start = time.monotonic()
+            if ours:
+                budget = max(0.02, clocks[True] / 30)
+                result = searcher.search(pos, time_limit=budget, history=[*pos.key_history(), pos.key])
+                if result.best_move is None:
+                    return 0.0
+                iccs = result.best_move.iccs()
+            else:
+                iccs = peer.think(int(clocks[False] * 100), int(clocks[True] * 100))
+                if not iccs:
+                    return 1.0  # resigned
+            clocks[ours] -= time.monotonic() - start
+            if clocks[ours] < 0:
+                return 0.0 if ours else 1.0  # lost on time
+            move = Move(parse_square(iccs[:2]), parse_square(iccs[2:4]))
+            if not pos.is_legal(move):
+                return 1.0 if not ours else 0.0
+            pos.push(move)
+            if ours:
+                peer.send(iccs)
+        return 0.5
+    finally:
+        peer.close()
 
 
 def elo_estimate(scores: list[float]) -> tuple[float, float, float]:
@@ -90,8 +190,20 @@ def main() -> None:
             f"({100 * sum(scores) / games:.0f}%)  Elo diff {diff + 0.0:+.0f} [{low:+.0f}, {high:+.0f}] "
             f"=> ours ~{elo + diff:.0f}  ({movetime} s/move, {time.perf_counter() - start:.0f} s)"
         )
-    if shutil.which("hoixiangqi"):
-        print("hoixiangqi found, but it speaks xboard only: not matched (no xboard adapter yet)")
+    hoi = shutil.which("hoixiangqi") or "/usr/games/hoixiangqi"
+    if os.path.exists(hoi):
+        game_seconds = 10 if args.quick else 20
+        n = 2 if args.quick else games
+        start = time.perf_counter()
+        scores = [play_hoixiangqi(hoi, i % 2 == 0, game_seconds, args.max_plies) for i in range(n)]
+        diff, low, high = elo_estimate(scores)
+        w, d, lost = scores.count(1.0), scores.count(0.5), scores.count(0.0)
+        print(
+            f"vs hoixiangqi (xboard, {game_seconds} s per side): +{w} ={d} -{lost}  score {sum(scores)}/{n}  "
+            f"Elo diff {diff + 0.0:+.0f} [{low:+.0f}, {high:+.0f}]  ({time.perf_counter() - start:.0f} s)"
+        )
+    else:
+        print("hoixiangqi not installed (apt-get install hoichess): skipped")
 
 
 if __name__ == "__main__":
