@@ -809,11 +809,13 @@ class PvfService:
             position = self.cursors.decode(cursor, identity, ws.revision, stale_code="STALE_WORKSPACE")
             after = (str(position[0]), int(position[1]))
         index = self._ready_index(ws)
-        with ws.lock:
+        with ws.lock:  # a consistent snapshot: the edited entries' texts at this revision
             revision = ws.revision
             changed, deleted = ws.changed_since_open()
-            searcher = Searcher(index, changed, deleted, ws.current_text_or_none)
-            page = searcher.page(spec, after, limit=limit, byte_cap=byte_cap)
+        # every other entry still holds its (immutable) base text, so the scan runs unlocked
+        # and edits made meanwhile do not wait for it nor leak into this page
+        searcher = Searcher(index, changed, deleted, ws.base_text_or_none)
+        page = searcher.page(spec, after, limit=limit, byte_cap=byte_cap)
         next_cursor = (
             self.cursors.encode(identity, list(page.next_position), revision) if page.next_position else None
         )

@@ -196,6 +196,10 @@ class Workspace:
                     return None
                 raise
 
+    def base_text_or_none(self, path: str) -> str | None:
+        """Base text of ``path``; None when the base has no such entry or it is binary."""
+        return self.base_text(path) if path in self._names else None
+
     def base_bytes(self, path: str) -> bytes:
         with self.lock:
             return self.archive.read(self._names[path])
