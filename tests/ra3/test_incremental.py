@@ -228,3 +228,44 @@ def test_rebuild_from_cached_records_keeps_paths(live: tuple[Path, ModIndex, Que
     assert before == after
     files = {e["source"]["file"] for e in after["edges"]}
     assert "Data/Units/SampleTank.xml" in files and "Data/Includes/DeathModules.xml" in files
+
+
+def test_parse_cache_on_disk_warm_starts_a_new_process(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path / "sdk")
+    cache = tmp_path / "cache"
+    first = ModIndex(detect_project(project), cache_dir=cache)
+    first.build()
+    assert list(cache.glob("records-*.marshal"))
+    # a new process: everything unchanged comes from disk, a changed file is parsed again
+    weapons = project / "Data" / "Weapons.xml"
+    _touch_write(weapons, weapons.read_text("utf-8").replace("SampleTankGun", "RenamedGun"))
+    second = ModIndex(detect_project(project), cache_dir=cache)
+    parsed: list[str] = []
+    original = second._extract
+
+    def spy(path: str) -> object:
+        parsed.append(Path(path).name)
+        return original(path)
+
+    second._extract = spy  # type: ignore[method-assign,assignment]
+    second.build()
+    assert parsed == ["Weapons.xml"]
+    q = QueryApi(second)
+    assert q.find_asset("RenamedGun")["found"] and not q.find_asset("SampleTankGun")["found"]
+    a = QueryApi(first).get_asset_references("GameObject", "SampleScout", depth=2)
+    b = q.get_asset_references("GameObject", "SampleScout", depth=2)
+    assert [e["source"] for e in a["edges"]] == [e["source"] for e in b["edges"]]
+    # a fragment edit invalidates the records it was spliced into
+    frag = project / "Data" / "Includes" / "DeathModules.xml"
+    _touch_write(frag, frag.read_text("utf-8").replace("OCL_TankDebris", "OCL_Other"))
+    third = ModIndex(detect_project(project), cache_dir=cache)
+    parsed.clear()
+    original3 = third._extract
+
+    def spy3(path: str) -> object:
+        parsed.append(Path(path).name)
+        return original3(path)
+
+    third._extract = spy3  # type: ignore[method-assign,assignment]
+    third.build()
+    assert parsed == ["SampleTank.xml"]

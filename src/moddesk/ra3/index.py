@@ -10,6 +10,7 @@ Incremental updates re-parse only changed files; a change that alters includes r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any
 from lxml import etree
 
 from moddesk.ra3.art import scan_w3x
+from moddesk.ra3.cache import cache_file, load_records, save_records
 from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.manifest import Manifest, read_manifest
 from moddesk.ra3.model import (
@@ -46,7 +48,7 @@ from moddesk.ra3.project import (
     manifest_for_reference,
     resolve_source,
 )
-from moddesk.ra3.schema import COMPILED, SchemaModel, load_schema
+from moddesk.ra3.schema import COMPILED, SchemaModel, load_schema, schema_digest
 
 NO_INDEX, BUILDING, READY_XML, READY, STALE, ERROR = (
     "no_index",
@@ -162,6 +164,7 @@ class ModIndex:
         self._dirty: set[str] = set()
         self._building = False
         self._resolved: dict[tuple[str, str], Resolution] = {}
+        self._schema_digest: str | None = None
 
     # --- status -----------------------------------------------------------------------------
     @property
@@ -225,6 +228,13 @@ class ModIndex:
         try:
             if self.schema is None and self.config.schema_path is not None:
                 self.schema = load_schema(self.config.schema_path, self.cache_dir)
+            records_file = self._records_file()
+            if records_file is not None and not self._records:
+                with paused_gc():
+                    for path, entry in load_records(records_file).items():
+                        self._records[path] = entry
+                        for frag in entry[1].fragments:
+                            self._includers.setdefault(frag, set()).add(path)
             with paused_gc():
                 data = self._build_xml(progress)
             with self._lock:
@@ -235,6 +245,10 @@ class ModIndex:
                 self._publish(data, READY, "art")
                 self._building = False
                 self._final.notify_all()
+            if records_file is not None:
+                # the cache only speeds up the next process; a read-only home must not fail a build
+                with contextlib.suppress(OSError):
+                    save_records(records_file, self._records)
             return data
         except Exception as exc:
             with self._lock:
@@ -243,6 +257,14 @@ class ModIndex:
                 self._error = f"{type(exc).__name__}: {exc}"
                 self._final.notify_all()
             raise
+
+    def _records_file(self) -> Path | None:
+        """The on-disk parse cache for this project and schema (None without a cache dir or schema)."""
+        if self.cache_dir is None or self.config.schema_path is None:
+            return None
+        if self._schema_digest is None:
+            self._schema_digest = schema_digest(self.config.schema_path)
+        return cache_file(self.cache_dir, self.project_dir, self._schema_digest)
 
     def _publish(self, data: IndexData, state: str, phase: str) -> None:
         self._data = data
