@@ -94,6 +94,18 @@ def _json_size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, default=str).encode())
 
 
+def _cap_page(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    """Keep the longest prefix within the page byte cap (always at least one item)."""
+    if _json_size(items) <= PAGE_BYTE_CAP:  # one C-speed pass for the common case
+        return items, False
+    used = 0
+    for count, item in enumerate(items):
+        used += _json_size(item)
+        if count and used > PAGE_BYTE_CAP:
+            return items[:count], True
+    return items, False
+
+
 def _strip_values(raw: Any) -> Any:
     """A raw definition without its enum ``values`` map (paged separately)."""
     if not isinstance(raw, dict):
@@ -280,17 +292,7 @@ class AnnotationDocs:
                 self._search_cache[cache_key] = scored
                 while len(self._search_cache) > SEARCH_CACHE_SIZE:
                     self._search_cache.popitem(last=False)
-        page: list[dict[str, Any]] = []
-        used = 0
-        truncated = False
-        for _, build in scored[start : start + size]:
-            payload = build()
-            cost = _json_size(payload)
-            if page and used + cost > PAGE_BYTE_CAP:
-                truncated = True
-                break
-            page.append(payload)
-            used += cost
+        page, truncated = _cap_page([build() for _, build in scored[start : start + size]])
         end = start + len(page)
         next_cursor = self._codec.encode(identity, end, snap.revision) if end < len(scored) else None
         context: dict[str, Any] = {
@@ -737,17 +739,7 @@ class AnnotationDocs:
             ]
 
         resolver = Resolver({n: r.spec for n, r in snap.relations.items()}, lookup, self._lists)
-        page: list[dict[str, Any]] = []
-        used = 0
-        truncated = False
-        for hit in hits[start : start + size]:
-            item = _render_hit(hit, view, resolver)
-            cost = _json_size(item)
-            if page and used + cost > PAGE_BYTE_CAP:
-                truncated = True
-                break
-            page.append(item)
-            used += cost
+        page, truncated = _cap_page([_render_hit(hit, view, resolver) for hit in hits[start : start + size]])
         end = start + len(page)
         next_cursor = (
             self._codec.encode(identity, {"o": end, "rules": snap.revision}, cursor_revision)

@@ -111,7 +111,7 @@ def path_context(snapshot: Snapshot, path: str, version: str | None) -> list[dic
                 continue
             if res.match.glob is not None and glob_match(res.match.glob, scope):
                 out.append(_path_note(entry, scope, "directory"))
-    for entry in snapshot.rules_in_order:
+    for entry in snapshot.rules_for(path):
         res = entry.resolved
         if res is None or res.target.kind != "path" or not res.applies_to_version(version):
             continue
@@ -425,7 +425,7 @@ def explain_view(snapshot: Snapshot, path: str, view: ScriptView, version: str |
     by_name: dict[str, list[Section]] = {}
     for section in view.sections:
         by_name.setdefault(section.name.casefold(), []).append(section)
-    for entry in snapshot.rules_in_order:
+    for entry in snapshot.rules_for(path):
         res = entry.resolved
         if res is None or res.target.kind in ("path", "directory"):
             continue

@@ -108,6 +108,19 @@ class Snapshot:
     relations: dict[str, RelationEntry]
     rules_in_order: tuple[Entry, ...]
     warnings: tuple[str, ...]
+    rules_by_extension: dict[str, tuple[Entry, ...]]
+    rules_any_extension: tuple[Entry, ...]
+
+    def rules_for(self, path: str) -> list[Entry]:
+        """Effective rules whose extensions allow ``path`` (globs still to check), in engine order."""
+        name = path.rsplit("/", 1)[-1].lower()
+        picked = list(self.rules_any_extension)
+        dot = name.find(".")
+        while dot >= 0:
+            picked.extend(self.rules_by_extension.get(name[dot:], ()))
+            dot = name.find(".", dot + 1)
+        unique = {e.order: e for e in picked}
+        return [unique[k] for k in sorted(unique)]
 
 
 def _document_id(kind: str, layer: str, def_id: str) -> str:
@@ -298,6 +311,15 @@ def activate(layers: Sequence[Layer]) -> Snapshot:
                 rules_in_order.append(entry)
     if issues:
         raise RuleValidationError("rules", issues)
+    by_extension: dict[str, list[Entry]] = {}
+    any_extension: list[Entry] = []
+    for entry in rules_in_order:
+        assert entry.resolved is not None
+        if entry.resolved.match.extensions:
+            for ext in entry.resolved.match.extensions:
+                by_extension.setdefault(ext, []).append(entry)
+        else:
+            any_extension.append(entry)
     return Snapshot(
         revision=_revision(layers),
         entries=tuple(entries),
@@ -305,6 +327,8 @@ def activate(layers: Sequence[Layer]) -> Snapshot:
         relations=relations,
         rules_in_order=tuple(rules_in_order),
         warnings=tuple(warnings),
+        rules_by_extension={k: tuple(v) for k, v in by_extension.items()},
+        rules_any_extension=tuple(any_extension),
     )
 
 
