@@ -171,3 +171,32 @@ def test_caller_scope_is_the_declared_client_name() -> None:
 
     assert anyio.run(main) == {"scope": "client:mcp"}
     assert caller_scope(None) == LOCAL_SCOPE
+
+
+def test_custom_error_text_keeps_the_structured_payload() -> None:
+    from moddesk.kit.errors import ServiceError
+    from moddesk.kit.mcp import add_tool, new_server
+
+    server = new_server("error-probe", "probe")
+
+    def move(text: str) -> dict[str, Any]:
+        """Refuse every move."""
+        raise ServiceError("ILLEGAL_MOVE", f"{text} is illegal", hint="pick one", legalMoves=["h2e2"])
+
+    add_tool(
+        server,
+        move,
+        title="Move",
+        read_only=False,
+        error_text=lambda e: f"{e.code}; legal: {', '.join(e.details['legalMoves'])}",
+    )
+
+    async def main() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool("move", {"text": "a0a9"})
+
+    result = anyio.run(main)
+    assert result.is_error
+    assert result.content[0].text == "ILLEGAL_MOVE; legal: h2e2"
+    assert result.structured_content["legalMoves"] == ["h2e2"]
+    assert result.structured_content["error"] == "ILLEGAL_MOVE"

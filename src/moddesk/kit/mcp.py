@@ -68,10 +68,10 @@ def error_text(error: ServiceError) -> str:
     return "\n".join(lines)
 
 
-def error_result(error: ServiceError) -> CallToolResult:
+def error_result(error: ServiceError, render: Callable[[ServiceError], str] = error_text) -> CallToolResult:
     """The structured error payload as an ``isError`` tool result."""
     return CallToolResult(
-        content=[TextContent(type="text", text=error_text(error))],
+        content=[TextContent(type="text", text=render(error))],
         structured_content=error.to_payload(),
         is_error=True,
     )
@@ -93,7 +93,9 @@ def _internal(name: str) -> CallToolResult:
     )
 
 
-def _wrap(fn: Callable[..., Any], text: Callable[[Any], str]) -> Callable[..., Any]:
+def _wrap(
+    fn: Callable[..., Any], text: Callable[[Any], str], render_error: Callable[[ServiceError], str]
+) -> Callable[..., Any]:
     hints = typing.get_type_hints(fn, include_extras=True)
     signature = inspect.signature(fn)
     params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
@@ -108,7 +110,7 @@ def _wrap(fn: Callable[..., Any], text: Callable[[Any], str]) -> Callable[..., A
             try:
                 return _success(await fn(*args, **kwargs), text)
             except ServiceError as exc:
-                return error_result(exc)
+                return error_result(exc, render_error)
             except Exception:
                 return _internal(name)
 
@@ -120,7 +122,7 @@ def _wrap(fn: Callable[..., Any], text: Callable[[Any], str]) -> Callable[..., A
             try:
                 return _success(fn(*args, **kwargs), text)
             except ServiceError as exc:
-                return error_result(exc)
+                return error_result(exc, render_error)
             except Exception:
                 return _internal(name)
 
@@ -143,8 +145,13 @@ def add_tool(
     name: str | None = None,
     description: str | None = None,
     text: Callable[[Any], str] = default_text,
+    error_text: Callable[[ServiceError], str] = error_text,
 ) -> None:
-    """Register ``fn`` as a tool with honest annotations and our result/error shapes."""
+    """Register ``fn`` as a tool with honest annotations and our result/error shapes.
+
+    ``text`` renders the one text block of a success; ``error_text`` that of a failure (e.g. to
+    list the legal moves a model can retry with).
+    """
     annotations = ToolAnnotations(
         title=title,
         read_only_hint=read_only,
@@ -153,7 +160,7 @@ def add_tool(
         open_world_hint=open_world,
     )
     server.add_tool(
-        _wrap(fn, text),
+        _wrap(fn, text, error_text),
         name=name or fn.__name__,
         title=title,
         description=description or inspect.getdoc(fn),
