@@ -32,7 +32,7 @@ import numpy as np
 from moddesk.kit.files import TEMP_MARKER, atomic_writer
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import nkpi as nkpi_fmt
-from moddesk.pvf.format.crypto import align4, crc32_seeded, name_hash
+from moddesk.pvf.format.crypto import align4, name_hash
 from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD, detect
 from moddesk.pvf.format.encodings import (
     NAME_ENCODING,
@@ -708,18 +708,31 @@ class Archive:
             if idx is None:
                 idx = self._add(STRINGTABLE_PATH, None)
             self._overlay[idx] = data  # the table object stays: its index is costly to rebuild
-        out: list[classic_fmt.ClassicOutEntry] = []
-        hashes, sizes, crcs, offsets = (a.tolist() for a in (d.hashes, d.sizes, d.crcs, d.offsets))
-        entry = classic_fmt.ClassicOutEntry
-        for i in self._live():
-            if i in self._overlay or i >= self._source_count:
-                name = d.names[i] if i < self._source_count else encode_text(self._paths[i], NAME_ENCODING)
-                h = hashes[i] if i < self._source_count else name_hash(name)
-                data = self._overlay[i]
-                padded = data + b"\0" * (align4(len(data)) - len(data))
-                out.append(entry(name, h, len(data), crc32_seeded(padded, h), data=padded))
-            else:
-                out.append(entry(d.names[i], hashes[i], sizes[i], crcs[i], d.base + offsets[i]))
+        src_count = self._source_count
+        live = np.fromiter(self._live(), dtype=np.int64)
+        old = live[live < src_count]
+        n_old = len(old)
+        names = [d.names[i] for i in old.tolist()]
+        hashes = np.empty(len(live), dtype=np.uint32)
+        sizes = np.empty(len(live), dtype=np.int64)
+        crcs = np.empty(len(live), dtype=np.uint32)
+        offsets = np.full(len(live), -1, dtype=np.int64)
+        # sources first (directory order), then added entries; only the overlay rows are recomputed
+        hashes[:n_old], sizes[:n_old], crcs[:n_old] = d.hashes[old], d.sizes[old], d.crcs[old]
+        offsets[:n_old] = d.base + d.offsets[old]
+        new_data: dict[int, bytes] = {}
+        row_of = {i: r for r, i in enumerate(live.tolist())} if self._overlay else {}
+        for i in sorted(self._overlay):
+            if i in self._deleted:
+                continue
+            r = row_of[i]
+            if i >= src_count:
+                names.append(encode_text(self._paths[i], NAME_ENCODING))
+                hashes[r] = name_hash(names[-1])
+            padded, crc = classic_fmt.padded_block(self._overlay[i], int(hashes[r]))
+            sizes[r], crcs[r], offsets[r] = len(self._overlay[i]), crc, -1
+            new_data[r] = padded
+        out = classic_fmt.ClassicOutput(names, hashes, sizes, crcs, offsets, new_data)
         trailing = b""
         if self._src is not None and d.trailing_offset < self._src.size:
             trailing = self._src.read(d.trailing_offset, self._src.size - d.trailing_offset)

@@ -15,7 +15,6 @@ from moddesk.pvf.format.crypto import (
     classic_decrypt_many,
     classic_encrypt,
     crc32_seeded,
-    name_hash,
 )
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.source import ByteSource
@@ -153,76 +152,102 @@ def copy_slices(view: memoryview, start: int, end: int) -> Iterator[bytes]:
 
 
 @dataclass
-class ClassicOutEntry:
-    """One entry of an archive being written: either a stored block to copy or new plaintext."""
+class ClassicOutput:
+    """The entries of an archive being written, as parallel arrays (one row per entry, in tree order).
 
-    name: bytes
-    hash: int
-    size: int
-    crc: int
-    source_offset: int | None = None  # absolute offset of the stored encrypted block to copy
-    data: bytes | None = None  # new plaintext (encrypted on write)
+    ``source_offsets[i]`` is the absolute offset of entry i's stored encrypted block to copy, or -1
+    when ``new_data[i]`` holds its new plaintext (already padded to 4 bytes).
+    """
+
+    names: list[bytes]
+    hashes: npt.NDArray[np.uint32]
+    sizes: npt.NDArray[np.int64]
+    crcs: npt.NDArray[np.uint32]
+    source_offsets: npt.NDArray[np.int64]
+    new_data: dict[int, bytes]
 
 
-def new_entry(name: bytes, data: bytes) -> ClassicOutEntry:
-    """An entry for new plaintext: hash, padded checksum (spec §1.4)."""
-    h = name_hash(name)
+def padded_block(data: bytes, name_hash_value: int) -> tuple[bytes, int]:
+    """The zero-padded plaintext block of ``data`` and its checksum (spec §1.4)."""
     padded = data + b"\0" * (align4(len(data)) - len(data))
-    return ClassicOutEntry(name, h, len(data), crc32_seeded(padded, h), data=padded)
+    return padded, crc32_seeded(padded, name_hash_value)
+
+
+def build_tree(out: ClassicOutput, order: npt.NDArray[np.int64], rel_offsets: npt.NDArray[np.int64]) -> bytes:
+    """The plain directory tree (entries in ``order``), built with vectorised scatters."""
+    n = len(order)
+    names = [out.names[i] for i in order.tolist()]
+    lens = np.fromiter((len(x) for x in names), dtype=np.int64, count=n)
+    sizes = 20 + lens
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1])) if n else np.zeros(0, dtype=np.int64)
+    total = int(sizes.sum()) if n else 0
+    buf = np.zeros(align4(total), dtype=np.uint8)
+    if n:
+        head = np.empty((n, 2), dtype="<u4")
+        head[:, 0] = out.hashes[order]
+        head[:, 1] = lens
+        buf[starts[:, None] + np.arange(8)] = head.view(np.uint8).reshape(n, 8)
+        tail = np.empty((n, 3), dtype="<i4")
+        tail[:, 0] = out.sizes[order]
+        tail[:, 1] = out.crcs[order].view(np.int32)
+        tail[:, 2] = rel_offsets
+        buf[(starts + 8 + lens)[:, None] + np.arange(12)] = tail.view(np.uint8).reshape(n, 12)
+        joined = np.frombuffer(b"".join(names), dtype=np.uint8)
+        if len(joined):
+            # byte j of the joined names goes to j + (entry start + 8 - where the entry's name starts in joined)
+            shift = np.repeat(starts + 8 - (np.cumsum(lens) - lens), lens)
+            shift += np.arange(len(joined), dtype=np.int64)
+            buf[shift] = joined
+    return buf.tobytes()
 
 
 def write_classic(
     src: ByteSource | None,
     guid: bytes,
     version: int,
-    entries: list[ClassicOutEntry],
+    out: ClassicOutput,
     trailing: bytes,
     *,
     sort_by_hash: bool = True,
 ) -> Iterator[bytes]:
-    """Yield the bytes of a classic archive; stored blocks are copied, new ones encrypted."""
-    order = (
-        sorted(range(len(entries)), key=lambda i: entries[i].hash) if sort_by_hash else range(len(entries))
-    )
-    ordered = [entries[i] for i in order]
-    parts: list[bytes] = []
-    rel = 0
-    pack_tail = struct.Struct("<iIi").pack
-    pack_head = struct.Struct("<Ii").pack
-    for e in ordered:
-        parts.append(pack_head(e.hash, len(e.name)))
-        parts.append(e.name)
-        parts.append(pack_tail(e.size, e.crc, rel))
-        rel += align4(e.size)
-    tree = b"".join(parts)
-    tree += b"\0" * (align4(len(tree)) - len(tree))
-    tree_crc = crc32_seeded(tree, len(ordered))
-    yield (
-        struct.pack("<i", len(guid)) + guid + struct.pack("<iiIi", version, len(tree), tree_crc, len(ordered))
-    )
+    """Yield the bytes of a classic archive; stored blocks are copied in runs, new ones encrypted."""
+    n = len(out.names)
+    order = np.argsort(out.hashes, kind="stable") if sort_by_hash else np.arange(n)
+    blens = (out.sizes[order] + 3) & ~3
+    rel = np.concatenate(([0], np.cumsum(blens)[:-1])) if n else np.zeros(0, dtype=np.int64)
+    tree = build_tree(out, order, rel)
+    tree_crc = crc32_seeded(tree, n)
+    yield struct.pack("<i", len(guid)) + guid + struct.pack("<iiIi", version, len(tree), tree_crc, n)
     yield classic_encrypt(tree, tree_crc)
-    # copy runs of consecutive stored blocks in one slice; encrypt new blocks
+    if not n:
+        if trailing:
+            yield trailing
+        return
+    # runs of stored blocks that are adjacent in the source as well are copied in one slice
+    src_off = out.source_offsets[order]
+    stored = src_off >= 0
+    follows = np.zeros(n, dtype=bool)
+    follows[1:] = stored[1:] & stored[:-1] & (src_off[1:] == src_off[:-1] + blens[:-1])
     view = src.view() if src is not None else None
-    run_start: int | None = None
-    run_end = 0
-    for e in ordered:
-        if e.source_offset is not None:
-            assert view is not None
-            blen = align4(e.size)
-            if run_start is not None and e.source_offset == run_end:
-                run_end += blen
+    order_list = order.tolist()
+    run_start = run_end = -1
+    for k in range(n):
+        if stored[k]:
+            if follows[k]:
+                run_end += int(blens[k])
                 continue
-            if run_start is not None:
+            if run_start >= 0:
+                assert view is not None
                 yield from copy_slices(view, run_start, run_end)
-            run_start, run_end = e.source_offset, e.source_offset + blen
+            run_start, run_end = int(src_off[k]), int(src_off[k] + blens[k])
             continue
-        if run_start is not None:
+        if run_start >= 0:
             assert view is not None
             yield from copy_slices(view, run_start, run_end)
-            run_start = None
-        assert e.data is not None
-        yield classic_encrypt(e.data, e.crc)
-    if run_start is not None:
+            run_start = -1
+        i = order_list[k]
+        yield classic_encrypt(out.new_data[i], int(out.crcs[i]))
+    if run_start >= 0:
         assert view is not None
         yield from copy_slices(view, run_start, run_end)
     if trailing:

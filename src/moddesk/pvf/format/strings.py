@@ -20,7 +20,7 @@ class StringTable:
         self.encoding = encoding
         self._source = source
         self._decoded: dict[int, str] = {}
-        self._index: dict[str, int] | None = None
+        self._index: dict[bytes, int] | None = None
         self.added = 0
 
     @classmethod
@@ -67,23 +67,27 @@ class StringTable:
     def find(self, text: str) -> int | None:
         """The first index holding ``text``."""
         if self._index is None:
-            index: dict[str, int] = {}
-            for i in range(len(self.raw) - 1, -1, -1):
-                s = self.string_at(i)
-                assert s is not None
-                index[s] = i
+            # keyed by raw bytes: building it decodes nothing (a real table holds 10^5+ strings)
+            index: dict[bytes, int] = {}
+            for i, raw in enumerate(self.raw):
+                index.setdefault(raw.rstrip(b"\0"), i)
             self._index = index
-        return self._index.get(text)
+        try:
+            key = text.encode(self.encoding, errors="surrogateescape")
+        except UnicodeEncodeError:
+            return None
+        return self._index.get(key)
 
     def intern(self, text: str) -> int:
         """The first index of ``text``, appending it (region code page) when missing."""
         i = self.find(text)
         if i is None:
+            raw = encode_text(text, self.encoding, path=STRINGTABLE_PATH)
             i = len(self.raw)
-            self.raw.append(encode_text(text, self.encoding, path=STRINGTABLE_PATH))
+            self.raw.append(raw)
             self._decoded[i] = text
             assert self._index is not None
-            self._index[text] = i
+            self._index[raw] = i
             self.added += 1
         return i
 
