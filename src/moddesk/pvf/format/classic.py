@@ -230,25 +230,14 @@ def write_classic(
     follows[1:] = stored[1:] & stored[:-1] & (src_off[1:] == src_off[:-1] + blens[:-1])
     view = src.view() if src is not None else None
     order_list = order.tolist()
-    run_start = run_end = -1
-    for k in range(n):
+    starts = np.flatnonzero(~follows).tolist()  # each begins a stored run or is a new block
+    ends = [*starts[1:], n]
+    for k, stop in zip(starts, ends, strict=True):
         if stored[k]:
-            if follows[k]:
-                run_end += int(blens[k])
-                continue
-            if run_start >= 0:
-                assert view is not None
-                yield from copy_slices(view, run_start, run_end)
-            run_start, run_end = int(src_off[k]), int(src_off[k] + blens[k])
-            continue
-        if run_start >= 0:
             assert view is not None
-            yield from copy_slices(view, run_start, run_end)
-            run_start = -1
-        i = order_list[k]
-        yield classic_encrypt(out.new_data[i], int(out.crcs[i]))
-    if run_start >= 0:
-        assert view is not None
-        yield from copy_slices(view, run_start, run_end)
+            yield from copy_slices(view, int(src_off[k]), int(src_off[stop - 1] + blens[stop - 1]))
+        else:
+            i = order_list[k]
+            yield classic_encrypt(out.new_data[i], int(out.crcs[i]))
     if trailing:
         yield trailing
