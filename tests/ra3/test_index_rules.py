@@ -292,3 +292,23 @@ def test_unknown_element_reported(tmp_path: Path) -> None:
     diags = QueryApi(index).list_diagnostics(code="UNKNOWN_ELEMENT")["diagnostics"]
     assert [(d["file"], d["line"]) for d in diags] == [("Data/Weapons.xml", 9)]
     assert "<Behaviours>" in diags[0]["message"] and "<GameObject>" in diags[0]["message"]
+
+
+def test_cross_file_duplicate_ids_reported_unless_override(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    weapons = project / "Data" / "Weapons.xml"
+    weapons.write_text(
+        weapons.read_text("utf-8").replace(
+            "</AssetDeclaration>", '  <LogicCommandSet id="sampletankcommandset"/>\n</AssetDeclaration>'
+        ),
+        "utf-8",
+    )
+    index = ModIndex(detect_project(project))
+    index.build()
+    diags = QueryApi(index).list_diagnostics(code="DUPLICATE_ASSET")["diagnostics"]
+    assert sorted((d["file"], d["line"]) for d in diags) == [
+        ("Data/Units/SampleTank.xml", 26),
+        ("Data/Weapons.xml", 8),
+    ]
+    # SampleTank is also defined twice (mod + SageXml copy), but one inherits from the other: no report
+    assert not [d for d in diags if "SampleTank:" in d["message"] and "GameObject" in d["message"]]

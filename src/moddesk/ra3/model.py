@@ -375,10 +375,11 @@ class IndexData:
         return Resolution(RESOLVED if len(keys) == 1 else AMBIGUOUS, keys)
 
     def reference_diagnostics(self) -> list[Diagnostic]:
-        """Unresolved strong references and ambiguous references, with file:line (computed, never stale)."""
+        """Unresolved / ambiguous references, inheritFrom visibility and cross-file duplicate ids, with
+        file:line (computed from the current maps, so never stale)."""
         if self._ref_diags is not None:
             return self._ref_diags
-        out: list[Diagnostic] = []
+        out: list[Diagnostic] = self._duplicate_diagnostics()
         for r in self.refs():
             if r.kind == FILE:
                 continue
@@ -408,6 +409,27 @@ class IndexData:
                     )
                 )
         self._ref_diags = out
+        return out
+
+    def _duplicate_diagnostics(self) -> list[Diagnostic]:
+        """The same (type, id) defined in several project files, unless one overrides (`inheritFrom` itself)."""
+        out: list[Diagnostic] = []
+        for key, defs in self.by_key.items():
+            mine = [d for d in defs if d.origin == "project"]
+            if len({d.file for d in mine}) < 2:
+                continue
+            if any(d.inherit_from and d.inherit_from.rsplit(":", 1)[-1].lower() == key[1] for d in mine):
+                continue  # the override idiom: a copy that inherits from the other on purpose
+            where = ", ".join(sorted(f"{d.file}:{d.line}" for d in mine))
+            for d in mine:
+                out.append(
+                    Diagnostic(
+                        "DUPLICATE_ASSET",
+                        d.file,
+                        d.line,
+                        f"{d.type}:{d.id} is defined {len(mine)} times ({where})",
+                    )
+                )
         return out
 
     def _inherit_problem(self, ref: RefSite, target: Key) -> tuple[str, str] | None:
