@@ -5,16 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from moddesk.kit.cursor import CursorCodec, canonical_json
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.pvf.annotations.builtin import builtin_documents
-from moddesk.pvf.annotations.engine import EngineResult, Hit, explain_view, section_path_matches
+from moddesk.pvf.annotations.engine import EngineResult, Hit, explain_view
 from moddesk.pvf.annotations.model import (
     ANNOTATION_TYPES,
     SUPPORTED_VERSIONS,
@@ -25,13 +24,12 @@ from moddesk.pvf.annotations.model import (
     normalize_section_pattern,
     parse_document_text,
 )
-from moddesk.pvf.annotations.pathmatch import glob_literal_extension, glob_match
 from moddesk.pvf.annotations.relations import ArchiveLookup, ListCache, Resolver
+from moddesk.pvf.annotations.rulesearch import Ranked, RuleQuery, rank
 from moddesk.pvf.annotations.script import ScriptView, normalize_newlines, parse_script
-from moddesk.pvf.annotations.snapshot import LAYER_ORDER, Entry, Layer, Snapshot, activate
+from moddesk.pvf.annotations.snapshot import LAYER_ORDER, Layer, Snapshot, activate
 
 SCHEMA_VERSION = 1
-SUMMARY_CHARS = 512
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 DEFAULT_VALUES_LIMIT = 50
@@ -39,11 +37,9 @@ MAX_VALUES_LIMIT = 100
 MAX_DEFINITION_BYTES = 128 * 1024
 PAGE_BYTE_CAP = 96 * 1024
 MAX_WARNINGS = 50
-MAX_MATCHED_VALUES = 5
 MAX_ISSUES_REPORTED = 50
 EXPLAIN_CACHE_SIZE = 8
 SEARCH_CACHE_SIZE = 16
-_JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
 register_codes(
     {
@@ -76,18 +72,6 @@ def _limit(value: int | None, default: int, maximum: int, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise _bad(f"{name} must be an integer from 1 to {maximum}")
     return value
-
-
-def _summary(text: str) -> tuple[str, bool]:
-    """At most 512 characters; the cut backs off so no combining mark or joiner is orphaned."""
-    if len(text) <= SUMMARY_CHARS:
-        return text, False
-    cut = SUMMARY_CHARS - 1
-    while cut > 0 and (
-        unicodedata.combining(text[cut]) or text[cut] in _JOINERS or text[cut - 1] in _JOINERS
-    ):
-        cut -= 1
-    return text[:cut] + "…", True
 
 
 def _json_size(value: Any) -> int:
@@ -135,9 +119,7 @@ class AnnotationDocs:
         self._codec = codec or CursorCodec()
         self._lists = ListCache()
         # Next pages of one query re-use its ranking (keyed by rules revision + normalised query).
-        self._search_cache: OrderedDict[
-            tuple[str, str], list[tuple[tuple[Any, ...], Callable[[], dict[str, Any]]]]
-        ] = OrderedDict()
+        self._search_cache: OrderedDict[tuple[str, str], list[Ranked]] = OrderedDict()
         # Paging through one file re-uses its computed hits (keyed by everything they depend on).
         self._explained_cache: OrderedDict[
             tuple[str, str, str, str | None], tuple[ScriptView, EngineResult]
@@ -273,20 +255,21 @@ class AnnotationDocs:
             if scored is not None:
                 self._search_cache.move_to_end(cache_key)
         if scored is None:
-            scored = self._rank(
+            scored = rank(
                 snap,
-                terms,
-                norm_path,
-                path_kind,
-                exts,
-                sect,
-                kind_set,
-                tkinds,
-                atypes,
-                relation,
-                pvf_version,
-                version,
-                status,
+                RuleQuery(
+                    terms=tuple(terms),
+                    path=norm_path,
+                    path_kind=path_kind,
+                    extensions=tuple(exts),
+                    section=sect,
+                    kinds=frozenset(kind_set),
+                    target_kinds=frozenset(tkinds),
+                    annotation_types=frozenset(atypes),
+                    relation=relation,
+                    version=version,
+                    status=status,
+                ),
             )
             with self._lock:
                 self._search_cache[cache_key] = scored
@@ -309,50 +292,6 @@ class AnnotationDocs:
             "nextCursor": next_cursor,
             "truncated": truncated,
         }
-
-    def _rank(
-        self,
-        snap: Snapshot,
-        terms: list[str],
-        norm_path: str | None,
-        path_kind: str,
-        exts: list[str],
-        sect: str | None,
-        kind_set: set[str],
-        tkinds: set[str],
-        atypes: set[str],
-        relation: str | None,
-        pvf_version: str,
-        version: str | None,
-        status: str,
-    ) -> list[tuple[tuple[Any, ...], Callable[[], dict[str, Any]]]]:
-        """Every matching definition in result order, each with a lazy item builder."""
-        scored: list[tuple[tuple[Any, ...], Callable[[], dict[str, Any]]]] = []
-        for entry in snap.entries:
-            item = self._search_item(
-                entry,
-                terms,
-                norm_path,
-                path_kind,
-                exts,
-                sect,
-                kind_set,
-                tkinds,
-                atypes,
-                relation,
-                pvf_version,
-                version,
-                status,
-            )
-            if item is not None:
-                score, build = item
-                layer_rank = (
-                    LAYER_ORDER.index(entry.layer) if entry.layer in LAYER_ORDER else len(LAYER_ORDER)
-                )
-                key = (-score, 0 if entry.kind == "rule" else 1, entry.id, layer_rank, entry.order)
-                scored.append((key, build))
-        scored.sort(key=lambda pair: pair[0])
-        return scored
 
     @staticmethod
     def _version(pvf_version: str, workspace_id: str | None, current_version: str | None) -> str | None:
@@ -377,147 +316,6 @@ class AnnotationDocs:
                 supportedVersions=list(SUPPORTED_VERSIONS),
             )
         return pvf_version
-
-    @staticmethod
-    def _search_item(
-        entry: Entry,
-        terms: list[str],
-        path: str | None,
-        path_kind: str,
-        exts: list[str],
-        sect: str | None,
-        kind_set: set[str],
-        tkinds: set[str],
-        atypes: set[str],
-        relation: str | None,
-        pvf_version: str,
-        version: str | None,
-        status: str,
-    ) -> tuple[int, Callable[[], dict[str, Any]]] | None:
-        if entry.kind not in kind_set:
-            return None
-        res = entry.resolved
-        reasons: list[str] = []
-        effective = entry.effective
-        why_not = list(entry.reasons)
-        if res is not None and version is not None and not res.applies_to_version(version):
-            effective = False
-            why_not.append(f"applies to {', '.join(res.pvf_versions)} only, not {version}")
-        if status == "effective" and not effective:
-            return None
-        needs_res = bool(tkinds or atypes or relation or sect or path or exts)
-        if needs_res and res is None:
-            return None
-        applicability = "unknown"
-        if res is not None:
-            if tkinds and res.target.kind not in tkinds:
-                return None
-            if tkinds:
-                reasons.append("targetKinds")
-            if atypes and res.annotation.type not in atypes:
-                return None
-            if atypes:
-                reasons.append("annotationTypes")
-            if relation is not None and res.annotation.relation != relation:
-                return None
-            if relation is not None:
-                reasons.append("relation")
-            if sect is not None:
-                pattern = res.target.section
-                if pattern is None:
-                    return None
-                want = sect.casefold()
-                if not (
-                    pattern.casefold() == want
-                    or pattern.casefold().rsplit("/", 1)[-1] == want.rsplit("/", 1)[-1]
-                    or section_path_matches(pattern, want)
-                ):
-                    return None
-                reasons.append("section")
-            proven = True
-            if exts:
-                verdict = _extension_verdict(res.match.extensions, res.match.glob, exts)
-                if verdict is None:
-                    return None
-                proven = verdict
-                reasons.append("extensions")
-            if path is not None:
-                if path_kind == "directory":
-                    if (
-                        res.target.kind != "directory"
-                        or res.match.glob is None
-                        or not glob_match(res.match.glob, path)
-                    ):
-                        return None
-                elif res.target.kind == "directory":
-                    if res.match.glob is None or not any(
-                        glob_match(res.match.glob, d) for d in _ancestors(path)
-                    ):
-                        return None
-                elif not res.matches_path(path):
-                    return None
-                proven = True
-                reasons.append("filePath")
-            if (path is not None or exts) and proven and version is not None:
-                applicability = "matched"
-        elif path is not None or exts:
-            return None
-        score = 0
-        if terms:
-            for term in terms:
-                if term not in entry.search_text:
-                    return None
-                if term in entry.strong_text:
-                    score += 100
-                elif any(term in s for s in entry.strong_text):
-                    score += 10
-                else:
-                    score += 1
-            reasons.append("query")
-
-        def build() -> dict[str, Any]:
-            """The item, built only for the page actually returned."""
-            ann = res.annotation if res is not None else None
-            text = (
-                entry.definition.description
-                or (ann.content if ann else "")
-                or (ann.title if ann else entry.id)
-            )
-            summary, truncated = _summary(text)
-            item: dict[str, Any] = {
-                "documentId": entry.document_id,
-                "kind": entry.kind,
-                "ruleId": entry.id if entry.kind == "rule" else None,
-                "fieldId": entry.id if entry.kind == "field" else (res.field_id if res else None),
-                "title": ann.title if ann else None,
-                "summary": summary,
-                "summaryTruncated": truncated,
-                "section": res.target.section if res else None,
-                "targetKind": res.target.kind if res else None,
-                "annotationType": ann.type if ann else None,
-                "pvfVersions": list(res.pvf_versions if res else entry.definition.pvf_versions),
-                "effective": effective,
-                "status": entry.status if effective or entry.status != "effective" else "not_applicable",
-                "source": entry.source_category,
-                "applicability": applicability,
-                "matchReasons": reasons,
-                "valueCount": len(ann.values) if ann else 0,
-                "relation": ann.relation if ann else None,
-            }
-            if not effective:
-                item["reasons"] = why_not
-            if terms and ann is not None and ann.values:
-                hits = [
-                    {"key": k, "label": v}
-                    for k, v in ann.values
-                    if any(t in k.casefold() or t in v.casefold() for t in terms)
-                ]
-                if hits:
-                    item["matchedValues"] = hits[:MAX_MATCHED_VALUES]
-                    item["matchedValueCount"] = len(hits)
-            return item
-
-        return score, build
 
     # -- get --------------------------------------------------------------------------------
 
@@ -784,25 +582,6 @@ def _render_hit(hit: Hit, view: Any, resolver: Resolver) -> dict[str, Any]:
             item["reference"] = resolver.resolve(relation, ref_id, context)
     item.update(view.positions.locate(hit.start, hit.end))
     return item
-
-
-def _ancestors(path: str) -> list[str]:
-    parts = path.split("/")[:-1]
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def _extension_verdict(rule_exts: Sequence[str], glob: str | None, wanted: list[str]) -> bool | None:
-    """True: provably applies; False: may apply (unknown); None: provably does not."""
-    if rule_exts:
-        if not any(e in wanted for e in rule_exts):
-            return None
-        return glob is None or glob_literal_extension(glob) is not None
-    if glob is None:
-        return True
-    literal = glob_literal_extension(glob)
-    if literal is None:
-        return False
-    return True if literal in wanted else None
 
 
 def _expand_relations(snap: Snapshot, name: str | None) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
