@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 
 from moddesk.ra3 import endpoints
 from moddesk.ra3.endpoints import endpoint_path_for_project, read_endpoint_for_project
+from moddesk.ra3.mcp import LIVE_TIMEOUT_ENV
 
 
 def _corpora() -> Path | None:
@@ -51,7 +52,7 @@ def test_watch_real_mod_building_then_live_then_incremental(
     project = tmp_path / "sdk" / "Mods" / "RA3 Undecided"
     shutil.copytree(CORPORA / "sage" / "ra3-nhbt", project)
     schema = CORPORA / "sage" / "ra3-schemas" / "xsd" / "CnC3Types.xsd"
-    env = {**os.environ, endpoints.HOME_ENV: str(home)}
+    env = {**os.environ, endpoints.HOME_ENV: str(home), LIVE_TIMEOUT_ENV: "10"}
     monkeypatch.setenv(endpoints.HOME_ENV, str(home))  # for reading the endpoint files here
     watch = subprocess.Popen(
         [

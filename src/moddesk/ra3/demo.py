@@ -211,6 +211,7 @@ def run(console: Console) -> None:
     from mcp import Client, StdioServerParameters
 
     from moddesk.ra3.endpoints import HOME_ENV
+    from moddesk.ra3.mcp import LIVE_TIMEOUT_ENV
     from moddesk.ra3.watch import Watcher
 
     with tempfile.TemporaryDirectory(prefix="moddesk-ra3-demo-") as tmp:
@@ -227,7 +228,7 @@ def run(console: Console) -> None:
             params = StdioServerParameters(
                 command=sys.executable,
                 args=["-m", "moddesk.ra3.cli", "mcp", "--project", str(project)],
-                env={**os.environ},
+                env={**os.environ, LIVE_TIMEOUT_ENV: "10"},  # patient on a busy machine
             )
             watcher = Watcher([project], quiet_seconds=0.5).start()
 

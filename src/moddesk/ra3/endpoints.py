@@ -9,8 +9,10 @@ that wrote them, and only while they still carry its own token.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -145,6 +147,15 @@ def is_process_alive(pid: int, create_time: float | None = None) -> bool:
         return True  # exists, owned by someone else: treat as alive, the HTTP probe decides
 
 
+def _write_private(path: Path, text: str) -> None:
+    """Atomic write of a file only the user may read (it holds a bearer token)."""
+    if sys.platform != "win32":
+        # the atomic writer keeps the mode of the file it replaces: start from an empty 0600 file
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    atomic_write_text(path, text)
+
+
 def read_endpoint(path: Path) -> Endpoint | None:
     """Read one endpoint file; None when absent or unreadable (a half-written file never exists)."""
     try:
@@ -218,11 +229,11 @@ class EndpointPublisher:
             path = endpoint_path_for_project(project)
             if only_missing and path.exists():
                 continue  # present: ours, or another live indexer's; never fight over it
-            atomic_write_text(path, self._record(project, [project]).to_json())
+            _write_private(path, self._record(project, [project]).to_json())
             written.append(path)
         path = global_endpoint_path()
         if normalized and not (only_missing and path.exists()):
-            atomic_write_text(path, self._record(normalized[0], normalized).to_json())
+            _write_private(path, self._record(normalized[0], normalized).to_json())
             written.append(path)
         self._written.update(written)
         return written

@@ -29,6 +29,8 @@ from moddesk.ra3.snapshot import SnapshotSource, previous_path, snapshot_path
 SKILL_DIR = Path(__file__).parent / "skill"
 WAIT_POLL_SECONDS = 0.25
 DEFAULT_WAIT_SECONDS = 30.0
+DEFAULT_LIVE_TIMEOUT = 1.5
+LIVE_TIMEOUT_ENV = "RA3MODXML_LIVE_TIMEOUT"
 MAX_WAIT_SECONDS = 120.0
 
 INSTRUCTIONS = (
@@ -139,7 +141,7 @@ class Ra3Backend:
         self,
         project_dir: str | os.PathLike[str],
         *,
-        live_timeout: float = 1.5,
+        live_timeout: float = DEFAULT_LIVE_TIMEOUT,
         negative_ttl: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -432,6 +434,15 @@ def build_server(backend: Ra3Backend) -> MCPServer:
     return server
 
 
+def live_timeout_from_env() -> float:
+    """The live query timeout: 1.5 s (seed §10), or `$RA3MODXML_LIVE_TIMEOUT` on a slow machine."""
+    try:
+        value = float(os.environ.get(LIVE_TIMEOUT_ENV, "") or DEFAULT_LIVE_TIMEOUT)
+    except ValueError:
+        return DEFAULT_LIVE_TIMEOUT
+    return min(max(value, 0.1), 60.0)
+
+
 def serve(project_dir: str | os.PathLike[str]) -> None:
     """Run the stdio MCP server for one project until the client disconnects."""
-    serve_stdio(build_server(Ra3Backend(project_dir)))
+    serve_stdio(build_server(Ra3Backend(project_dir, live_timeout=live_timeout_from_env())))
