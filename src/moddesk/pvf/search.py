@@ -156,22 +156,32 @@ class ContentIndex:
         """
         items: list[tuple[str, bytes | None]] = []
         for count, (path, text) in enumerate(entries, 1):
-            folded = None if text is None else text.casefold().encode("utf-8", "surrogatepass") + _SEPARATOR
-            items.append((normalize_path(path), folded))
+            items.append((normalize_path(path), fold_text(text)))
             if count % 2000 == 0:
                 if progress is not None:
                     progress(count)
                 if check_cancelled is not None:
                     check_cancelled()
-        items.sort(key=lambda item: item[0])
-        paths = [path for path, data in items if data is not None]
+        return cls.assemble(items)
+
+    @classmethod
+    def assemble(cls, items: list[tuple[str, bytes | None]]) -> ContentIndex:
+        """The index of already folded ``(normalised path, fold_text(text))`` items (first path wins)."""
+        seen: set[str] = set()
+        unique = []
+        for path, data in items:
+            if path not in seen:
+                seen.add(path)
+                unique.append((path, data))
+        unique.sort(key=lambda item: item[0])
+        paths = [path for path, data in unique if data is not None]
         lengths = np.fromiter(
-            (len(data) for _, data in items if data is not None), dtype=np.int64, count=len(paths)
+            (len(data) for _, data in unique if data is not None), dtype=np.int64, count=len(paths)
         )
         offsets = np.zeros(len(paths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        corpus = b"".join(data for _, data in items if data is not None)
-        return cls(paths, corpus, offsets, [path for path, _ in items])
+        corpus = b"".join(data for _, data in unique if data is not None)
+        return cls(paths, corpus, offsets, [path for path, _ in unique])
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -288,6 +298,11 @@ class ContentIndex:
             ordinal = int(np.searchsorted(offsets, pos, side="right")) - 1
             yield ordinal
             pos = int(offsets[ordinal + 1])
+
+
+def fold_text(text: str | None) -> bytes | None:
+    """What the index stores for one text: case-folded UTF-8 plus the separator (None: binary)."""
+    return None if text is None else text.casefold().encode("utf-8", "surrogatepass") + _SEPARATOR
 
 
 def check_regex(pattern: str, case_sensitive: bool) -> re.Pattern[str]:
