@@ -38,15 +38,9 @@ INVALID_VERSION, DOCUMENT_NOT_FOUND, DEFINITION_TOO_LARGE, SECTION_NOT_FOUND, RU
 """
 
 from moddesk.pvf.annotations.docs import AnnotationDocs, parse_user_texts, user_rule_sources
+from moddesk.pvf.annotations.loader import parse_document, parse_document_text
 from moddesk.pvf.annotations.lookup import DirectoryLookup, MappingLookup
-from moddesk.pvf.annotations.model import (
-    SUPPORTED_VERSIONS,
-    RuleDocument,
-    RuleIssue,
-    RuleValidationError,
-    parse_document,
-    parse_document_text,
-)
+from moddesk.pvf.annotations.model import SUPPORTED_VERSIONS, RuleDocument, RuleIssue, RuleValidationError
 from moddesk.pvf.annotations.relations import ArchiveLookup
 from moddesk.pvf.annotations.script import ScriptView, parse_script
 

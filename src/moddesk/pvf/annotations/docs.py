@@ -14,6 +14,7 @@ from moddesk.kit.cursor import CursorCodec, canonical_json
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.pvf.annotations.builtin import builtin_documents
 from moddesk.pvf.annotations.engine import EngineResult, Hit, explain_view
+from moddesk.pvf.annotations.loader import parse_document_text
 from moddesk.pvf.annotations.model import (
     ANNOTATION_TYPES,
     SUPPORTED_VERSIONS,
@@ -22,7 +23,6 @@ from moddesk.pvf.annotations.model import (
     RuleValidationError,
     normalize_archive_path,
     normalize_section_pattern,
-    parse_document_text,
 )
 from moddesk.pvf.annotations.relations import ArchiveLookup, ListCache, Resolver
 from moddesk.pvf.annotations.rulesearch import Ranked, RuleQuery, rank

@@ -5,7 +5,8 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-from moddesk.pvf.annotations.model import RuleDocument, parse_document_text
+from moddesk.pvf.annotations.loader import parse_document_text
+from moddesk.pvf.annotations.model import RuleDocument
 
 BUILTIN_FILES: tuple[str, ...] = (
     "common.json",
