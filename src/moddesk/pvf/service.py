@@ -26,6 +26,7 @@ from moddesk.kit.ledger import LOCAL_SCOPE, RequestLedger
 from moddesk.kit.plans import PlanRegistry
 from moddesk.kit.tasks import TaskContext, TaskManager
 from moddesk.pvf.annotations import AnnotationDocs, parse_user_texts, user_rule_sources
+from moddesk.pvf.archive import PvfFormatError
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.history import History
 from moddesk.pvf.search import (
@@ -380,6 +381,8 @@ class PvfService:
                             previous is not None and previous.revision != expected_revision
                         ):
                             candidate.close()
+                            if history is not None:
+                                history.close()
                             raise pvf_error(
                                 "STALE_WORKSPACE", "the workspace changed while opening", field="revision"
                             )
@@ -815,7 +818,12 @@ class PvfService:
         # every other entry still holds its (immutable) base text, so the scan runs unlocked
         # and edits made meanwhile do not wait for it nor leak into this page
         searcher = Searcher(index, changed, deleted, ws.base_text_or_none)
-        page = searcher.page(spec, after, limit=limit, byte_cap=byte_cap)
+        try:
+            page = searcher.page(spec, after, limit=limit, byte_cap=byte_cap)
+        except PvfFormatError as exc:
+            if exc.code == "CLOSED":  # the archive was closed or switched while this page ran
+                raise pvf_error("STALE_WORKSPACE", "the workspace was closed during the search") from exc
+            raise
         next_cursor = (
             self.cursors.encode(identity, list(page.next_position), revision) if page.next_position else None
         )
@@ -843,6 +851,7 @@ class PvfService:
         with self._state:
             ws = self._require_workspace(workspace_id)
         with ws.lock:
+            _check_open(ws)
             self._check_revision(ws, expected_revision)
             revision = ws.revision
             name = normalize_path(path)
@@ -991,6 +1000,7 @@ class PvfService:
             ws = self._require_workspace(workspace_id)
         name = normalize_path(path)
         with ws.lock:  # the committed text and its revision, read together
+            _check_open(ws)
             self._check_revision(ws, expected_revision)
             revision = ws.revision
             if not ws.exists(name):
@@ -1049,6 +1059,12 @@ def _digest(value: str | bytes | None) -> str | None:
         return None
     data = value.encode("utf-8") if isinstance(value, str) else value
     return ("t:" if isinstance(value, str) else "b:") + hashlib.sha256(data).hexdigest()
+
+
+def _check_open(ws: Workspace) -> None:
+    """STALE_WORKSPACE when ``ws`` was closed or switched after the caller looked it up."""
+    if ws.closed:
+        raise pvf_error("STALE_WORKSPACE", "the workspace was closed", field="workspaceId")
 
 
 def _local_file(path: str) -> Path:

@@ -89,6 +89,7 @@ class Workspace:
         self._saved: dict[str, Content] = {}
         self._touched: set[str] = set()
         self.history_origin: dict[str, str | None] = {}
+        self.closed = False
 
     @classmethod
     def open(cls, path: Path, progress: Callable[[int], None] | None = None) -> Workspace:
@@ -118,6 +119,7 @@ class Workspace:
 
     def close(self) -> None:
         with self.lock:
+            self.closed = True
             self.archive.close()
 
     # ------------------------------------------------------------------ facts
