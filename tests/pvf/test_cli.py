@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from moddesk.pvf.archive import Archive
@@ -166,3 +168,25 @@ def test_serve_port_in_use_is_a_clear_error(archive: Path, config_dir: Path) -> 
         )
     assert done.returncode == 2
     assert "PORT_IN_USE" in done.stderr and str(port) in done.stderr
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=80))
+@example(text="mcp = 5")
+@example(text="[mcp]\nport = 1e400")
+@example(text='[mcp]\nenabled = "no"')
+@example(text="[mcp]\nport = 70000")
+def test_settings_file_parses_or_is_config_invalid(text: str) -> None:
+    """Property: any pvf.toml content loads as settings or raises CONFIG_INVALID, nothing else."""
+    import tempfile
+
+    from moddesk.kit.errors import ServiceError
+    from moddesk.pvf.serve import McpSettings, load_settings
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "pvf.toml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            assert isinstance(load_settings(path), McpSettings)
+        except ServiceError as exc:
+            assert exc.code == "CONFIG_INVALID"

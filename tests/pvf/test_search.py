@@ -226,3 +226,14 @@ def test_regex_block_scan_stops_on_budget_after_progress() -> None:
     index = ContentIndex.build(texts.items())
     out = list(index.regex_candidates(check_regex("nothing", False), 0, len(index), 0.0, block_bytes=256))
     assert len(out) == 1 and out[0] < -1  # one block was scanned, then the budget stopped it
+
+
+@settings(max_examples=200, deadline=None)
+@given(pattern=st.text(max_size=40), mode=st.sampled_from(["content", "path", "regex"]))
+def test_any_query_text_is_accepted_or_invalid_pattern(pattern: str, mode: str) -> None:
+    """Property: a query either runs or raises INVALID_PATTERN, never another exception."""
+    try:
+        query = SearchQuery(mode, pattern)  # type: ignore[arg-type]
+        searcher().page(query, limit=5)
+    except ServiceError as exc:
+        assert exc.code == "INVALID_PATTERN"

@@ -63,15 +63,27 @@ def load_settings(path: Path | None = None) -> McpSettings:
     except FileNotFoundError:
         return McpSettings()
     try:
-        section = tomlkit.parse(text).get("mcp", {})
-        return McpSettings(bool(section.get("enabled", True)), int(section.get("port", DEFAULT_PORT)))
-    except (tomlkit.exceptions.TOMLKitError, TypeError, ValueError) as exc:
-        raise ServiceError(
-            "CONFIG_INVALID",
-            f"{target} is not valid: {exc}",
-            hint="Fix or delete the file; it was left untouched.",
-            path=str(target),
-        ) from exc
+        section = tomlkit.parse(text).unwrap().get("mcp", {})
+    except tomlkit.exceptions.TOMLKitError as exc:
+        raise _config_invalid(target, str(exc)) from exc
+    if not isinstance(section, dict):
+        raise _config_invalid(target, "[mcp] must be a table")
+    enabled = section.get("enabled", True)
+    port = section.get("port", DEFAULT_PORT)
+    if not isinstance(enabled, bool):
+        raise _config_invalid(target, "mcp.enabled must be true or false")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise _config_invalid(target, "mcp.port must be a whole number from 0 to 65535")
+    return McpSettings(enabled, port)
+
+
+def _config_invalid(path: Path, problem: str) -> ServiceError:
+    return ServiceError(
+        "CONFIG_INVALID",
+        f"{path} is not valid: {problem}",
+        hint="Fix or delete the file; it was left untouched.",
+        path=str(path),
+    )
 
 
 def save_settings(settings: McpSettings, path: Path | None = None) -> Path:
