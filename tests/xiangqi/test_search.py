@@ -85,11 +85,11 @@ def test_mated_side_reports_negative_mate() -> None:
 @pytest.mark.parametrize(
     ("fen", "good"),
     [
-        # a free black rook on a5 for the red cannon jump c5xa5? no screen: the rook c5 takes it
+        # the red rook on c5 wins the undefended black rook on a5
         ("3k5/9/9/9/r1R6/9/9/9/9/4K4 w", {"c5a5"}),
-        # the red rook on b3 is attacked by the horse c5 and must move (or take something)
+        # the red rook on b3 is attacked by the black horse on c5 and must not stay there
         ("3k5/9/9/9/2n6/9/1R7/9/9/4K4 w", None),
-        # black to move: the red cannon on e4 hangs to the black rook e9? no, the king shields: take the horse
+        # black to move: the black rook on e5 wins the undefended red horse on e4
         ("4k4/9/9/9/4r4/4N4/9/9/9/3K5 b", {"e5e4"}),
     ],
 )
