@@ -213,8 +213,7 @@ class StringPools:
             ):
                 if good:
                     out[m] = w[st:en].decode("utf-16-le", errors="surrogatepass")
-        self._cache.update(out)
-        return out
+        return out  # not cached: a million file names would stay in memory twice
 
     def _build_index(self) -> dict[str, int]:
         index: dict[str, int] = {}

@@ -298,6 +298,8 @@ _OPEN, _CLOSE, _NUM, _STR = 0, 1, 2, 3
 #: Rendered pieces of string units per string source (sources only ever append, so entries stay true).
 _PIECES: WeakKeyDictionary[object, dict[int, tuple[int, str]]] = WeakKeyDictionary()
 _FLOATS: dict[int, str] = {}
+#: Strings used by many files (tags, common values) are cached; list paths used once stop filling it.
+PIECE_CACHE_LIMIT = 1 << 17
 
 
 def _float_piece(v: int) -> str:
@@ -362,7 +364,8 @@ def _view_items(
                     append((_STR, f"{{{number}={_signed(v)}}}"))
                     i += 1
                     continue
-                cache[key] = piece
+                if len(cache) < PIECE_CACHE_LIMIT:
+                    cache[key] = piece
             append(piece)
             i += 1
             continue
