@@ -273,3 +273,23 @@ def test_byte_cap_truncates_pages_honestly() -> None:
         seen.extend(page["annotations"])
         cursor = page["nextCursor"]
     assert [a["occurrence"] for a in seen] == list(range(60))
+
+
+def test_each_list_is_read_once_per_explain() -> None:
+    from annotations_testkit import ARCHIVE
+
+    from moddesk.pvf.annotations import MappingLookup
+
+    class CountingLookup(MappingLookup):
+        def __init__(self) -> None:
+            super().__init__(ARCHIVE)
+            self.reads: list[str] = []
+
+        def read_text(self, path: str) -> str | None:
+            self.reads.append(path)
+            return super().read_text(path)
+
+    counting = CountingLookup()
+    out = explain(make_docs(), lookup=counting)
+    assert len([a for a in out["annotations"] if a["ruleIds"] == ["wpn.set"]]) == 3
+    assert counting.reads.count("weapon/weapon.lst") == 1

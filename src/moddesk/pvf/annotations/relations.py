@@ -130,6 +130,16 @@ class Resolver:
         self._lookup = lookup
         self._cache = cache
         self._names: dict[tuple[str, str], str | None] = {}
+        # One read per list per call: a workspace may render a big .lst on every read.
+        self._lists: dict[tuple[str, str], ListIndex | None] = {}
+
+    def _list(self, spec: RelationSpec, list_path: str) -> ListIndex | None:
+        key = (spec.name, list_path)
+        if key not in self._lists:
+            assert self._lookup is not None
+            text = self._lookup.read_text(list_path)
+            self._lists[key] = None if text is None else self._cache.get(spec, list_path, text)
+        return self._lists[key]
 
     def resolve(self, relation: str, ref_id: str, context: str | None) -> dict[str, Any]:
         """The seed's reference block for one id."""
@@ -176,14 +186,13 @@ class Resolver:
                 "reason": "no archive is available to read lists from",
                 "listPath": list_path,
             }
-        text = self._lookup.read_text(list_path)
-        if text is None:
+        index = self._list(spec, list_path)
+        if index is None:
             return {
                 "resolutionStatus": "missing",
                 "reason": f"list {list_path} is not in the archive",
                 "listPath": list_path,
             }
-        index = self._cache.get(spec, list_path, text)
         target = index.target(ref_id)
         if target is None:
             return {
