@@ -26,9 +26,9 @@ app.add_typer(history_app, name="history")
 console = Console()
 err_console = Console(stderr=True)
 
-# the archive commands (info, ls, cat, extract, pack, generate) live with the formats, and the
-# annotation docs commands (docs search|get|explain|check) with the annotations
-for _module in ("moddesk.pvf.archive_cli", "moddesk.pvf.annotations_cli"):
+# the archive commands (info, ls, cat, extract, pack, generate, verify) live with the formats,
+# `docs …` with the annotations and `script …` with the script runtime; each mounts itself
+for _module in ("moddesk.pvf.archive_cli", "moddesk.pvf.annotations_cli", "moddesk.pvf.scripting.cli"):
     if importlib.util.find_spec(_module) is not None:
         importlib.import_module(_module).register(app)
 
