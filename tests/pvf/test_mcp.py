@@ -392,3 +392,86 @@ def test_editor_window_drafts_over_http(bench: Workbench, archive: Path) -> None
             assert foreign.status_code == 403
 
     anyio.run(flow)
+
+
+def test_save_rules_over_mcp(bench: Workbench, archive: Path, folder: Path) -> None:
+    async def flow() -> None:
+        async with Client(bench.url, read_timeout_seconds=60) as client:
+            opened = await open_archive(client, archive)
+            ws = opened["workspaceId"]
+            rev = bench.service.apply_changes(
+                ws, opened["revision"], {"skill/s3.skl": "#PVF_File\n[name]\n`Z`\n"}
+            )["revision"]
+            target = folder / "copy target.pvf"
+            target.write_bytes(b"keep me")
+            exists = await fails(
+                client,
+                "pvf_archive_save_as",
+                {"workspaceId": ws, "expectedRevision": rev, "path": str(target)},
+            )
+            assert exists["error"] == "TARGET_EXISTS" and target.read_bytes() == b"keep me"
+            stale = dict(exists["targetIdentity"], sha256="0" * 64)
+            changed = await fails(
+                client,
+                "pvf_archive_save_as",
+                {
+                    "workspaceId": ws,
+                    "expectedRevision": rev,
+                    "path": str(target),
+                    "overwrite": True,
+                    "targetIdentity": stale,
+                },
+            )
+            assert changed["error"] == "TARGET_CHANGED" and target.read_bytes() == b"keep me"
+            copied = await ok(
+                client,
+                "pvf_archive_save_as",
+                {
+                    "workspaceId": ws,
+                    "expectedRevision": rev,
+                    "path": str(target),
+                    "overwrite": True,
+                    "targetIdentity": exists["targetIdentity"],
+                },
+            )
+            assert copied["result"]["sourcePath"] == str(archive) and copied["result"]["sourceDirty"] is True
+            info = await ok(client, "pvf_workspace_info", {})
+            assert info["sourcePath"] == str(archive) and info["sourceDirty"] is True
+
+            same = await fails(
+                client,
+                "pvf_archive_save_as",
+                {"workspaceId": ws, "expectedRevision": rev, "path": str(archive)},
+            )
+            assert same["error"] == "SAME_AS_SOURCE"
+
+            archive.write_bytes(archive.read_bytes() + b"\0outside")
+            outside = await fails(client, "pvf_archive_save", {"workspaceId": ws, "expectedRevision": rev})
+            assert outside["error"] == "SOURCE_CHANGED" and outside["taskId"]
+
+            other = write_sample_archive(folder / "Script other.pvf", files=12)
+            rejected = await fails(
+                client,
+                "pvf_archive_open",
+                {
+                    "path": str(other),
+                    "expectedWorkspaceEpoch": info["workspaceEpoch"],
+                    "workspaceId": ws,
+                    "expectedRevision": rev,
+                },
+            )
+            assert rejected["error"] == "UNSAVED_CHANGES"
+            switched = await ok(
+                client,
+                "pvf_archive_open",
+                {
+                    "path": str(other),
+                    "expectedWorkspaceEpoch": info["workspaceEpoch"],
+                    "workspaceId": ws,
+                    "expectedRevision": rev,
+                    "dirtyPolicy": "discard",
+                },
+            )
+            assert switched["result"]["sourcePath"] == str(other)
+
+    anyio.run(flow)
