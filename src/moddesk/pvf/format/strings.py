@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+import numpy.typing as npt
 
 from moddesk.pvf.format.encodings import decode_bytes, encode_text
 from moddesk.pvf.format.errors import PvfFormatError
@@ -177,43 +178,38 @@ class StringPools:
         self._cache[ref] = s
         return s
 
-    def strings_at(self, magics: list[int]) -> dict[int, str]:
-        """Many strings at once: terminators are located with numpy; unresolvable magics are left out."""
-        out: dict[int, str] = {}
+    def strings_at(self, magics: npt.NDArray[np.int64]) -> list[str | None]:
+        """The strings at many magics at once (None where a magic does not resolve).
+
+        Terminators are located with numpy; only the decoding is per string.
+        """
+        out: list[str | None] = [None] * len(magics)
         a = bytes(self.pool_a)
         w = bytes(self.pool_w)
         a_zeros = np.flatnonzero(np.frombuffer(a, dtype=np.uint8) == 0)
-        w_units = np.frombuffer(w[: len(w) & ~1], dtype="<u2")
-        w_zeros = np.flatnonzero(w_units == 0) * 2
-        even = np.asarray([m for m in magics if not m & 1], dtype=np.int64)
-        odd = np.asarray([m for m in magics if m & 1], dtype=np.int64)
-        if len(even):
-            starts = even >> 1
-            ok = starts < len(a)
-            idx = np.searchsorted(a_zeros, starts)
-            ends = np.where(idx < len(a_zeros), a_zeros[np.minimum(idx, max(len(a_zeros) - 1, 0))], len(a))
-            for m, st, en, good in zip(
-                even.tolist(), starts.tolist(), ends.tolist(), ok.tolist(), strict=True
-            ):
-                if good:
-                    raw = a[st:en]
+        w_zeros = np.flatnonzero(np.frombuffer(w[: len(w) & ~1], dtype="<u2") == 0) * 2
+        for odd, pool, zeros in ((0, a, a_zeros), (1, w, w_zeros)):
+            rows = np.flatnonzero((magics & 1) == odd)
+            if not len(rows):
+                continue
+            starts = (magics[rows] >> 1) * (2 if odd else 1)
+            limit = len(pool) & ~1 if odd else len(pool)
+            idx = np.searchsorted(zeros, starts)
+            ends = np.full(len(starts), limit, dtype=np.int64)
+            found = idx < len(zeros)
+            ends[found] = zeros[idx[found]]
+            for r, st, en in zip(rows.tolist(), starts.tolist(), ends.tolist(), strict=True):
+                if st >= len(pool):
+                    continue
+                raw = pool[st:en]
+                if odd:
+                    out[r] = raw.decode("utf-16-le", errors="surrogatepass")
+                else:
                     try:
-                        out[m] = raw.decode("utf-8")
+                        out[r] = raw.decode("utf-8")
                     except UnicodeDecodeError:
-                        out[m] = decode_bytes(raw, "gb18030")
-        if len(odd):
-            starts = (odd >> 1) * 2
-            ok = starts < len(w)
-            idx = np.searchsorted(w_zeros, starts)
-            ends = np.where(
-                idx < len(w_zeros), w_zeros[np.minimum(idx, max(len(w_zeros) - 1, 0))], len(w) & ~1
-            )
-            for m, st, en, good in zip(
-                odd.tolist(), starts.tolist(), ends.tolist(), ok.tolist(), strict=True
-            ):
-                if good:
-                    out[m] = w[st:en].decode("utf-16-le", errors="surrogatepass")
-        return out  # not cached: a million file names would stay in memory twice
+                        out[r] = decode_bytes(raw, "gb18030")
+        return out
 
     def _build_index(self) -> dict[str, int]:
         index: dict[str, int] = {}
