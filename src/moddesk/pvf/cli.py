@@ -28,7 +28,12 @@ err_console = Console(stderr=True)
 
 # the archive commands (info, ls, cat, extract, pack, generate, verify) live with the formats,
 # `docs …` with the annotations and `script …` with the script runtime; each mounts itself
-for _module in ("moddesk.pvf.archive_cli", "moddesk.pvf.annotations_cli", "moddesk.pvf.scripting.cli"):
+for _module in (
+    "moddesk.pvf.archive_cli",
+    "moddesk.pvf.annotations_cli",
+    "moddesk.pvf.scripting.cli",
+    "moddesk.pvf.transfer.cli",
+):
     if importlib.util.find_spec(_module) is not None:
         importlib.import_module(_module).register(app)
 

@@ -1037,12 +1037,14 @@ class PvfService:
         for task_id in self.tasks.active():
             with contextlib.suppress(ServiceError):
                 self.tasks.cancel(task_id)
-        self.plans.clear()
         with self._state:
+            # facades first: they free what their pending plans hold (spilled import bytes, workers)
             for facade in self._shared.values():
                 close = getattr(facade, "close", None)
                 if callable(close):
                     close()
+        self.plans.clear()
+        with self._state:
             if self.workspace is not None:
                 self.workspace.close()
             if self.history is not None:
