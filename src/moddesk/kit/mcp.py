@@ -133,6 +133,19 @@ def _wrap(
     return wrapper
 
 
+def compact_schema(schema: Any) -> Any:
+    """The schema without pydantic's generated ``title`` strings (they restate the names).
+
+    Tool lists are paid for in every conversation; titles are a third of their bytes. A
+    property that is itself called ``title`` maps to a schema (a dict), so it is kept.
+    """
+    if isinstance(schema, dict):
+        return {k: compact_schema(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [compact_schema(v) for v in schema]
+    return schema
+
+
 def add_tool(
     server: MCPServer,
     fn: Callable[..., Any],
@@ -159,13 +172,21 @@ def add_tool(
         idempotent_hint=True if read_only else idempotent,
         open_world_hint=open_world,
     )
+    tool_name = name or fn.__name__
     server.add_tool(
         _wrap(fn, text, error_text),
-        name=name or fn.__name__,
+        name=tool_name,
         title=title,
         description=description or inspect.getdoc(fn),
         annotations=annotations,
     )
+    # the SDK has no public accessor for a registered tool; its schemas are plain dicts
+    tool = server._tool_manager.get_tool(tool_name)
+    if tool is not None:
+        tool.parameters = compact_schema(tool.parameters)
+        metadata = tool.fn_metadata
+        if metadata.output_schema is not None:
+            metadata.output_schema = compact_schema(metadata.output_schema)
 
 
 class ProgressRelay:
