@@ -42,6 +42,14 @@ from moddesk.pvf.format.encodings import (
     region_encoding,
 )
 from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.kinds import (
+    SCRIPT_EXTENSIONS,
+    TEXT_EXTENSIONS,
+    classic_kind,
+    ext,
+    nkpi_kind_for_new,
+    nkpi_type_for_new,
+)
 from moddesk.pvf.format.lists import (
     N_STRING_PATHS,
     STRING_FIRST_LISTS,
@@ -56,13 +64,19 @@ from moddesk.pvf.format.strings import STRINGTABLE_PATH, StringTable
 from moddesk.pvf.format.text import StringSink, compile_script, render_script
 from moddesk.pvf.format.tokens import Family, TokenStream, decode_tokens, encode_tokens, is_classic_script
 
-__all__ = ["FORMATS", "Archive", "ArchiveEntry", "PvfFormatError", "normalize_path"]
+__all__ = [
+    "FORMATS",
+    "SCRIPT_EXTENSIONS",
+    "TEXT_EXTENSIONS",
+    "Archive",
+    "ArchiveEntry",
+    "PvfFormatError",
+    "normalize_path",
+]
 
 #: Container formats an Archive can read and write.
 FORMATS = (CLASSIC, NKPI_STANDARD, NKPI_PROTECTED)
 
-#: Extensions whose content is plain text (region code page; ``.nut`` is CP949).
-TEXT_EXTENSIONS = frozenset({".str", ".nut", ".txt", ".xml", ".csv", ".ini", ".cfg", ".json"})
 
 #: How many decompressed NKPI chunks to keep (a chunk holds many small files).
 CHUNK_CACHE = 16
@@ -76,12 +90,6 @@ def normalize_path(path: str) -> str:
     while p.startswith("./"):
         p = p[2:]
     return p.lstrip("/").lower()
-
-
-def _ext(path: str) -> str:
-    name = path.rsplit("/", 1)[-1].lower()
-    dot = name.rfind(".")
-    return name[dot:] if dot > 0 else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +206,7 @@ class Archive:
             assert found.nkpi is not None
             nd = nkpi_fmt.read_nkpi_directory(src, found.nkpi)
             a._nkpi = nd
-            a._paths = _nkpi_paths(nd)
+            a._paths = nkpi_fmt.entry_paths(nd)
         a._source_count = len(a._paths)
         if region is not None:
             region_encoding(region)
@@ -341,7 +349,7 @@ class Archive:
         sizes, types = self._source_lists()
         size = len(data) if data is not None else sizes[i]
         if self._nkpi is None:
-            return ArchiveEntry(path, i, size, _classic_kind(path), modified, None)
+            return ArchiveEntry(path, i, size, classic_kind(path), modified, None)
         data_type = types[i] if i < self._source_count else self._types[i - self._source_count]
         kind = (
             "script"
@@ -575,12 +583,16 @@ class Archive:
                     if dt == nkpi_fmt.DATA_TEXT
                     else "binary"
                 )
-            return _nkpi_kind_for_new(path)
+            return nkpi_kind_for_new(path)
         if is_classic_script(data):
             return "script"
-        if _ext(path) in TEXT_EXTENSIONS:
+        if ext(path) in TEXT_EXTENSIONS:
             return "text"
         return "binary"
+
+    def resolve_link(self, link_id: int, key: str) -> str | None:
+        """The text of a classic string link ``<link_id::key>`` (n_string.lst → .str), or None."""
+        return self._link_text(link_id, key)
 
     def _link_text(self, link_id: int, key: str) -> str | None:
         """Resolve a classic string link through ``n_string.lst`` and its ``.str`` file."""
@@ -631,7 +643,7 @@ class Archive:
             clean = clean.lower()  # classic names are lower-case CP949 (pvfUtility)
             encode_text(clean, NAME_ENCODING, path=path)
         else:
-            self._types.append(data_type if data_type is not None else _nkpi_type_for_new(clean))
+            self._types.append(data_type if data_type is not None else nkpi_type_for_new(clean))
         self._paths.append(clean)
         i = len(self._paths) - 1
         self._index()[normalize_path(clean)] = i
@@ -658,9 +670,9 @@ class Archive:
         """The bytes ``text`` compiles/encodes to when stored at ``path``."""
         i = self._find(path)
         if self.family is Family.NKPI:
-            kind = self._entry(i).kind if i is not None else _nkpi_kind_for_new(path)
+            kind = self._entry(i).kind if i is not None else nkpi_kind_for_new(path)
         else:
-            kind = _classic_kind(path)
+            kind = classic_kind(path)
             if i is not None and kind != "text":
                 kind = "script" if is_classic_script(self._read_index(i)) or kind == "script" else kind
             if kind == "binary" and normalize_path(path) != STRINGTABLE_PATH:
@@ -830,83 +842,3 @@ class Archive:
             return verify_classic(self._src, self._classic, progress)
         assert self._nkpi is not None
         return verify_nkpi(self._src, self._nkpi, progress)
-
-
-SCRIPT_EXTENSIONS = frozenset(
-    [
-        ".equ",
-        ".stk",
-        ".skl",
-        ".chr",
-        ".lst",
-        ".act",
-        ".ai",
-        ".aic",
-        ".key",
-        ".obj",
-        ".mob",
-        ".map",
-        ".dgn",
-        ".twn",
-        ".etc",
-        ".shp",
-        ".atk",
-        ".til",
-        ".ptl",
-        ".cre",
-        ".apd",
-        ".npc",
-        ".qst",
-        ".als",
-        ".ora",
-        ".lay",
-        ".tbl",
-        ".gdata",
-        ".cdt",
-        ".cwk",
-        ".mgr",
-        ".dlg",
-    ]
-)
-
-
-def _classic_kind(path: str) -> str:
-    ext = _ext(path)
-    if ext in TEXT_EXTENSIONS:
-        return "text"
-    if ext in SCRIPT_EXTENSIONS:
-        return "script"
-    return "binary"
-
-
-def _nkpi_type_for_new(path: str) -> int:
-    return nkpi_fmt.DATA_TEXT if _ext(path) in TEXT_EXTENSIONS else nkpi_fmt.DATA_SCRIPT
-
-
-def _nkpi_kind_for_new(path: str) -> str:
-    return "text" if _nkpi_type_for_new(path) == nkpi_fmt.DATA_TEXT else "script"
-
-
-def _nkpi_paths(d: nkpi_fmt.NkpiDirectory) -> list[str]:
-    names = d.rows["name"].astype(np.int64)
-    folders = d.rows["path"].astype(np.int64)
-    uniq, inverse = np.unique(np.concatenate((names, folders)), return_inverse=True)
-    texts = d.pools.strings_at(uniq)
-    root = int(np.searchsorted(uniq, nkpi_fmt.ROOT_PATH))
-    if root < len(uniq) and uniq[root] == nkpi_fmt.ROOT_PATH:
-        texts[root] = ""
-    bad = [k for k, t in enumerate(texts) if t is None]
-    if bad:
-        row = int(np.flatnonzero(np.isin(inverse, bad))[0]) % max(len(names), 1)
-        raise PvfFormatError(
-            "BAD_OFFSET", f"file table row {row} names a string outside the pools", offset=48 + 24 * row
-        )
-    n = len(names)
-    name_ix = inverse[:n].tolist()
-    folder_ix = inverse[n:].tolist()
-    out: list[str] = []
-    for ni, fi in zip(name_ix, folder_ix, strict=True):
-        folder = texts[fi]
-        name = texts[ni] or ""
-        out.append(f"{folder}/{name}" if folder else name)
-    return out

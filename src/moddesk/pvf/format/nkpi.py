@@ -546,3 +546,29 @@ def empty_directory(variant: NkpiVariant, *, guid: bytes = b"\0" * 20) -> NkpiDi
         np.zeros(0, dtype=np.int64),
         np.zeros(0, dtype=np.int64),
     )
+
+
+def entry_paths(d: NkpiDirectory) -> list[str]:
+    """Every file table row's full path (``dir/name``), names resolved in one numpy pass."""
+    names = d.rows["name"].astype(np.int64)
+    folders = d.rows["path"].astype(np.int64)
+    uniq, inverse = np.unique(np.concatenate((names, folders)), return_inverse=True)
+    texts = d.pools.strings_at(uniq)
+    root = int(np.searchsorted(uniq, ROOT_PATH))
+    if root < len(uniq) and uniq[root] == ROOT_PATH:
+        texts[root] = ""
+    bad = [k for k, t in enumerate(texts) if t is None]
+    if bad:
+        row = int(np.flatnonzero(np.isin(inverse, bad))[0]) % max(len(names), 1)
+        raise PvfFormatError(
+            "BAD_OFFSET", f"file table row {row} names a string outside the pools", offset=48 + 24 * row
+        )
+    n = len(names)
+    name_ix = inverse[:n].tolist()
+    folder_ix = inverse[n:].tolist()
+    out: list[str] = []
+    for ni, fi in zip(name_ix, folder_ix, strict=True):
+        folder = texts[fi]
+        name = texts[ni] or ""
+        out.append(f"{folder}/{name}" if folder else name)
+    return out
