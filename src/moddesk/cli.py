@@ -129,7 +129,7 @@ def demo(
     """Show every system working end to end on built-in demo data."""
     from moddesk.kit.demo import run as run_kit_demo
 
-    for noisy in ("httpx", "mcp", "moddesk.http", "uvicorn"):
+    for noisy in ("httpx", "mcp", "moddesk.http", "uvicorn", "watchfiles"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     chosen = ["kit", *SYSTEMS] if system == "all" else [system]
     for name in chosen:

@@ -103,12 +103,80 @@ async def _walk(url: str, archive: Path, copy: Path, console: Console, service: 
         check = await call(client, "pvf_search", {"workspaceId": ws, "query": "axe of triumph"})
         if [h["path"] for h in check["hits"]] != [first]:
             raise RuntimeError("the saved edit is not found by search")
+        revision = await _script_and_export(
+            client, call, ws, saved["result"]["savedRevision"], copy.parent, console
+        )
+        await call(client, "pvf_archive_save", {"workspaceId": ws, "expectedRevision": revision})
         closed = await call(
             client,
             "pvf_archive_close",
             {"workspaceId": ws, "expectedRevision": revision, "requestId": "demo-close"},
         )
         console.print(f"archive_close: epoch now {closed['result']['workspaceEpoch']}")
+
+
+RAISE_CHEAP = """let raised = 0;
+for (const file of pvf.glob("equipment/**/*.equ")) {
+  const doc = file.parse();
+  const price = doc.getValue("price");
+  if (typeof price === "number" && price < 20) { doc.set("price", 20); file.write(doc); raised++; }
+}
+pvf.log(`raised ${raised} prices to 20`);"""
+
+
+async def _script_and_export(
+    client: Any, call: Any, ws: str, revision: int, folder: Path, console: Console
+) -> int:
+    """The agent's edit loop: run a script, preview, apply a reviewed plan, then export a MOD."""
+    started = await call(
+        client,
+        "pvf_script_run",
+        {"workspaceId": ws, "expectedRevision": revision, "source": RAISE_CHEAP, "requestId": "demo-script"},
+    )
+    for _ in range(600):
+        status = await call(client, "pvf_script_status", {"taskId": started["taskId"]})
+        if status["state"] in ("succeeded", "failed", "cancelled"):
+            break
+        await anyio.sleep(0.05)
+    if status["state"] != "succeeded" or not status["planId"]:
+        raise RuntimeError(f"the demo script did not produce a plan: {status.get('error')}")
+    console.print(f"script: {status['logs'][0]} → plan {status['planId']} {status['result']['changes']}")
+    preview = await call(client, "pvf_script_preview", {"planId": status["planId"], "limit": 100})
+    first = preview["items"][0]
+    console.print(f"preview {first['changeKey']} {first['path']}:", highlight=False)
+    console.print("\n".join(first["diff"].splitlines()[-4:]), markup=False, highlight=False)
+    applied = await call(
+        client,
+        "pvf_script_apply",
+        {
+            "planId": status["planId"],
+            "expectedRevision": revision,
+            "changeKeys": [item["changeKey"] for item in preview["items"]],
+            "requestId": "demo-apply",
+        },
+    )
+    console.print(f"script_apply: revision {applied['revision']}, applied {applied['applied']}")
+    plan = await call(
+        client,
+        "pvf_export_prepare",
+        {
+            "workspaceId": ws,
+            "expectedRevision": applied["revision"],
+            "source": "memory",
+            "mode": "mod",
+            "format": "110USextend",
+            "name": "CheapGear",
+        },
+    )
+    exported = await call(
+        client,
+        "pvf_export_execute",
+        {"planId": plan["planId"], "outputParent": str(folder), "requestId": "demo-export"},
+    )
+    if not (Path(exported["outputPath"]) / "pack.json").exists():
+        raise RuntimeError("the MOD export has no pack.json")
+    console.print(f"export 110USextend: {exported['files']} files in {exported['outputPath']}")
+    return int(applied["revision"])
 
 
 def run(console: Console) -> None:
