@@ -108,8 +108,7 @@ class WorkspaceSnapshot:
             return None
         with self._ws.lock:
             # the archive resolves string links through n_string.lst and its .str files
-            text: str | None = self._ws.archive._link_text(int(match.group(1)), match.group(2))
-        return text
+            return self._ws.archive.resolve_link(int(match.group(1)), match.group(2))
 
     def fileset(self, name: str) -> list[str] | None:
         return None  # filesets live in the desktop app's configuration; moddesk keeps none yet
