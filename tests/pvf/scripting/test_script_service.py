@@ -158,3 +158,16 @@ def test_plan_expires(tmp_path: Path) -> None:
         scripts.preview(status["planId"])
     assert caught.value.code == "PLAN_EXPIRED"
     service.shutdown()
+
+
+def test_fileset_changes_are_refused_over_mcp(
+    opened: tuple[PvfService, ScriptService, str, int, Path],
+) -> None:
+    _service, scripts, ws, rev, _ = opened
+    status = run_to_plan(scripts, ws, rev, 'pvf.createFileset("cheap", ["equipment/weapon/w00.equ"]);')
+    assert status["planId"] is not None
+    assert status["result"]["filesetChanges"] == ["cheap"]
+    with pytest.raises(ServiceError) as caught:
+        scripts.apply(status["planId"], rev, ["none"], caller="mcp")
+    assert caught.value.code == "UNSUPPORTED_CHANGE"
+    assert "filesets" in caught.value.message

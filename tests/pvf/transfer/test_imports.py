@@ -143,3 +143,24 @@ def test_import_plan_blocks_scripts_and_lifecycle(bench: Bench, tmp_path: Path) 
         bench.imports.prepare(bench.ws, [str(folder)], "other")
     assert caught.value.code == "PLAN_PENDING"
     bench.imports.discard(prepared["planId"])
+
+
+def test_failure_in_the_middle_writes_nothing(bench: Bench, tmp_path: Path) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(6):
+        (folder / f"f{i}.txt").write_text(f"text {i} " + "x" * 3000)
+    service = imports.ImportService(bench.service, memory_budget=5_000)
+    prepared = service.prepare(bench.ws, [str(folder)], "")
+    plan = bench.service.plans.get("import", prepared["planId"]).payload
+    spilled = [item for item in plan.items if item.spill is not None]
+    assert len(spilled) >= 2
+    spilled[-1].spill.write_bytes(b"tampered on disk")  # a later item fails its digest check
+    rev = bench.revision
+    keys = [item.key for item in plan.items]
+    with pytest.raises(ServiceError) as caught:
+        service.apply(prepared["planId"], rev, keys)
+    assert caught.value.code == "IMPORT_REFUSED"
+    assert bench.revision == rev
+    ws = bench.service.workspace
+    assert ws is not None and not any(ws.exists(f"many/f{i}.txt") for i in range(6))
