@@ -24,9 +24,10 @@ import httpx
 from mcp import Client
 
 from moddesk.kit.mcp import serve_http
-from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.mcp import build_server
 from moddesk.xiangqi.rpc import rpc_routes
+from moddesk.xiangqi.store import Settings
 
 
 def rate(fn: Callable[[], object], n: int) -> float:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from moddesk.kit.errors import ServiceError
-from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.game import GameService
+from moddesk.xiangqi.store import Settings
 
 
 def settings(tmp_path: Path, **overrides: object) -> Settings:

@@ -13,9 +13,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from moddesk.kit.mcp import serve_http
-from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.mcp import build_server
 from moddesk.xiangqi.rpc import panel_link, rpc_routes
+from moddesk.xiangqi.store import Settings
 
 TOOLS = {"xiangqi_new", "xiangqi_board", "xiangqi_move", "xiangqi_undo", "xiangqi_hint", "xiangqi_review"}
 

@@ -17,9 +17,10 @@ from mcp import Client
 
 from moddesk.kit.http import LoopbackServer
 from moddesk.kit.mcp import serve_http
-from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.mcp import build_server
 from moddesk.xiangqi.rpc import panel_link, rpc_routes
+from moddesk.xiangqi.store import Settings
 
 CHROMIUM = os.environ.get("MODDESK_CHROMIUM", "/usr/bin/chromium")
 ARGS = [

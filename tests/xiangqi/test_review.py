@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from moddesk.xiangqi.game import Game, GameService, Settings
+from moddesk.xiangqi.game import Game, GameService
 from moddesk.xiangqi.review import MATE_CP, Analyst, Line, candidates, evaluation_summary, review_game
+from moddesk.xiangqi.store import Settings
 
 
 def replay(start: str, moves: list[str]) -> Game:

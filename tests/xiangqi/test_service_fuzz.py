@@ -17,9 +17,10 @@ from mcp import Client
 
 from moddesk.kit.errors import ERROR_CODES, ServiceError
 from moddesk.kit.mcp import serve_http
-from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.mcp import build_server
 from moddesk.xiangqi.rpc import ENDPOINTS, dispatch, parse_command, rpc_routes
+from moddesk.xiangqi.store import Settings
 
 json_values = st.recursive(
     st.none()

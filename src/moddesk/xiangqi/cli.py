@@ -19,8 +19,9 @@ from rich.text import Text
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
 from moddesk.xiangqi import uci_cli
-from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.rpc import CHANNEL, dispatch, error_body, panel_link
+from moddesk.xiangqi.store import Settings
 
 app = typer.Typer(help="Chinese chess against the AI model or the local engine.", no_args_is_help=True)
 console = Console()

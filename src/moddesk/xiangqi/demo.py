@@ -14,9 +14,10 @@ from rich.console import Console
 
 from moddesk.kit.mcp import serve_http
 from moddesk.xiangqi.cli import board_text
-from moddesk.xiangqi.game import GameService, Settings
+from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.mcp import build_server
 from moddesk.xiangqi.rpc import panel_link, rpc_routes
+from moddesk.xiangqi.store import Settings
 
 PERSON_MOVES = ["炮二平五", "马二进三", "车一平二", "兵七进一"]
 

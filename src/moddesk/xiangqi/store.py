@@ -1,0 +1,181 @@
+"""Persistence of games: the settings (TOML + env) and one JSON record per game in SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, Field, ValidationError
+
+from moddesk.kit.errors import ServiceError
+from moddesk.xiangqi.errors import GameError
+
+Side = Literal["r", "b"]
+OpponentKind = Literal["model", "local"]
+
+# ----------------------------------------------------------------------------------- settings
+
+
+class Settings(BaseModel):
+    """Game settings; read from ``xiangqi.toml`` in the config dir, then ``MODDESK_XIANGQI_*`` env vars."""
+
+    opponent: OpponentKind = Field(
+        default="model", description="Default opponent of a new game: model or local"
+    )
+    hero: Side = Field(default="r", description="Default side of the person: r (red, moves first) or b")
+    model_timeout: float = Field(
+        default=120.0, ge=0, description="Seconds the model may think before the engine moves (0 = never)"
+    )
+    model_budget: int = Field(
+        default=0, ge=0, description="Model moves per game; after that the engine plays for it (0 = no limit)"
+    )
+    engine: str = Field(
+        default="builtin",
+        description='"builtin" or "uci:/path/to/engine" for hints, review and the local opponent',
+    )
+    think_time: float = Field(default=1.0, gt=0, le=60, description="Seconds per move for the local opponent")
+    hint_time: float = Field(default=1.0, gt=0, le=60, description="Seconds per hint search")
+    review_time: float = Field(default=0.1, gt=0, le=10, description="Seconds per position in a review")
+    rule_set: Literal["asian", "check", "draw"] = Field(
+        default="asian", description="Repetition rules: asian (perpetual check and chase lose), check, draw"
+    )
+    max_plies: int = Field(default=300, ge=1, le=2000, description="Plies after which a game is drawn")
+    no_capture_limit: int = Field(
+        default=120, ge=10, le=1000, description="Plies without a capture after which a game is drawn"
+    )
+    db_path: Path | None = Field(
+        default=None, description="SQLite file for games (default: the user data dir)"
+    )
+
+    @classmethod
+    def load(cls, path: Path | None = None, env: dict[str, str] | None = None) -> Settings:
+        """Defaults, overlaid by the TOML file (if present), overlaid by environment variables."""
+        env = dict(os.environ) if env is None else env
+        path = path or Path(
+            env.get("MODDESK_XIANGQI_CONFIG") or platformdirs.user_config_path("moddesk") / "xiangqi.toml"
+        )
+        values: dict[str, Any] = {}
+        if path.is_file():
+            try:
+                values.update(tomllib.loads(path.read_text(encoding="utf-8")))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ServiceError("CONFIG_INVALID", f"{path}: {exc}", hint="Fix the TOML syntax.") from exc
+        for name in cls.model_fields:
+            key = f"MODDESK_XIANGQI_{name.upper()}"
+            if key in env:
+                values[name] = env[key]
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ServiceError(
+                "CONFIG_INVALID", f"xiangqi settings: {exc.errors()[0]['msg']}", hint=str(path)
+            ) from exc
+
+    def database(self) -> Path:
+        return self.db_path or platformdirs.user_data_path("moddesk") / "xiangqi" / "games.db"
+
+
+# ----------------------------------------------------------------------------------- records
+
+
+@dataclass
+class GameRecord:
+    """Everything persisted about one game; the position is the start FEN replayed with ``moves``."""
+
+    session_id: str
+    hero: Side
+    opponent: dict[str, Any]
+    max_plies: int
+    start_fen: str
+    moves: list[str] = field(default_factory=list)
+    revision: int = 1
+    pending: str | None = None
+    pending_since: float | None = None
+    message: dict[str, str] | None = None
+    clock: dict[str, float] = field(default_factory=lambda: {"red": 0.0, "black": 0.0})
+    turn_started: float = field(default_factory=time.time)
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0, "calls": 0}
+    )
+    resigned: Side | None = None
+    reasons: list[str] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> GameRecord:
+        return cls(**json.loads(text))
+
+
+class GameStore:
+    """SQLite persistence with optimistic concurrency: a save names the revision it replaces."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS games (session_id TEXT PRIMARY KEY, revision INTEGER NOT NULL,"
+            " updated REAL NOT NULL, pending TEXT, data TEXT NOT NULL)"
+        )
+        self._db.execute("CREATE INDEX IF NOT EXISTS games_updated ON games(updated)")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def get(self, session_id: str) -> GameRecord | None:
+        with self._lock:
+            row = self._db.execute("SELECT data FROM games WHERE session_id = ?", (session_id,)).fetchone()
+        return None if row is None else GameRecord.from_json(row[0])
+
+    def revision(self, session_id: str) -> int | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT revision FROM games WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    def latest(self) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT session_id FROM games ORDER BY updated DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
+    def pending_model_games(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT session_id FROM games WHERE pending = 'ai-thinking'").fetchall()
+        return [str(r[0]) for r in rows]
+
+    def insert(self, record: GameRecord) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO games (session_id, revision, updated, pending, data) VALUES (?, ?, ?, ?, ?)",
+                (record.session_id, record.revision, time.time(), record.pending, record.to_json()),
+            )
+
+    def save(self, record: GameRecord, replaces: int) -> None:
+        """Write ``record`` if the stored revision is still ``replaces``; else STALE_REVISION."""
+        with self._lock:
+            cursor = self._db.execute(
+                "UPDATE games SET revision = ?, updated = ?, pending = ?, data = ? WHERE session_id = ? AND revision = ?",
+                (record.revision, time.time(), record.pending, record.to_json(), record.session_id, replaces),
+            )
+        if cursor.rowcount != 1:
+            raise GameError(
+                "STALE_REVISION",
+                f"game {record.session_id} changed in another process; read it again",
+                hint="Call the board/state again and retry.",
+            )
