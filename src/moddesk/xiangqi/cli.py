@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import sys
 import webbrowser
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,17 +49,30 @@ def endpoint_file(settings: Settings) -> Path:
     return settings.database().parent / "serve.json"
 
 
-def _write_endpoint(settings: Settings, url: str) -> Path:
+@contextlib.contextmanager
+def _advertised(settings: Settings, url: str) -> Iterator[Path]:
+    """Record the service's URL where the CLI looks for it, while the block runs."""
     path = endpoint_file(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps({"url": url, "pid": os.getpid()}))
-    return path
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                path.unlink()
 
 
-def _remove_endpoint(path: Path) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
-            path.unlink()
+@contextlib.contextmanager
+def _service(config: Path | None) -> Iterator[tuple[Settings, GameService]]:
+    """A game service with the model-timeout watchdog running, closed when the block ends."""
+    settings = Settings.load(config)
+    service = GameService(settings)
+    service.start_watchdog()
+    try:
+        yield settings, service
+    finally:
+        service.close()
 
 
 # ----------------------------------------------------------------------------------- long-running
@@ -74,24 +89,18 @@ def serve(
     from moddesk.xiangqi.mcp import build_server
     from moddesk.xiangqi.rpc import rpc_routes
 
-    settings = Settings.load(config)
-    service = GameService(settings)
-    service.start_watchdog()
-    holder: dict[str, str] = {}
-    server = build_server(service, lambda s: panel_link(holder["url"])(s))
-    http = serve_http(server, port, extra_routes=rpc_routes(service))
-    holder["url"] = http.url
-    marker = _write_endpoint(settings, http.url)
-    console.print(f"[bold]xiangqi[/] panel  {http.url}/xiangqi/")
-    console.print(f"[bold]xiangqi[/] MCP    {http.url}/mcp")
-    console.print(f"games in {settings.database()}")
-    if open_browser:
-        webbrowser.open(f"{http.url}/xiangqi/")
-    try:
-        http.serve_forever()
-    finally:
-        _remove_endpoint(marker)
-        service.close()
+    with _service(config) as (settings, service):
+        holder: dict[str, str] = {}
+        server = build_server(service, lambda s: panel_link(holder["url"])(s))
+        http = serve_http(server, port, extra_routes=rpc_routes(service))
+        holder["url"] = http.url
+        with _advertised(settings, http.url):
+            console.print(f"[bold]xiangqi[/] panel  {http.url}/xiangqi/")
+            console.print(f"[bold]xiangqi[/] MCP    {http.url}/mcp")
+            console.print(f"games in {settings.database()}")
+            if open_browser:
+                webbrowser.open(f"{http.url}/xiangqi/")
+            http.serve_forever()
 
 
 @app.command()
@@ -106,24 +115,14 @@ def mcp(
     from moddesk.xiangqi.mcp import build_server
     from moddesk.xiangqi.rpc import panel_app
 
-    settings = Settings.load(config)
-    service = GameService(settings)
-    service.start_watchdog()
-    panel = None
-    marker = None
-    if not no_panel:
-        panel = LoopbackServer(lambda port: panel_app(service, port), panel_port).start()
-        marker = _write_endpoint(settings, panel.url)
-        print(f"xiangqi panel: {panel.url}/xiangqi/", file=sys.stderr)
-    server = build_server(service, panel_link(panel.url) if panel else None)
-    try:
-        serve_stdio(server)
-    finally:
-        if marker is not None:
-            _remove_endpoint(marker)
-        if panel is not None:
-            panel.stop()
-        service.close()
+    with _service(config) as (settings, service), contextlib.ExitStack() as running:
+        panel = None
+        if not no_panel:
+            panel = LoopbackServer(lambda port: panel_app(service, port), panel_port).start()
+            running.callback(panel.stop)
+            running.enter_context(_advertised(settings, panel.url))
+            print(f"xiangqi panel: {panel.url}/xiangqi/", file=sys.stderr)
+        serve_stdio(build_server(service, panel_link(panel.url) if panel else None))
 
 
 # ----------------------------------------------------------------------------------- person commands
@@ -135,30 +134,43 @@ def _call(
     """Run a hero action on the running service (RPC) or, with --local, in this process."""
     settings = Settings.load(config)
     if local:
-        service = GameService(settings)
-        try:
-            value = dispatch(service, endpoint, payload)
-            if (
-                value.get("sessionId")
-                and value.get("pending") == "ai-thinking"
-                and value["opponent"]["kind"] == "local"
-            ):
-                value = service.wait_idle(value["sessionId"], timeout=settings.think_time * 3 + 10) | {
-                    k: v for k, v in value.items() if k in ("played", "playedIccs", "captured", "undone")
-                }
-            return value
-        finally:
-            service.close()
-    if url is None:
-        path = endpoint_file(settings)
-        try:
-            url = json.loads(path.read_text(encoding="utf-8"))["url"]
-        except (OSError, ValueError, KeyError):
-            raise ServiceError(
-                "NOT_FOUND",
-                "no running xiangqi service found",
-                hint="Start `moddesk xiangqi serve` (or `mcp`), pass --url, or use --local.",
-            ) from None
+        return _call_local(settings, endpoint, payload)
+    return _call_remote(url or _find_service(settings), endpoint, payload)
+
+
+def _call_local(settings: Settings, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The action on an in-process service; waits for a local engine's reply like the panel would show."""
+    service = GameService(settings)
+    try:
+        value = dispatch(service, endpoint, payload)
+        if (
+            value.get("sessionId")
+            and value.get("pending") == "ai-thinking"
+            and value["opponent"]["kind"] == "local"
+        ):
+            value = service.wait_idle(value["sessionId"], timeout=settings.think_time * 3 + 10) | {
+                k: v for k, v in value.items() if k in ("played", "playedIccs", "captured", "undone")
+            }
+        return value
+    finally:
+        service.close()
+
+
+def _find_service(settings: Settings) -> str:
+    """The URL a running `serve` / `mcp` recorded for these settings."""
+    try:
+        url: str = json.loads(endpoint_file(settings).read_text(encoding="utf-8"))["url"]
+    except (OSError, ValueError, KeyError):
+        raise ServiceError(
+            "NOT_FOUND",
+            "no running xiangqi service found",
+            hint="Start `moddesk xiangqi serve` (or `mcp`), pass --url, or use --local.",
+        ) from None
+    return url
+
+
+def _call_remote(url: str, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The action over the service's RPC channel; its error body becomes a ServiceError again."""
     try:
         response = httpx.post(f"{url}{CHANNEL}/{endpoint}", json=payload, timeout=120)
         body = response.json()
@@ -240,38 +252,77 @@ def show(value: dict[str, Any], as_json: bool) -> None:
         console.print(table)
 
 
-def _run(
-    endpoint: str,
-    payload: dict[str, Any],
-    session: str | None,
-    url: str | None,
-    local: bool,
-    as_json: bool,
-    config: Path | None,
-) -> None:
-    if session:
-        payload["sessionId"] = session
-    try:
-        value = _call(endpoint, payload, url, local, config)
-    except ServiceError as exc:
-        if as_json:
-            console.print_json(json.dumps(error_body(exc), ensure_ascii=False))
-        else:
-            body = error_body(exc)["error"]
-            console.print(
-                f"[red]{exc.code}[/]: {exc.message}"
-                + (f"  {body['messageZh']}" if body.get("messageZh") else "")
-            )
-            moves = body["details"].get("legalMoves")
-            if moves:
-                console.print("合法着法：" + " ".join(f"{m['zh']}({m['iccs']})" for m in moves))
-            if exc.hint:
-                console.print(f"[dim]{exc.hint}[/]")
-        raise typer.Exit(1) from None
-    show(value, as_json)
+def show_error(exc: ServiceError, as_json: bool) -> None:
+    """Print a failed command's error: code, message, the legal moves and the hint."""
+    body = error_body(exc)
+    if as_json:
+        console.print_json(json.dumps(body, ensure_ascii=False))
+        return
+    error = body["error"]
+    console.print(
+        f"[red]{exc.code}[/]: {exc.message}" + (f"  {error['messageZh']}" if error.get("messageZh") else "")
+    )
+    moves = error["details"].get("legalMoves")
+    if moves:
+        console.print("合法着法：" + " ".join(f"{m['zh']}({m['iccs']})" for m in moves))
+    if exc.hint:
+        console.print(f"[dim]{exc.hint}[/]")
 
 
-@app.command()
+# the options every person command shares, in this order after its own: name -> (annotation, default)
+SHARED_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "session": (SessionOpt, None),
+    "url": (UrlOpt, None),
+    "local": (LocalOpt, False),
+    "as_json": (JsonOpt, False),
+    "config": (ConfigOpt, None),
+}
+Payload = Callable[..., dict[str, Any]]
+
+
+def person_command(*, session: bool = True) -> Callable[[Payload], Payload]:
+    """Register ``payload`` (its own options -> the RPC payload) as the command of the endpoint it names.
+
+    The command gets the shared options (``--session`` only if ``session``), calls the service and
+    prints the result or the error (exit code 1).
+    """
+    shared = [name for name in SHARED_OPTIONS if session or name != "session"]
+
+    def register(payload: Payload) -> Payload:
+        own = inspect.signature(payload, eval_str=True)
+
+        def command(**options: Any) -> None:
+            common = {name: options.pop(name) for name in shared}
+            body = payload(**options)
+            if common.get("session"):
+                body["sessionId"] = common["session"]
+            try:
+                value = _call(payload.__name__, body, common["url"], common["local"], common["config"])
+            except ServiceError as exc:
+                show_error(exc, common["as_json"])
+                raise typer.Exit(1) from None
+            show(value, common["as_json"])
+
+        params = [
+            *own.parameters.values(),
+            *(
+                inspect.Parameter(
+                    name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+                )
+                for name, (annotation, default) in ((n, SHARED_OPTIONS[n]) for n in shared)
+            ),
+        ]
+        # typer reads the options from the signature and the help from the docstring
+        command.__signature__ = own.replace(parameters=params, return_annotation=None)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        command.__doc__ = payload.__doc__
+        app.command(name=payload.__name__)(command)
+        return payload
+
+    return register
+
+
+@person_command(session=False)
 def new(
     side: Annotated[str, typer.Option(help="Your side: r (red, first) or b.")] = "r",
     opponent: Annotated[
@@ -280,116 +331,64 @@ def new(
     max_plies: Annotated[
         int | None, typer.Option("--max-plies", help="Plies before the game is drawn.")
     ] = None,
-    url: UrlOpt = None,
-    local: LocalOpt = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
+) -> dict[str, Any]:
     """Start a new game."""
     payload: dict[str, Any] = {"side": side, "opponent": opponent}
     if max_plies is not None:
         payload["maxPlies"] = max_plies
-    _run("new", payload, None, url, local, as_json, config)
+    return payload
 
 
-@app.command()
-def state(
-    session: SessionOpt = None,
-    url: UrlOpt = None,
-    local: LocalOpt = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
+@person_command()
+def state() -> dict[str, Any]:
     """Show the board and the game's state."""
-    _run("state", {}, session, url, local, as_json, config)
+    return {}
 
 
-@app.command()
+@person_command()
 def move(
     text: Annotated[str, typer.Argument(help="ICCS (h2e2), Chinese (炮二平五) or WXF (C2=5).")],
-    session: SessionOpt = None,
-    url: UrlOpt = None,
-    local: LocalOpt = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
+) -> dict[str, Any]:
     """Play your move."""
-    _run("move", {"move": text}, session, url, local, as_json, config)
+    return {"move": text}
 
 
-@app.command()
-def undo(
-    plies: Annotated[int, typer.Argument(help="Plies to take back.")] = 2,
-    session: SessionOpt = None,
-    url: UrlOpt = None,
-    local: LocalOpt = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
+@person_command()
+def undo(plies: Annotated[int, typer.Argument(help="Plies to take back.")] = 2) -> dict[str, Any]:
     """Take back moves (default: your last move and the reply)."""
-    _run("undo", {"plies": plies}, session, url, local, as_json, config)
+    return {"plies": plies}
 
 
-@app.command()
-def hint(
-    count: Annotated[int, typer.Option(help="Number of candidates.")] = 3,
-    session: SessionOpt = None,
-    url: UrlOpt = None,
-    local: LocalOpt = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
+@person_command()
+def hint(count: Annotated[int, typer.Option(help="Number of candidates.")] = 3) -> dict[str, Any]:
     """Engine candidates for the side to move."""
-    _run("hint", {"count": count}, session, url, local, as_json, config)
+    return {"count": count}
 
 
-@app.command()
-def resign(
-    session: SessionOpt = None,
-    url: UrlOpt = None,
-    local: LocalOpt = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
+@person_command()
+def resign() -> dict[str, Any]:
     """Resign the game (only you can)."""
-    _run("resign", {}, session, url, local, as_json, config)
+    return {}
 
 
-@app.command()
+@person_command()
 def review(
     all_moves: Annotated[bool, typer.Option("--all", help="Every move, not only turning points.")] = False,
-    session: SessionOpt = None,
-    url: UrlOpt = None,
-    local: LocalOpt = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
+) -> dict[str, Any]:
     """Review the game: evaluation curve and turning points."""
-    _run("review", {"highlight": "all" if all_moves else "turning"}, session, url, local, as_json, config)
+    return {"highlight": "all" if all_moves else "turning"}
 
 
-@app.command()
-def export(
-    session: SessionOpt = None,
-    url: UrlOpt = None,
-    local: LocalOpt = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
+@person_command()
+def export() -> dict[str, Any]:
     """Export the game: PGN-style record with Chinese moves (--json adds ICCS list and FEN)."""
-    _run("export", {}, session, url, local, as_json, config)
+    return {}
 
 
-@app.command()
-def fallback(
-    session: SessionOpt = None,
-    url: UrlOpt = None,
-    local: LocalOpt = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
+@person_command()
+def fallback() -> dict[str, Any]:
     """Stop waiting for the model and let the local engine move now."""
-    _run("fallback", {}, session, url, local, as_json, config)
+    return {}
 
 
 # the engine commands (uci, perft, analyse) live beside the engine core
