@@ -158,13 +158,6 @@ class WatchedProject:
                 self._on_event(
                     self.project_dir, f"{kind} {len(result.files)} file(s) in {result.seconds * 1000:.0f} ms"
                 )
-                if self.index.status().stale and self._jobs.empty():
-                    # ModIndex keeps the "changed during a build" flag until a full build:
-                    # nothing else is pending, so rebuild once to reach a final index
-                    self.index.build(self._progress)
-                    self._on_event(
-                        self.project_dir, f"rebuilt after changes during a build: {self._stats_line()}"
-                    )
         except Exception as exc:
             logger.exception("update of %s failed", self.project_dir)
             self._on_event(self.project_dir, f"update failed: {exc}")
