@@ -1,10 +1,12 @@
-"""Snapshots: v1 schema, atomic current + previous, same answers as the live index, quiet-period writes."""
+"""Snapshots: v1 schema, atomic current + previous, same answers as the live index.
+
+Quiet-period writes belong to the watcher and are tested in test_mcp_backend.py.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,6 @@ from moddesk.ra3.project import detect_project, project_slug
 from moddesk.ra3.query import QueryApi
 from moddesk.ra3.sample import write_sample_project
 from moddesk.ra3.snapshot import (
-    QuietSnapshotWriter,
     SnapshotSource,
     list_snapshots,
     load_snapshot,
@@ -129,23 +130,3 @@ def test_list_snapshots_reads_sidecars(built: tuple[ModIndex, Path]) -> None:
     rows = list_snapshots(home)
     assert [r["project"] for r in rows] == [index.project_dir]
     assert rows[0]["stats"]["assetCount"] == index.data.stats()["assetCount"]
-
-
-def test_quiet_writer_waits_for_quiet_and_final(built: tuple[ModIndex, Path], tmp_path: Path) -> None:
-    index, _home = built
-    writes: list[Path] = []
-
-    def state() -> tuple[object, object]:
-        return index.data, index.status()
-
-    writer = QuietSnapshotWriter(state, tmp_path, quiet_seconds=0.2, on_written=writes.append)  # type: ignore[arg-type]
-    for _ in range(5):  # a burst of publishes makes one write, after the quiet period
-        writer.notify()
-        time.sleep(0.05)
-    assert writes == []
-    deadline = time.monotonic() + 5
-    while not writes and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(writes) == 1
-    assert writer.flush() is None  # same build id: nothing new to write
-    writer.close(final_write=False)

@@ -13,7 +13,6 @@ import gzip
 import json
 import os
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -366,53 +365,3 @@ class SnapshotSource:
     def wait_until_final(self, timeout: float) -> bool:
         """A snapshot never changes: final iff it was written final."""
         return self._status.complete
-
-
-class QuietSnapshotWriter:
-    """Writes a snapshot once the index has been final and quiet for `quiet_seconds` (no per-keystroke IO)."""
-
-    def __init__(
-        self,
-        get_state: Callable[[], tuple[IndexData | None, IndexStatus]],
-        home: Path | None = None,
-        quiet_seconds: float = 5.0,
-        on_written: Callable[[Path], None] | None = None,
-    ) -> None:
-        self._get_state = get_state
-        self._home = home
-        self._quiet = quiet_seconds
-        self._on_written = on_written
-        self._timer: threading.Timer | None = None
-        self._lock = threading.Lock()
-        self._written_build = -1
-        self.last_written: Path | None = None
-
-    def notify(self) -> None:
-        """Call after each publish; (re)starts the quiet-period timer."""
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(self._quiet, self.flush)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def flush(self) -> Path | None:
-        """Write now if the index is final and not yet written at this build id."""
-        data, status = self._get_state()
-        if data is None or not status.complete or status.build_id == self._written_build:
-            return None
-        path = write_snapshot(data, status, self._home)
-        self._written_build = status.build_id
-        self.last_written = path
-        if self._on_written is not None:
-            self._on_written(path)
-        return path
-
-    def close(self, final_write: bool = True) -> None:
-        """Stop the timer; optionally write a last snapshot (best effort on exit)."""
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-        if final_write:
-            self.flush()
