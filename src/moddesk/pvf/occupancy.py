@@ -7,6 +7,8 @@ pending (``PLAN_PENDING``): both are pending write plans, and at most one exists
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from moddesk.pvf.errors import pvf_error
@@ -32,3 +34,17 @@ def ensure_free_for_write_plan(service: PvfService) -> None:
                 f"a {kind} plan is pending ({pending.plan_id})",
                 pendingPlan=pending.describe(),
             )
+
+
+@contextlib.contextmanager
+def editors_prepared(service: PvfService, operation: str) -> Iterator[None]:
+    """Freeze the editor windows for a write; ``UI_DRAFT_PENDING`` / ``UI_NOT_READY`` otherwise.
+
+    Script apply, import apply and export prepare share this protection with the lifecycle: an
+    uncommitted draft in an editor must not be overwritten (or left out of an export) silently.
+    """
+    operation_id = service.drafts.prepare(operation)
+    try:
+        yield
+    finally:
+        service.drafts.release(operation_id)

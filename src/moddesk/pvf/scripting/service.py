@@ -18,7 +18,7 @@ from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
-from moddesk.pvf.occupancy import ensure_free_for_write_plan
+from moddesk.pvf.occupancy import editors_prepared, ensure_free_for_write_plan
 from moddesk.pvf.scripting.help import topic
 from moddesk.pvf.scripting.plan import PlannedChange, build_plan, select
 from moddesk.pvf.scripting.runtime import (
@@ -388,7 +388,10 @@ class ScriptService:
             )
         chosen = select(plan.changes, change_keys)
         service = self.service
-        with service.begin_write("script-apply", plan.workspace_id, expected_revision) as ws:
+        with (
+            editors_prepared(service, "script-apply"),
+            service.begin_write("script-apply", plan.workspace_id, expected_revision) as ws,
+        ):
             if ws.revision != plan.base_revision:
                 raise pvf_error(
                     "STALE_PLAN",

@@ -20,6 +20,7 @@ from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.files import TEMP_MARKER, publish_no_overwrite, remove_tree_quietly
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.occupancy import editors_prepared
 from moddesk.pvf.transfer import sources
 from moddesk.pvf.transfer.writers import (
     FORMATS,
@@ -199,7 +200,8 @@ class ExportService:
     ) -> dict[str, Any]:
         fmt, name, version = self._format(mode, fmt_arg, name_arg, version_arg, mod_id)
         service = self.service
-        with service._state:
+        # an export reads committed content: a draft still in an editor would be silently left out
+        with editors_prepared(service, "export-prepare"), service._state:
             ws = service._require_workspace(workspace_id)
             service._check_revision(ws, expected_revision)
             if service._lifecycle_task is not None:

@@ -24,7 +24,7 @@ from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.plans import Plan
 from moddesk.pvf.archive import normalize_path
 from moddesk.pvf.errors import pvf_error
-from moddesk.pvf.occupancy import ensure_free_for_write_plan
+from moddesk.pvf.occupancy import editors_prepared, ensure_free_for_write_plan
 
 if TYPE_CHECKING:
     from moddesk.pvf.service import PvfService
@@ -405,7 +405,10 @@ class ImportService:
                 hint="Pass keys from pvf_import_preview.",
             )
         service = self.service
-        with service.begin_write("import-apply", plan.workspace_id, expected_revision) as ws:
+        with (
+            editors_prepared(service, "import-apply"),
+            service.begin_write("import-apply", plan.workspace_id, expected_revision) as ws,
+        ):
             chosen = [by_key[k] for k in dict.fromkeys(selected)]
             blocked = [i for i in chosen if ws.exists(i.target) and i.key not in overwrite]
             if blocked:
