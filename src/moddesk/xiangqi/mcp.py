@@ -7,22 +7,19 @@ projection. Failures are the seed's error contract ``{ok:false, error, errorZh, 
 
 from __future__ import annotations
 
+import functools
 import json
-import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.mcp import new_server
+from moddesk.kit.mcp import add_tool, new_server
 from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.rpc import dispatch, parse_command
-
-logger = logging.getLogger("moddesk.xiangqi.mcp")
 
 INSTRUCTIONS = (
     "Chinese chess (xiangqi) against the person you are talking with. You are the opponent: "
@@ -40,15 +37,9 @@ PIECE_ZH = {
 # ----------------------------------------------------------------------------------- output models
 
 
-def _drop_titles(schema: dict[str, Any]) -> None:
-    """Pydantic titles every property; tools/list is paid for in every conversation, so drop them."""
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
-
-
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=_drop_titles)
+    # kit.mcp.add_tool drops pydantic's generated titles from every schema
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
 Obj = dict[str, Any]
@@ -194,34 +185,6 @@ def error_text(error: ServiceError) -> str:
     return "\n".join(lines)
 
 
-def error_result(error: ServiceError) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=error_text(error))],
-        structured_content=error.to_payload(),
-        is_error=True,
-    )
-
-
-def _result(value: dict[str, Any], ascii: bool = True) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=render_text(value, ascii))], structured_content=value
-    )
-
-
-def _guarded(name: str, call: Callable[[], CallToolResult]) -> CallToolResult:
-    try:
-        return call()
-    except ServiceError as exc:
-        return error_result(exc)
-    except Exception:
-        logger.exception("tool %s crashed", name)
-        return error_result(
-            ServiceError(
-                "INTERNAL_ERROR", f"the tool {name} failed unexpectedly", hint="Report the server log."
-            )
-        )
-
-
 def _client(ctx: Context[Any]) -> dict[str, Any]:
     """Name/version of the MCP client (the model's host), when the protocol carries it (often not on 2026)."""
     try:
@@ -267,14 +230,9 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         maxPlies: Annotated[
             int | None, Field(ge=1, le=2000, description="plies before the game is drawn")
         ] = None,
-    ) -> Annotated[CallToolResult, GameView]:
+    ) -> dict[str, Any]:
         """Start a new game and make it the current one. Returns the full projection and the panel URL for the person."""
-
-        def run() -> CallToolResult:
-            value = service.new("opponent", side, opponent, maxPlies, client=_client(ctx))
-            return _result(with_panel(value))
-
-        return _guarded("xiangqi_new", run)
+        return with_panel(service.new("opponent", side, opponent, maxPlies, client=_client(ctx)))
 
     def xiangqi_board(
         includeMoves: Annotated[
@@ -283,16 +241,12 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         includeEval: Annotated[bool, Field(description="add a short engine evaluation")] = False,
         ascii: Annotated[bool, Field(description="draw the board as text")] = True,
         sessionId: SessionArg = None,
-    ) -> Annotated[CallToolResult, BoardView]:
+    ) -> dict[str, Any]:
         """Read the game: FEN, ASCII board, legal moves (ICCS + Chinese), optional evaluation, move record. Read-only."""
-
-        def run() -> CallToolResult:
-            value = service.board(sessionId, include_moves=includeMoves, include_eval=includeEval)
-            if ascii:
-                value["ascii"] = ascii_board(value)
-            return _result(with_panel(value), ascii)
-
-        return _guarded("xiangqi_board", run)
+        value = service.board(sessionId, include_moves=includeMoves, include_eval=includeEval)
+        if ascii:
+            value["ascii"] = ascii_board(value)
+        return with_panel(value)
 
     def xiangqi_move(
         move: Annotated[
@@ -306,31 +260,25 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
             int | None, Field(description="refuse with STALE_REVISION if the game moved on")
         ] = None,
         sessionId: SessionArg = None,
-    ) -> Annotated[CallToolResult, MoveView]:
+    ) -> dict[str, Any]:
         """Play YOUR move (the opponent's side). Only on your turn; errors list the legal moves. Returns the new position."""
-
-        def run() -> CallToolResult:
-            text = move if isinstance(move, str) else {"from": move.from_, "to": move.to}
-            value = service.move(
-                "opponent",
-                text,
-                sessionId,
-                expected_revision=expectedRevision,
-                reason=reason,
-                usage_chars=len(json.dumps(text, ensure_ascii=False)) + len(reason or ""),
-            )
-            return _result(with_panel(value))
-
-        return _guarded("xiangqi_move", run)
+        text = move if isinstance(move, str) else {"from": move.from_, "to": move.to}
+        value = service.move(
+            "opponent",
+            text,
+            sessionId,
+            expected_revision=expectedRevision,
+            reason=reason,
+            usage_chars=len(json.dumps(text, ensure_ascii=False)) + len(reason or ""),
+        )
+        return with_panel(value)
 
     def xiangqi_undo(
         plies: Annotated[int, Field(ge=1, le=2000, description="how many plies to take back")] = 2,
         sessionId: SessionArg = None,
-    ) -> Annotated[CallToolResult, UndoView]:
+    ) -> dict[str, Any]:
         """Take back moves (default 2 = one move each), never past the start."""
-        return _guarded(
-            "xiangqi_undo", lambda: _result(with_panel(service.undo("opponent", plies, sessionId)))
-        )
+        return with_panel(service.undo("opponent", plies, sessionId))
 
     def xiangqi_hint(
         count: Annotated[int, Field(ge=1, le=10, description="how many candidate moves")] = 3,
@@ -338,46 +286,45 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
             int | None, Field(ge=1, le=30, description="search depth (default: time-limited)")
         ] = None,
         sessionId: SessionArg = None,
-    ) -> Annotated[CallToolResult, HintView]:
+    ) -> dict[str, Any]:
         """Engine candidates for the side to move (ICCS, Chinese, score, PV) and an evaluation. Costs no model budget."""
-        return _guarded(
-            "xiangqi_hint", lambda: _result(with_panel(service.hint(sessionId, count, depth)), ascii=False)
-        )
+        return with_panel(service.hint(sessionId, count, depth))
 
     def xiangqi_review(
         highlight: Annotated[
             Literal["turning", "all"], Field(description="turning = turning points only; all = every move")
         ] = "turning",
         sessionId: SessionArg = None,
-    ) -> Annotated[CallToolResult, ReviewView]:
+    ) -> dict[str, Any]:
         """Review the game: move record, per-move evaluation curve, turning points and the best alternatives."""
-        return _guarded(
-            "xiangqi_review", lambda: _result(with_panel(service.review(sessionId, highlight)), ascii=False)
-        )
+        return with_panel(service.review(sessionId, highlight))
 
-    def add(
-        fn: Callable[..., CallToolResult], title: str, read_only: bool, destructive: bool = False
-    ) -> None:
-        server.add_tool(
+    with_board = render_text
+    without_board = functools.partial(render_text, ascii=False)
+
+    def board_as_asked(value: dict[str, Any]) -> str:
+        return render_text(value, ascii="ascii" in value)  # the tool sets "ascii" only when asked to
+
+    for fn, model, title, text, read_only, destructive in (
+        (xiangqi_new, GameView, "New xiangqi game", with_board, False, False),
+        (xiangqi_board, BoardView, "Read the xiangqi board", board_as_asked, True, False),
+        (xiangqi_move, MoveView, "Play your xiangqi move", with_board, False, False),
+        (xiangqi_undo, UndoView, "Take back xiangqi moves", with_board, False, True),
+        (xiangqi_hint, HintView, "Engine hint", without_board, False, False),
+        (xiangqi_review, ReviewView, "Review the game", without_board, False, False),
+    ):
+        # the tools return the service's projection dict as is; the model only declares its outputSchema,
+        # which add_tool reads from the return hint
+        fn.__annotations__["return"] = model
+        add_tool(
+            server,
             fn,
-            name=fn.__name__,
             title=title,
-            description=fn.__doc__,
-            annotations=ToolAnnotations(
-                title=title,
-                read_only_hint=read_only,
-                destructive_hint=destructive,
-                idempotent_hint=read_only,
-                open_world_hint=False,
-            ),
+            read_only=read_only,
+            destructive=destructive,
+            text=text,
+            error_text=error_text,
         )
-
-    add(xiangqi_new, "New xiangqi game", read_only=False)
-    add(xiangqi_board, "Read the xiangqi board", read_only=True)
-    add(xiangqi_move, "Play your xiangqi move", read_only=False)
-    add(xiangqi_undo, "Take back xiangqi moves", read_only=False, destructive=True)
-    add(xiangqi_hint, "Engine hint", read_only=False)
-    add(xiangqi_review, "Review the game", read_only=False)
 
     @server.prompt(
         name="xiangqi",
