@@ -1,0 +1,116 @@
+"""Reading the open workspace: one page of search hits, or one entry by line range."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moddesk.pvf.archive import PvfFormatError
+from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.indexing import IndexOps
+from moddesk.pvf.search import DEFAULT_BYTE_CAP, DEFAULT_LIMIT, Searcher, SearchMode, SearchQuery
+from moddesk.pvf.workspace import describe_binary
+
+READ_BYTE_CAP = 64 * 1024
+MAX_READ_LINES = 2000
+
+
+class ReadOps(IndexOps):
+    """Search and read; both check the workspace id and (when given) the revision."""
+
+    def search(
+        self,
+        workspace_id: str,
+        query: str,
+        mode: SearchMode = "content",
+        scope: str = "",
+        extensions: tuple[str, ...] = (),
+        case_sensitive: bool = False,
+        cursor: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        byte_cap: int = DEFAULT_BYTE_CAP,
+    ) -> dict[str, Any]:
+        """One page of hits with path, line and snippet; a cursor for the next page."""
+        with self._state:
+            ws = self._require_workspace(workspace_id)
+        spec = SearchQuery(mode, query, scope, tuple(extensions), case_sensitive)
+        identity = {"workspaceId": workspace_id, **spec.identity(), "limit": limit}
+        after = None
+        if cursor is not None:
+            position = self.cursors.decode(cursor, identity, ws.revision, stale_code="STALE_WORKSPACE")
+            after = (str(position[0]), int(position[1]))
+        index = self._ready_index(ws)
+        with ws.lock:  # a consistent snapshot: the edited entries' texts at this revision
+            revision = ws.revision
+            changed, deleted = ws.changed_since_open()
+        # every other entry still holds its (immutable) base text, so the scan runs unlocked
+        # and edits made meanwhile do not wait for it nor leak into this page
+        searcher = Searcher(index, changed, deleted, ws.base_text_or_none)
+        try:
+            page = searcher.page(spec, after, limit=limit, byte_cap=byte_cap)
+        except PvfFormatError as exc:
+            if exc.code == "CLOSED":  # the archive was closed or switched while this page ran
+                raise pvf_error("STALE_WORKSPACE", "the workspace was closed during the search") from exc
+            raise
+        next_cursor = (
+            self.cursors.encode(identity, list(page.next_position), revision) if page.next_position else None
+        )
+        return {
+            "ok": True,
+            "workspaceId": workspace_id,
+            "revision": revision,
+            "mode": mode,
+            "hits": [h.to_dict() for h in page.hits],
+            "nextCursor": next_cursor,
+            "truncated": page.truncated,
+            "truncatedReason": page.reason,
+        }
+
+    def read_file(
+        self,
+        workspace_id: str,
+        path: str,
+        start_line: int = 1,
+        line_count: int | None = None,
+        expected_revision: int | None = None,
+        byte_cap: int = READ_BYTE_CAP,
+    ) -> dict[str, Any]:
+        """Text of one entry by line range (or a description of a binary entry)."""
+        with self._state:
+            ws = self._require_workspace(workspace_id)
+        with ws.lock:
+            name, revision = self._require_entry(ws, path, expected_revision)
+            text = ws.current_text_or_none(name)
+            if text is None:
+                data = ws.read_bytes(name)
+                return {
+                    "ok": True,
+                    "path": name,
+                    "revision": revision,
+                    "binary": True,
+                    **describe_binary(data),
+                }
+        lines = text.split("\n")
+        start = max(1, start_line)
+        count = min(line_count or MAX_READ_LINES, MAX_READ_LINES)
+        chosen = lines[start - 1 : start - 1 + count]
+        out: list[str] = []
+        used = 0
+        truncated = start - 1 + len(chosen) < len(lines)
+        for line in chosen:
+            size = len(line.encode("utf-8")) + 1
+            if out and used + size > byte_cap:
+                truncated = True
+                break
+            out.append(line)
+            used += size
+        return {
+            "ok": True,
+            "path": name,
+            "revision": revision,
+            "binary": False,
+            "startLine": start,
+            "endLine": start + len(out) - 1,
+            "totalLines": len(lines),
+            "text": "\n".join(out),
+            "truncated": truncated,
+        }
