@@ -2,11 +2,13 @@
 
 History operations need a saved source (``history_init``) and go through ``begin_write`` when
 they change the workspace; annotation explain reads the file and its ``.lst`` relations from
-the open workspace.
+the open workspace, with rendered list texts kept per (path, revision) across calls.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +21,20 @@ from moddesk.pvf.lifecycle import identity_or_none, same_source
 from moddesk.pvf.search import normalize_path
 from moddesk.pvf.workspace import Workspace
 
+# Lists kept rendered: a relation reads a few lists, each up to millions of characters.
+LIST_TEXT_CACHE = 8
+
 
 class RecordsOps(ServiceCore):
     """History and annotation-doc operations over the open workspace."""
 
     annotations: AnnotationDocs
     annotation_status: str
+    _list_texts: ListTexts
 
     def _init_records(self, rules_dir: Path | None) -> None:
         self.annotations, self.annotation_status = load_annotations(rules_dir)
+        self._list_texts = ListTexts()
 
     # ------------------------------------------------------------------ history
 
@@ -143,19 +150,53 @@ class RecordsOps(ServiceCore):
             workspace_id=workspace_id,
             revision=revision,
             pvf_version=ws.format,
-            lookup=_WorkspaceLookup(ws),
+            lookup=_WorkspaceLookup(ws, self._list_texts),
             **options,
         )
+
+
+class ListTexts:
+    """Rendered ``.lst`` texts by (workspace, path, revision): a big list is rendered once, not per call.
+
+    Only the newest revision of each path of the open workspace is kept; the revision moves on
+    every content change, so a hit is always the text the workspace holds now.
+    """
+
+    def __init__(self, capacity: int = LIST_TEXT_CACHE) -> None:
+        self._capacity = capacity
+        self._items: OrderedDict[tuple[str, str, int], str | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, ws: Workspace, path: str) -> str | None:
+        """The current text of ``path`` (None when absent or binary)."""
+        with ws.lock:  # the revision and the text it names, read together
+            key = (ws.workspace_id, path, ws.revision)
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    return self._items[key]
+            text = ws.current_text_or_none(path)
+        with self._lock:
+            for old in [k for k in self._items if k[0] != key[0] or (k[1] == path and k[2] != key[2])]:
+                del self._items[old]  # another workspace, or an older revision of this list
+            self._items[key] = text
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+        return text
 
 
 class _WorkspaceLookup:
     """The annotation engine's ``ArchiveLookup`` over the workspace's current content."""
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, lists: ListTexts) -> None:
         self._ws = ws
+        self._lists = lists
 
     def read_text(self, path: str) -> str | None:
-        return self._ws.current_text_or_none(normalize_path(path))
+        name = normalize_path(path)
+        if name.endswith(".lst"):
+            return self._lists.read(self._ws, name)
+        return self._ws.current_text_or_none(name)
 
     def exists(self, path: str) -> bool:
         return self._ws.exists(normalize_path(path))
