@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -166,8 +170,6 @@ def test_status_machine_phases_and_last_good(tmp_path: Path) -> None:
 
 
 def test_queries_during_updates_see_whole_states(live: tuple[Path, ModIndex, QueryApi]) -> None:
-    import threading
-
     project, index, q = live
     weapons = project / "Data" / "Weapons.xml"
     text = weapons.read_text("utf-8")
@@ -269,3 +271,58 @@ def test_parse_cache_on_disk_warm_starts_a_new_process(tmp_path: Path) -> None:
     third._extract = spy3  # type: ignore[method-assign,assignment]
     third.build()
     assert parsed == ["SampleTank.xml"]
+
+
+def _reader_waiting_on(fifo: Path, timeout: float = 30.0) -> int:
+    """Open the FIFO's write end once a reader is blocked on it; returns the fd (the reader now waits on data)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:  # ENXIO: nobody reads it yet
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uses a FIFO to hold the update in its re-walk")
+def test_structural_update_rewalks_without_blocking_queries(live: tuple[Path, ModIndex, QueryApi]) -> None:
+    project, index, q = live
+    fifo = project / "Data" / "Slow.xml"
+    os.mkfifo(fifo)
+    mod = project / "Data" / "Mod.xml"
+    text = mod.read_text("utf-8")
+    _touch_write(
+        mod, text.replace("<Includes>", '<Includes>\n    <Include type="all" source="Slow.xml"/>', 1)
+    )
+    before = q.find_references("SampleScout")
+    results: list[object] = []
+    updater = threading.Thread(target=lambda: results.append(index.update_files([mod])))
+    updater.start()
+    fd = _reader_waiting_on(fifo)  # the update is now inside its re-walk, reading Slow.xml
+    answers: list[dict[str, object]] = []
+    reader = threading.Thread(
+        target=lambda: answers.extend([q.find_asset("FX_Slow"), q.find_references("SampleScout")])
+    )
+    reader.start()
+    reader.join(10)
+    blocked = reader.is_alive()
+    index.mark_dirty([mod])  # saved again while the update runs: that save is not applied by it
+    with os.fdopen(fd, "w") as handle:  # let the re-walk finish either way
+        handle.write(
+            '<AssetDeclaration xmlns="uri:ea.com:eala:asset"><FXList id="FX_Slow"/></AssetDeclaration>'
+        )
+    updater.join(30)
+    reader.join(30)
+    assert not blocked, "a query waited for the structural re-walk"
+    found, refs = answers
+    # the previous index, whole, flagged stale while the update runs
+    assert found["found"] is False and found["index"]["stale"] is True  # type: ignore[index]
+    assert found["index"]["complete"] is False  # type: ignore[index]
+    refs.pop("index"), before.pop("index")
+    assert refs == before
+    assert results and getattr(results[0], "structural", None) is True
+    assert q.find_asset("FX_Slow")["index"]["stale"] is True  # the second save is still pending
+    index.update_files([mod])
+    after = q.find_asset("FX_Slow")
+    assert after["found"] is True and after["index"]["complete"] is True

@@ -22,7 +22,7 @@ from typing import Any
 
 from lxml import etree
 
-from moddesk.ra3.art import scan_w3x
+from moddesk.ra3.art import ArtScan, scan_w3x
 from moddesk.ra3.cache import cache_file, load_records, save_records
 from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.manifest import Manifest, read_manifest
@@ -158,10 +158,12 @@ class ModIndex:
         self._records: dict[str, tuple[tuple[int, int] | None, FileRecord]] = {}
         self._fragments: dict[str, tuple[tuple[int, int] | None, etree._Element | None]] = {}
         self._includers: dict[str, set[str]] = {}
-        self._art: dict[str, tuple[tuple[int, int] | None, Any]] = {}
+        self._art: dict[str, tuple[tuple[int, int] | None, ArtScan]] = {}
         self._display: dict[str, str] = {}
         self._walk_modes: dict[str, dict[str, int]] = {}
-        self._dirty: set[str] = set()
+        # changed file -> sequence number of its latest change; an update only clears what it saw
+        self._dirty: dict[str, int] = {}
+        self._dirty_seq = 0
         self._building = False
         self._resolved: dict[tuple[str, str], Resolution] = {}
         self._schema_digest: str | None = None
@@ -199,10 +201,16 @@ class ModIndex:
     def mark_dirty(self, paths: Iterable[str | Path]) -> None:
         """Note files changed on disk (watcher events) so answers say `stale` until re-indexed."""
         with self._lock:
-            for p in paths:
-                self._dirty.add(file_key(p))
+            self._note_dirty(file_key(p) for p in paths)
             if self._building:
                 self._stale = True
+
+    def _note_dirty(self, keys: Iterable[str]) -> int:
+        """Record changes (lock held); returns the sequence number they got."""
+        self._dirty_seq += 1
+        for key in keys:
+            self._dirty[key] = self._dirty_seq
+        return self._dirty_seq
 
     def wait_until_final(self, timeout: float) -> bool:
         """Block until a complete, non-stale index is published (or timeout)."""
@@ -602,7 +610,8 @@ class ModIndex:
             if progress is not None and (i % 25 == 0 or i + 1 == len(arts)):
                 progress(prog)
 
-    def _fill_art(self, data: IndexData, path: str) -> None:
+    def _load_art(self, path: str) -> ArtScan | OSError:
+        """The shallow scan of one art file, from the cache while its stamp holds; OSError if unreadable."""
         stamp = _stamp(path)
         cached = self._art.get(path)
         if cached is None or cached[0] != stamp:
@@ -610,11 +619,16 @@ class ModIndex:
                 with open(path, "rb") as fh:
                     scan = scan_w3x(fh.read(), path)
             except OSError as exc:
-                data.diagnostics.append(Diagnostic("FILE_UNREADABLE", self._show(path), 0, str(exc), "error"))
-                return
+                return exc
             self._art[path] = (stamp, scan)
-            cached = self._art[path]
-        scan = cached[1]
+            return scan
+        return cached[1]
+
+    def _fill_art(self, data: IndexData, path: str) -> None:
+        scan = self._load_art(path)
+        if isinstance(scan, OSError):
+            data.diagnostics.append(Diagnostic("FILE_UNREADABLE", self._show(path), 0, str(scan), "error"))
+            return
         per = self._walk_modes.get(path, {})
         mode = max(per.values()) if per else EXTERNAL
         stream = next(iter(per), "art")
@@ -633,51 +647,39 @@ class ModIndex:
 
     # --- incremental ------------------------------------------------------------------------
     def update_files(self, paths: Iterable[str | Path]) -> UpdateResult:
-        """Re-index changed (or deleted / created) files; cheap when includes did not change."""
+        """Re-index changed (or deleted / created) files; cheap when includes did not change.
+
+        Parsing and a structural re-walk run without the lock, into a new `IndexData` (queries keep
+        reading the published one); only the in-place patch or the swap of the new data happens under
+        the lock, so a query sees all of an update or none of it. Like `build`, one thread at a time
+        may mutate an index (the watcher's worker): the parse caches are that thread's own.
+        """
         t0 = time.perf_counter()
+        changed = [file_key(p) for p in paths]
         with self._lock:
-            data = self._data
-            if data is None:
+            if self._data is None:
                 raise Ra3Error(
                     "NO_INDEX", "cannot update before a first build", hint="run a full build first"
                 )
-            changed = [file_key(p) for p in paths]
-            structural = False
-            self._resolved.clear()  # a created or deleted file can change where sources resolve
-            reparse: set[str] = set()
-            for path in changed:
-                if path in self._records:
-                    reparse.add(path)
-                elif path in self._fragments:
-                    self._fragments.pop(path, None)
-                    reparse.update(self._includers.get(path, set()))
-                elif path in self._art:
-                    pass
-                else:
-                    structural = True  # a new or previously missing file may now satisfy an include
-            for path in sorted(reparse):
-                old = self._records[path][1]
-                if _stamp(path) is None:
-                    structural = True
-                    continue
-                new = self._extract(path)
-                self._records[path] = (_stamp(path), new)
-                for frag in new.fragments:
-                    self._includers.setdefault(frag, set()).add(path)
-                if [(i.type, i.source) for i in old.includes] != [
-                    (i.type, i.source) for i in new.includes
-                ] or (old.fragments != new.fragments):
-                    structural = True
-            if structural:
+            seen = self._note_dirty(changed)  # answers say stale until this update is published
+        structural, reparse, arts = self._reparse(changed)
+        new_data: IndexData | None = None
+        if structural:
+            # as in `build`: one collection after the walk instead of repeated full ones during it
+            with paused_gc():
                 new_data = self._build_xml(None)
                 self._build_art(new_data, None)
+        with self._lock:
+            if new_data is not None:
                 self._publish(new_data, READY, "art")
             else:
-                self._patch(data, reparse, changed)
+                assert self._data is not None  # published data is only ever replaced, never removed
+                self._patch(self._data, reparse, arts)
                 self._build_id += 1
                 self._generated_at = _now()
             for path in changed:
-                self._dirty.discard(path)
+                if self._dirty.get(path, 0) <= seen:  # not changed again while this update ran
+                    self._dirty.pop(path, None)
             if not self._dirty and not self._building:
                 self._stale = False  # every change seen during the last build has now been applied
             self._final.notify_all()
@@ -689,7 +691,46 @@ class ModIndex:
                 [self._show(p) for p in sorted(reparse)],
             )
 
-    def _patch(self, data: IndexData, reparse: set[str], changed: list[str]) -> None:
+    def _reparse(self, changed: list[str]) -> tuple[bool, set[str], list[str]]:
+        """Re-extract changed documents and rescan changed art, off the lock.
+
+        Returns (structural, documents re-extracted, art files changed); structural means the include
+        graph may differ, so the caller re-walks it.
+        """
+        self._resolved.clear()  # a created or deleted file can change where sources resolve
+        structural = False
+        reparse: set[str] = set()
+        arts: list[str] = []
+        for path in changed:
+            if path in self._records:
+                reparse.add(path)
+            elif path in self._fragments:
+                self._fragments.pop(path, None)
+                reparse.update(self._includers.get(path, set()))
+            elif path in self._art:
+                arts.append(path)
+                self._art.pop(path, None)
+                self._load_art(path)
+            else:
+                structural = True  # a new or previously missing file may now satisfy an include
+        for path in sorted(reparse):
+            old = self._records[path][1]
+            stamp = _stamp(path)
+            if stamp is None:
+                structural = True
+                continue
+            new = self._extract(path)
+            self._records[path] = (stamp, new)
+            for frag in new.fragments:
+                self._includers.setdefault(frag, set()).add(path)
+            if [(i.type, i.source) for i in old.includes] != [(i.type, i.source) for i in new.includes] or (
+                old.fragments != new.fragments
+            ):
+                structural = True
+        return structural, reparse, arts
+
+    def _patch(self, data: IndexData, reparse: set[str], arts: list[str]) -> None:
+        """Apply re-extracted records and rescanned art to the published data in place (lock held)."""
         touched = {self._show(p) for p in reparse}
         data.diagnostics = [d for d in data.diagnostics if d.file not in touched]
         for path in reparse:
@@ -701,13 +742,11 @@ class ModIndex:
                     info.errors = sum(
                         1 for d in self._records[path][1].diagnostics if d.code == "XML_MALFORMED"
                     )
-        for path in changed:
-            if path in self._art:
-                self._art.pop(path, None)
-                if _stamp(path) is not None:
-                    self._fill_art(data, path)
-                else:
-                    data.drop_record(self._show(path))
+        for path in arts:
+            if _stamp(path) is not None:
+                self._fill_art(data, path)
+            else:
+                data.drop_record(self._show(path))
 
 
 def visible_modes() -> tuple[int, int, int]:
