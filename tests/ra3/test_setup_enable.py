@@ -205,3 +205,54 @@ def test_project_scope_writes_into_the_project(env: dict[str, str], tmp_path: Pa
     assert not (home / ".claude.json").exists()
     bad = _run(env, "enable", str(project), "--scope", "global", "--yes")
     assert bad.returncode == 2 and "INVALID_ARGUMENT" in bad.stderr
+
+
+def test_disable_keeps_a_jsonc_config_byte_for_byte(env: dict[str, str], tmp_path: Path) -> None:
+    home = _home(env)
+    project = write_demo_mod(tmp_path / "mod")
+    cursor = home / ".cursor/mcp.json"
+    cursor.parent.mkdir(parents=True)
+    original = (
+        "{\n"
+        "  // servers I use every day\n"
+        '  "mcpServers": {\n'
+        '    "fetch": {"command": "uvx", "args": ["mcp-server-fetch"]}, // keep\n'
+        "  },\n"
+        "  /* trailing settings */\n"
+        '  "theme": "dark"\n'
+        "}\n"
+    )
+    cursor.write_text(original)
+    enabled = _run(env, "enable", str(project), "--client", "cursor", "--no-skill", "--yes")
+    assert enabled.returncode == 0, enabled.stderr
+    assert "ra3-mod-xml" in _jsonc(cursor)["mcpServers"]
+    done = _run(env, "disable", str(project), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert f"removed ra3-mod-xml from {cursor}" in done.stdout
+    assert cursor.read_text() == original
+
+
+def test_disable_leaves_an_entry_that_points_at_another_project(env: dict[str, str], tmp_path: Path) -> None:
+    home = _home(env)
+    project = write_demo_mod(tmp_path / "mod")
+    other = write_demo_mod(tmp_path / "other")
+    assert _run(env, "enable", str(project), "--client", "cursor", "--no-skill", "--yes").returncode == 0
+    cursor = home / ".cursor/mcp.json"
+    # the user (or another enable) pointed the entry at another project meanwhile
+    cursor.write_text(cursor.read_text().replace(str(project), str(other)))
+    before = cursor.read_text()
+    done = _run(env, "disable", str(project), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert cursor.read_text() == before
+
+
+def test_disable_finds_a_project_scope_config(env: dict[str, str], tmp_path: Path) -> None:
+    project = write_demo_mod(tmp_path / "mod")
+    config = project / ".mcp.json"
+    config.write_text('{\n  "mcpServers": {}\n}\n')
+    args = ("--client", "claude-code", "--scope", "project", "--no-skill", "--yes")
+    assert _run(env, "enable", str(project), *args).returncode == 0
+    assert "ra3-mod-xml" in json.loads(config.read_text())["mcpServers"]
+    done = _run(env, "disable", str(project), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(config.read_text()) == {"mcpServers": {}}

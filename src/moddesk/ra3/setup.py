@@ -9,6 +9,7 @@ without consent (`--yes` or an interactive confirm). `disable` reverses exactly 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -16,8 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-import tomlkit.exceptions
 import typer
 from rich.console import Console
 
@@ -34,6 +33,7 @@ from moddesk.kit.agents import (
     installs_of,
     plan_config,
     plan_launcher,
+    plan_remove,
     skill_dir,
     snippet,
     system_server,
@@ -267,55 +267,33 @@ def run_enable(
 
 
 # -- disable -------------------------------------------------------------------------------------
-def remove_entry(client: Client, path: Path, project: str | None) -> bool:
-    """Remove our server entry from one config file (only if it points at `project` when given)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+def remove_entry(client: Client, scope: Scope, path: Path, project: str) -> bool:
+    """Remove our server entry from one recorded config file if it still points at `project`.
+
+    The kit's `plan_remove` keeps every other byte (comments and layout included) or refuses with
+    CONFIG_HAS_COMMENTS / CONFIG_INVALID; `apply_config` writes atomically and refuses a file that
+    changed meanwhile. False when the file or the entry is gone, or the entry is another project's.
+    """
+    # the recorded path names the file; for project-scope configs it hangs off the project folder
+    loc = Locations.from_env(project=Path(project))
+    if not _same_file(client.path(scope, loc), path):
+        raise ServiceError(
+            "CONFIG_CHANGED",
+            f"{client.title}'s {scope} config is no longer {path}; it was left untouched",
+            hint=f"Remove the {SERVER_NAME!r} entry from {path} by hand if it is still there.",
+            path=str(path),
+        )
+    change = plan_remove(client, scope, SERVER_NAME, loc)
+    pointed = _entry_project(change)
+    if change.status != "update" or pointed is None or not same_project(pointed, project):
         return False
-    bom = "\ufeff" if text.startswith("\ufeff") else ""
-    body = text[len(bom) :]
-    if client.format == "toml":
-        try:
-            doc = tomlkit.parse(body)
-        except tomlkit.exceptions.TOMLKitError as exc:
-            raise ServiceError("CONFIG_INVALID", f"{path}: {exc}; left untouched", path=str(path)) from None
-        table = doc.get(client.container)
-        entry = table.get(SERVER_NAME) if table is not None else None
-        if (
-            table is None
-            or entry is None
-            or (project is not None and not _points_at(entry.unwrap(), project))
-        ):
-            return False
-        del table[SERVER_NAME]
-        new_text = tomlkit.dumps(doc)
-    else:
-        try:
-            data = json.loads(body) if body.strip() else {}
-        except ValueError:
-            raise ServiceError(
-                "CONFIG_HAS_COMMENTS",
-                f"{path} has comments or is not plain JSON; remove the {SERVER_NAME!r} entry by hand",
-                path=str(path),
-            ) from None
-        servers = data.get(client.container) if isinstance(data, dict) else None
-        if not isinstance(servers, dict) or SERVER_NAME not in servers:
-            return False
-        if project is not None and not _points_at(servers[SERVER_NAME], project):
-            return False
-        del servers[SERVER_NAME]
-        new_text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    atomic_write_text(path, bom + new_text)
+    apply_config(change)
     return True
 
 
-def _points_at(entry: Any, project: str) -> bool:
-    args = entry.get("args") if isinstance(entry, dict) else None
-    if not isinstance(args, list) or "--project" not in args:
-        return False
-    i = args.index("--project")
-    return i + 1 < len(args) and same_project(str(args[i + 1]), project)
+def _same_file(a: Path, b: Path) -> bool:
+    # `enable` planned with the resolved folder, the record keeps the normalized one
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
 
 
 def run_disable(
@@ -334,16 +312,18 @@ def run_disable(
     if not chosen:
         console.print("nothing to disable: no project enabled" + (f" for {target}" if target else ""))
         return []
-    work: list[tuple[Client, Path, str]] = []
+    work: list[tuple[Client, Scope, Path, str]] = []
     for record in chosen:
         for cfg in record.get("configs", []):
             if clients and cfg.get("client") not in clients:
                 continue
             if cfg.get("client") in CLIENTS:
-                work.append((get_client(cfg["client"]), Path(cfg["path"]), str(record["projectDir"])))
+                client = get_client(cfg["client"])
+                scope = cfg.get("scope") if cfg.get("scope") in client.scopes else client.default_scope
+                work.append((client, scope, Path(cfg["path"]), str(record["projectDir"])))
     remaining = [r for r in records if r not in chosen]
     drop_skill = skill and not remaining and not clients
-    for client, path, proj in work:
+    for client, _scope, path, proj in work:
         console.print(
             f"{client.title}: remove {SERVER_NAME} from {path} (project {proj})",
             highlight=False,
@@ -356,8 +336,8 @@ def run_disable(
     if not _confirm(console, yes):
         return []
     done: list[str] = []
-    for client, path, proj in work:
-        if remove_entry(client, path, proj):
+    for client, scope, path, proj in work:
+        if remove_entry(client, scope, path, proj):
             done.append(f"removed {SERVER_NAME} from {path}")
     for path in skill_paths:
         outcome = uninstall_skill(path, loc)
