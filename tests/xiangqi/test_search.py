@@ -9,7 +9,7 @@ import pytest
 
 from moddesk.xiangqi.board import Move, Position, parse_square
 from moddesk.xiangqi.evaluate import evaluate
-from moddesk.xiangqi.search import MATE, Searcher, SearchInfo, mate_in, search
+from moddesk.xiangqi.search import MATE, MATE_BOUND, Searcher, SearchInfo, mate_in, search
 
 MATES = {
     1: [
@@ -106,6 +106,17 @@ def test_does_not_hang_material(fen: str, good: set[str] | None) -> None:
     assert -reply.lines[0].score >= before - 150
 
 
+def test_null_move_does_not_hide_a_shorter_mate() -> None:
+    # at depth 7 a null move at the mated side's nodes (beta a mated score) used to cut off the
+    # mate in 3, so the search reported the mate in 4 it found first
+    fen = MATES[3][0]
+    line = search(Position(fen), depth=7).lines[0]
+    assert line.mate == 3 and line.score == MATE - 5
+    pos = Position(fen)
+    pos.push(line.move)
+    assert all_replies_lose(pos, 3)
+
+
 def test_limits_by_nodes_and_depth() -> None:
     pos = Position()
     result = search(pos, nodes=3000)
@@ -189,3 +200,32 @@ def test_perpetual_check_inside_the_tree_loses_for_the_checker() -> None:
     assert searcher._repetition(4) == MATE - 4
     searcher.path_checks = [False, False, False, False, False]
     assert searcher._repetition(4) == 0
+
+
+def played(fen: str, moves: list[str]) -> Position:
+    pos = Position(fen)
+    for text in moves:
+        move = Move(parse_square(text[:2]), parse_square(text[2:4]))
+        assert pos.is_legal(move), text
+        pos.push(move)
+    return pos
+
+
+def root_scores(pos: Position) -> dict[str, int]:
+    lines = search(pos, depth=1, multipv=len(pos.legal_moves()), history=pos.key_history()).lines
+    return {ln.move.iccs(): ln.score for ln in lines}
+
+
+def test_perpetual_check_through_the_game_record_loses_for_the_checker() -> None:
+    # red checked with every move of the game's last cycle (a7a8+, a8a9+); a9a8+ repeats the
+    # position after a7a8+ with red still checking: perpetual check, a loss for red
+    pos = played("9/4k4/R8/9/9/9/9/9/9/3K5 w - - 0 1", ["a7a8", "e8e9", "a8a9", "e9e8"])
+    scores = root_scores(pos)
+    assert scores["a9a8"] < -MATE_BOUND
+    assert max(scores.values()) > 500  # any other move keeps red a rook up
+
+
+def test_repeating_a_game_position_without_checks_stays_a_draw() -> None:
+    pos = played("3k5/9/9/9/9/9/9/9/9/4K1R2 w - - 0 1", ["g0g1", "d9d8", "g1g0", "d8d9"])
+    scores = root_scores(pos)
+    assert scores["g0g1"] == 0 and max(scores.values()) > 500

@@ -110,7 +110,8 @@ class Searcher:
     ) -> SearchResult:
         """Search ``pos`` (left unchanged) until a depth, time (seconds) or node limit, or ``stop``.
 
-        ``history``: Zobrist keys of earlier game positions, so repeating one scores as a draw.
+        ``history``: Zobrist keys of earlier game positions, so repeating one scores as a draw, or as
+        a loss for a perpetual checker where ``pos`` was reached by pushing those positions' moves.
         With no limit at all the search runs until stopped (or depth 64).
         """
         self._stop_event.clear()
@@ -131,7 +132,10 @@ class Searcher:
         keys = list(history or [])
         if keys and keys[-1] == self.pos.key:
             keys.pop()
-        self.game_keys = set(keys[-window:]) if window else set()
+        recent = keys[-window:] if window else []
+        self.game_keys = set(recent)
+        self.game_checks = self._game_checks(recent)
+        self.game_path = recent[len(recent) - len(self.game_checks) :]
         self.path_keys = [self.pos.key]
         self.path_checks = [self.pos.is_check()]
         self.null_plies: list[int] = []
@@ -249,6 +253,21 @@ class Searcher:
         self.path_keys.pop()
         self.path_checks.pop()
 
+    def _game_checks(self, recent: list[int]) -> list[bool]:
+        """Whether the side to move was in check in each of the last game positions of ``recent``
+        (oldest first), read off the root position's own moves for as far as they match ``recent``."""
+        pos = self.pos.copy()
+        checks: list[bool] = []
+        for key in reversed(recent):
+            if not pos.ply:
+                break
+            pos.pop()
+            if pos.key != key:
+                break
+            checks.append(pos.is_check())
+        checks.reverse()
+        return checks
+
     def _repetition(self, ply: int) -> int | None:
         """Score of a repeated position (draw, or a loss for a perpetual checker), else None."""
         keys = self.path_keys
@@ -259,19 +278,30 @@ class Searcher:
         j = ply - 4
         while j >= floor and ply - j <= reversible:
             if keys[j] == key:
-                checks = self.path_checks
-                # positions ply-1, ply-3 … follow the side to move's own moves; ply, ply-2 … the opponent's
-                we_checked = all(checks[i] for i in range(ply - 1, j, -2))
-                they_checked = all(checks[i] for i in range(ply, j + 1, -2))
-                if we_checked and not they_checked:
-                    return -(MATE - ply)  # perpetual check loses for the checker
-                if they_checked and not we_checked:
-                    return MATE - ply
-                return 0
+                return self._cycle(self.path_checks, 0, ply, j)
             j -= 2
         if reversible >= ply and not self.null_plies and key in self.game_keys:
+            # a position of the game before the search: judge the cycle if the record reaches it
+            path = self.game_path
+            for j in range(-1, -len(path) - 1, -1):
+                if path[j] == key and ply - j <= reversible:
+                    offset = len(path)
+                    return self._cycle([*self.game_checks, *self.path_checks[: ply + 1]], offset, ply, j)
             return 0
         return None
+
+    @staticmethod
+    def _cycle(checks: list[bool], offset: int, ply: int, j: int) -> int:
+        """Score of the cycle from the position at ply ``j`` back to ``ply`` (``checks[offset + i]`` is
+        whether the side to move at ply ``i`` is in check): perpetual check loses, else a draw."""
+        # positions ply-1, ply-3 … follow the side to move's own moves; ply, ply-2 … the opponent's
+        we_checked = all(checks[offset + i] for i in range(ply - 1, j, -2))
+        they_checked = all(checks[offset + i] for i in range(ply, j + 1, -2))
+        if we_checked and not they_checked:
+            return -(MATE - ply)  # perpetual check loses for the checker
+        if they_checked and not we_checked:
+            return MATE - ply
+        return 0
 
     def _order(
         self, moves: list[tuple[int, int]], tt_move: tuple[int, int] | None, ply: int
@@ -360,12 +390,15 @@ class Searcher:
                     score += ply
                 if flag == EXACT or (flag == LOWER and score >= beta) or (flag == UPPER and score <= alpha):
                     return score
-        # null move: give the opponent a free move; if we still beat beta, this node is not worth it
+        # null move: give the opponent a free move; if we still beat beta, this node is not worth it.
+        # Not when beta is a mated score: the reduced search after the pass cannot see the mate, so
+        # the cutoff would hide a shorter mate found deeper (the parent then reports a longer one)
         if (
             allow_null
             and not pv_node
             and not in_check
             and depth >= 3
+            and beta > -MATE_BOUND
             and self.ev * pos.sign >= beta
             and self._has_pieces(pos.turn)
         ):
