@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 
 import pytest
 
@@ -64,7 +65,7 @@ def test_stop_ends_an_infinite_search() -> None:
         engine.send(f"position fen {START_FEN}")
         engine.send("go infinite")
         threading.Timer(0.5, lambda: engine.send("stop")).start()
-        line = engine._expect(lambda ln: ln.startswith("bestmove"), 10)
+        line = engine._expect(lambda ln: ln.startswith("bestmove"), 30)
         assert Position().is_legal(to_move(line.split()[1]))
 
 
@@ -145,3 +146,27 @@ def test_fairy_stockfish_finds_the_mate_we_find() -> None:
     pos = Position(fen)
     pos.push(to_move(lines[0].pv[0]))
     assert not pos.has_legal_move()
+
+
+def test_stop_right_after_go_is_never_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GUI may send `stop` before the search thread has started searching: it must still stop."""
+    from moddesk.xiangqi.search import Searcher
+
+    original = Searcher.search
+
+    def late_start(self: Searcher, *args: object, **kwargs: object) -> object:
+        time.sleep(0.2)  # the thread is scheduled late, as on a loaded machine
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Searcher, "search", late_start)
+    out: list[str] = []
+    server = UciServer(out.append)
+    server.handle("position startpos")
+    server.handle("go infinite")
+    stopper = threading.Thread(target=server.handle, args=("stop",), daemon=True)
+    stopper.start()  # `stop` joins the search: it hangs if the stop was lost
+    stopper.join(15)
+    hung = stopper.is_alive()
+    server.searcher.stop()  # end a lost infinite search either way
+    assert not hung, "stop sent right after go was lost"
+    assert any(line.startswith("bestmove ") for line in out)

@@ -47,6 +47,7 @@ class UciServer:
         self.pos = Position()
         self.keys: list[int] = []
         self._thread: threading.Thread | None = None
+        self._search_stop: threading.Event | None = None
 
     def write(self, line: str) -> None:
         """Send one line (thread-safe: the search thread reports while the reader waits)."""
@@ -90,6 +91,10 @@ class UciServer:
     def _halt(self) -> None:
         """Stop a running search (it still prints its bestmove) and wait for it."""
         if self._thread is not None:
+            # the search's own event: a stop that arrives before the thread even started its
+            # search is not lost (the searcher clears its internal flag when a search begins)
+            if self._search_stop is not None:
+                self._search_stop.set()
             self.searcher.stop()
             self._thread.join()
             self._thread = None
@@ -171,10 +176,11 @@ class UciServer:
             depth, nodes, seconds = None, None, None
         pos = self.pos.copy()
         history = list(self.keys)
+        stop = self._search_stop = threading.Event()
 
         def run() -> None:
             result = self.searcher.search(
-                pos, depth, seconds, nodes, self.multipv, None, history, self._report
+                pos, depth, seconds, nodes, self.multipv, stop, history, self._report
             )
             if result.best_move is None:
                 self.write("nobestmove" if self.protocol == "ucci" else "bestmove (none)")
