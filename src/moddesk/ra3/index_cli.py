@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -218,27 +219,43 @@ def register(app: typer.Typer) -> None:
     )
     app.add_typer(query, name="query")
 
-    def run(project: Path, fresh: bool, call: Any) -> dict[str, Any]:
+    def show(
+        project: Path,
+        fresh: bool,
+        as_json: bool,
+        call: Callable[[QueryApi], dict[str, Any]],
+        render: Callable[[dict[str, Any]], None],
+        *,
+        paged: bool = True,
+    ) -> None:
+        """Every query command's body: ask, then print the raw JSON or the status line, `render` and paging."""
         try:
-            result: dict[str, Any] = call(_api(project, fresh))
-            return result
+            answer = call(_api(project, fresh))
         except ServiceError as exc:
             raise _fail(exc) from exc
+        if as_json:
+            return _print_json(answer)
+        _status_line(answer)
+        render(answer)
+        if paged:
+            _paging(answer)
+        return None
 
     @query.command("status")
     def status_cmd(
         project: ProjectOpt = Path("."), fresh: FreshOpt = False, as_json: JsonOpt = False
     ) -> None:
         """Index state, counts and diagnostics by code."""
-        answer = run(project, fresh, lambda api: api.get_status())
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        _table("stats", ["what", "count"], [[k, v] for k, v in answer.get("stats", {}).items()])
-        _table(
-            "diagnostics", ["code", "count"], [[k, v] for k, v in answer.get("diagnosticsByCode", {}).items()]
-        )
-        return None
+
+        def render(answer: dict[str, Any]) -> None:
+            _table("stats", ["what", "count"], [[k, v] for k, v in answer.get("stats", {}).items()])
+            _table(
+                "diagnostics",
+                ["code", "count"],
+                [[k, v] for k, v in answer.get("diagnosticsByCode", {}).items()],
+            )
+
+        show(project, fresh, as_json, lambda api: api.get_status(), render, paged=False)
 
     @query.command("projects")
     def projects_cmd(as_json: JsonOpt = False) -> None:
@@ -274,20 +291,20 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Where is an asset defined (id is case-insensitive)."""
-        answer = run(project, fresh, lambda api: api.find_asset(id, type, limit, cursor))
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        _table(
-            f"definitions of {id}",
-            ["type", "id", "where", "origin", "stream", "mode"],
-            [
-                [a["type"], a["id"], f"{a['file']}:{a['line']}", a["origin"], a["stream"], a["mode"]]
-                for a in answer["assets"]
-            ],
+        show(
+            project,
+            fresh,
+            as_json,
+            lambda api: api.find_asset(id, type, limit, cursor),
+            lambda answer: _table(
+                f"definitions of {id}",
+                ["type", "id", "where", "origin", "stream", "mode"],
+                [
+                    [a["type"], a["id"], f"{a['file']}:{a['line']}", a["origin"], a["stream"], a["mode"]]
+                    for a in answer["assets"]
+                ],
+            ),
         )
-        _paging(answer)
-        return None
 
     @query.command("refs")
     def refs_cmd(
@@ -300,47 +317,49 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Who references an asset."""
-        answer = run(project, fresh, lambda api: api.find_references(id, type, limit, cursor))
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        _table(
-            f"references to {id}",
-            ["from", "where", "kind", "via", "value"],
-            [
+        show(
+            project,
+            fresh,
+            as_json,
+            lambda api: api.find_references(id, type, limit, cursor),
+            lambda answer: _table(
+                f"references to {id}",
+                ["from", "where", "kind", "via", "value"],
                 [
-                    f"{r['from']['type']}:{r['from']['id']}",
-                    f"{r['file']}:{r['line']}",
-                    r["kind"],
-                    f"{r['parent'] or ''}/{r['element']}" + (f"@{r['attribute']}" if r["attribute"] else ""),
-                    r["value"],
-                ]
-                for r in answer["references"]
-            ],
+                    [
+                        f"{r['from']['type']}:{r['from']['id']}",
+                        f"{r['file']}:{r['line']}",
+                        r["kind"],
+                        f"{r['parent'] or ''}/{r['element']}"
+                        + (f"@{r['attribute']}" if r["attribute"] else ""),
+                        r["value"],
+                    ]
+                    for r in answer["references"]
+                ],
+            ),
         )
-        _paging(answer)
-        return None
 
     @query.command("def")
     def def_cmd(
         type: str, id: str, project: ProjectOpt = Path("."), fresh: FreshOpt = False, as_json: JsonOpt = False
     ) -> None:
         """Definition(s) of (type, id) and its inheritFrom chain."""
-        answer = run(project, fresh, lambda api: api.get_definition(type, id))
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        _table(
-            f"{type}:{id}",
-            ["type", "where", "origin", "mode"],
-            [[a["type"], f"{a['file']}:{a['line']}", a["origin"], a["mode"]] for a in answer["definitions"]],
-        )
-        for step in answer.get("inheritChain", []):
-            target = step.get("target")
-            where = f"{target['file']}:{target['line']}" if target else step["resolution"]
-            console.print(f"  inheritFrom {step['value']} -> {where}")
-        _paging(answer)
-        return None
+
+        def render(answer: dict[str, Any]) -> None:
+            _table(
+                f"{type}:{id}",
+                ["type", "where", "origin", "mode"],
+                [
+                    [a["type"], f"{a['file']}:{a['line']}", a["origin"], a["mode"]]
+                    for a in answer["definitions"]
+                ],
+            )
+            for step in answer.get("inheritChain", []):
+                target = step.get("target")
+                where = f"{target['file']}:{target['line']}" if target else step["resolution"]
+                console.print(f"  inheritFrom {step['value']} -> {where}")
+
+        show(project, fresh, as_json, lambda api: api.get_definition(type, id), render)
 
     @query.command("list")
     def list_cmd(
@@ -353,17 +372,17 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Assets of a type (and derived types), by id."""
-        answer = run(project, fresh, lambda api: api.list_assets_by_type(type, prefix, limit, cursor))
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        _table(
-            f"{answer['type']} assets",
-            ["type", "id", "where", "mode"],
-            [[a["type"], a["id"], f"{a['file']}:{a['line']}", a["mode"]] for a in answer["assets"]],
+        show(
+            project,
+            fresh,
+            as_json,
+            lambda api: api.list_assets_by_type(type, prefix, limit, cursor),
+            lambda answer: _table(
+                f"{answer['type']} assets",
+                ["type", "id", "where", "mode"],
+                [[a["type"], a["id"], f"{a['file']}:{a['line']}", a["mode"]] for a in answer["assets"]],
+            ),
         )
-        _paging(answer)
-        return None
 
     @query.command("include")
     def include_cmd(
@@ -375,15 +394,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Resolve an Include source / xi:include href as the compiler would."""
         origin = os.path.abspath(from_file) if from_file and os.path.exists(from_file) else from_file
-        answer = run(project, fresh, lambda api: api.resolve_include(source, origin))
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        console.print(f"{source} -> {answer['resolved'] or '[red]not found[/red]'}")
-        for cand in answer["candidates"]:
-            console.print(f"  [dim]tried {cand}[/dim]")
-        _paging(answer)
-        return None
+
+        def render(answer: dict[str, Any]) -> None:
+            console.print(f"{source} -> {answer['resolved'] or '[red]not found[/red]'}")
+            for cand in answer["candidates"]:
+                console.print(f"  [dim]tried {cand}[/dim]")
+
+        show(project, fresh, as_json, lambda api: api.resolve_include(source, origin), render)
 
     @query.command("active")
     def active_cmd(
@@ -391,41 +408,39 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Is a file part of the build (emitted / visible / external per stream)?"""
         target = os.path.abspath(path) if os.path.exists(path) else path
-        answer = run(project, fresh, lambda api: api.is_file_active(target))
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        if answer["active"]:
-            console.print(f"[green]active[/green] {answer['path']}: {answer['mode']} ({answer['meaning']})")
-            for stream, mode in answer["streams"].items():
-                console.print(f"  {stream}: {mode}")
-        else:
-            console.print(f"[red]inactive[/red] {answer['path']}")
-        for inc in answer["includedBy"][:10]:
-            console.print(f"  included by {inc['from']}:{inc['line']} ({inc['type']})")
-        _paging(answer)
-        return None
+
+        def render(answer: dict[str, Any]) -> None:
+            if answer["active"]:
+                console.print(
+                    f"[green]active[/green] {answer['path']}: {answer['mode']} ({answer['meaning']})"
+                )
+                for stream, mode in answer["streams"].items():
+                    console.print(f"  {stream}: {mode}")
+            else:
+                console.print(f"[red]inactive[/red] {answer['path']}")
+            for inc in answer["includedBy"][:10]:
+                console.print(f"  included by {inc['from']}:{inc['line']} ({inc['type']})")
+
+        show(project, fresh, as_json, lambda api: api.is_file_active(target), render)
 
     @query.command("define")
     def define_cmd(
         name: str, project: ProjectOpt = Path("."), fresh: FreshOpt = False, as_json: JsonOpt = False
     ) -> None:
         """A $DEFINE's value(s) and its =$NAME expression uses."""
-        answer = run(project, fresh, lambda api: api.find_define(name))
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        _table(
-            f"define {answer['name']}",
-            ["value", "where", "stream", "override"],
-            [
-                [d["value"], f"{d['file']}:{d['line']}", d["stream"], d["override"]]
-                for d in answer["definitions"]
-            ],
-        )
-        console.print(f"expression uses: {answer['expressionUseCount']}")
-        _paging(answer)
-        return None
+
+        def render(answer: dict[str, Any]) -> None:
+            _table(
+                f"define {answer['name']}",
+                ["value", "where", "stream", "override"],
+                [
+                    [d["value"], f"{d['file']}:{d['line']}", d["stream"], d["override"]]
+                    for d in answer["definitions"]
+                ],
+            )
+            console.print(f"expression uses: {answer['expressionUseCount']}")
+
+        show(project, fresh, as_json, lambda api: api.find_define(name), render)
 
     @query.command("unreferenced")
     def unreferenced_cmd(
@@ -437,17 +452,17 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Emitted project assets nothing references."""
-        answer = run(project, fresh, lambda api: api.unreferenced(type, limit, cursor))
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        _table(
-            "unreferenced",
-            ["type", "id", "where"],
-            [[a["type"], a["id"], f"{a['file']}:{a['line']}"] for a in answer["assets"]],
+        show(
+            project,
+            fresh,
+            as_json,
+            lambda api: api.unreferenced(type, limit, cursor),
+            lambda answer: _table(
+                "unreferenced",
+                ["type", "id", "where"],
+                [[a["type"], a["id"], f"{a['file']}:{a['line']}"] for a in answer["assets"]],
+            ),
         )
-        _paging(answer)
-        return None
 
     @query.command("forward")
     def forward_cmd(
@@ -461,27 +476,31 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """What an asset references (bounded edges with provenance)."""
-        answer = run(
-            project, fresh, lambda api: api.get_asset_references(type, id, depth, target_type, max_edges)
+
+        def render(answer: dict[str, Any]) -> None:
+            rows = []
+            for e in answer["edges"]:
+                to = e["to"]
+                target = f"{to['type']}:{to['id']}" if to else f"({e['status']}) {e['value']}"
+                via = e["via"]
+                how = f"{via['parent'] or ''}/{via['element']}" + (
+                    f"@{via['attribute']}" if via["attribute"] else ""
+                )
+                src = e["source"]
+                defined = e["definedIn"]["id"] if e["definedIn"] else ""
+                rows.append([e["depth"], target, how, f"{src['file']}:{src['line']}", defined])
+            _table(f"{type}:{id} references", ["d", "to", "via", "source", "definedIn"], rows)
+            if answer["truncated"]:
+                console.print(f"[yellow]truncated[/yellow]; omitted by type: {answer['omittedByTargetType']}")
+
+        show(
+            project,
+            fresh,
+            as_json,
+            lambda api: api.get_asset_references(type, id, depth, target_type, max_edges),
+            render,
+            paged=False,
         )
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        rows = []
-        for e in answer["edges"]:
-            to = e["to"]
-            target = f"{to['type']}:{to['id']}" if to else f"({e['status']}) {e['value']}"
-            via = e["via"]
-            how = f"{via['parent'] or ''}/{via['element']}" + (
-                f"@{via['attribute']}" if via["attribute"] else ""
-            )
-            src = e["source"]
-            defined = e["definedIn"]["id"] if e["definedIn"] else ""
-            rows.append([e["depth"], target, how, f"{src['file']}:{src['line']}", defined])
-        _table(f"{type}:{id} references", ["d", "to", "via", "source", "definedIn"], rows)
-        if answer["truncated"]:
-            console.print(f"[yellow]truncated[/yellow]; omitted by type: {answer['omittedByTargetType']}")
-        return None
 
     @query.command("diagnostics")
     def diagnostics_cmd(
@@ -494,14 +513,14 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Malformed XML, missing includes, unresolved / ambiguous references with file:line."""
-        answer = run(project, fresh, lambda api: api.list_diagnostics(code, file, limit, cursor))
-        if as_json:
-            return _print_json(answer)
-        _status_line(answer)
-        _table(
-            "diagnostics",
-            ["where", "code", "message"],
-            [[f"{d['file']}:{d['line']}", d["code"], d["message"]] for d in answer["diagnostics"]],
+        show(
+            project,
+            fresh,
+            as_json,
+            lambda api: api.list_diagnostics(code, file, limit, cursor),
+            lambda answer: _table(
+                "diagnostics",
+                ["where", "code", "message"],
+                [[f"{d['file']}:{d['line']}", d["code"], d["message"]] for d in answer["diagnostics"]],
+            ),
         )
-        _paging(answer)
-        return None

@@ -263,16 +263,23 @@ def build_server(backend: Ra3Backend) -> MCPServer:
     """The MCP server with every read-only query tool bound to one backend."""
     server = new_server("ra3-mod-xml", INSTRUCTIONS)
 
-    def consistency(wait: bool, allow_stale: bool) -> dict[str, Any]:
-        return {"wait_for_index": wait, "allow_stale": allow_stale, "timeout_seconds": DEFAULT_WAIT_SECONDS}
+    def ask(verb: str, wait_for_index: bool = False, allow_stale: bool = True, **params: Any) -> Answer:
+        """Every tool's body: its wire parameters plus the consistency options, to the backend."""
+        return backend.ask(
+            verb,
+            params,
+            wait_for_index=wait_for_index,
+            allow_stale=allow_stale,
+            timeout_seconds=DEFAULT_WAIT_SECONDS,
+        )
 
     def get_status(wait_for_index: Wait = False) -> Answer:
         """Index status of this project: state (no_index, building, ready_xml, ready, stale, error), counts, projectDir, and whether a live indexer answers. Cheap; call it first when unsure the project is indexed."""
-        return backend.ask("get_status", {}, **consistency(wait_for_index, True))
+        return ask("get_status", wait_for_index, True)
 
     def list_projects() -> Answer:
         """Projects the running indexer serves, with their status (this server only answers about its own project)."""
-        return backend.ask("list_projects", {})
+        return ask("list_projects")
 
     def find_asset(
         id: AssetId,
@@ -283,11 +290,7 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """Where an asset is defined: type, id, file, line, origin. Matches ids case-insensitively; with type, derived types match too."""
-        return backend.ask(
-            "find_asset",
-            {"id": id, "type": type},
-            **consistency(wait_for_index, allow_stale),
-        )
+        return ask("find_asset", wait_for_index, allow_stale, id=id, type=type)
 
     def get_definition(
         type: Annotated[str, Field(description="Asset type", min_length=1)],
@@ -296,11 +299,7 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """The definition of one asset (file, line, inheritFrom, origin); ASSET_NOT_FOUND when absent."""
-        return backend.ask(
-            "get_definition",
-            {"type": type, "id": id},
-            **consistency(wait_for_index, allow_stale),
-        )
+        return ask("get_definition", wait_for_index, allow_stale, type=type, id=id)
 
     def find_references(
         id: AssetId,
@@ -311,10 +310,8 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """Who references an asset (reverse references): referencing asset, file, line, kind. Paged."""
-        return backend.ask(
-            "find_references",
-            {"id": id, "type": type, "limit": limit, "cursor": cursor},
-            **consistency(wait_for_index, allow_stale),
+        return ask(
+            "find_references", wait_for_index, allow_stale, id=id, type=type, limit=limit, cursor=cursor
         )
 
     def get_asset_references(
@@ -329,10 +326,15 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """What an asset references, as edges with provenance (element, attribute, file, line, definedIn for inherited ones). Use targetTypes (e.g. ["WeaponTemplate"]) to keep it small."""
-        return backend.ask(
+        return ask(
             "get_asset_references",
-            {"type": type, "id": id, "depth": depth, "targetTypes": targetTypes, "maxEdges": maxEdges},
-            **consistency(wait_for_index, allow_stale),
+            wait_for_index,
+            allow_stale,
+            type=type,
+            id=id,
+            depth=depth,
+            targetTypes=targetTypes,
+            maxEdges=maxEdges,
         )
 
     def list_diagnostics(
@@ -344,10 +346,8 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """Problems the indexer found (malformed XML, missing includes, unresolved or ambiguous references) with file:line. Paged."""
-        return backend.ask(
-            "list_diagnostics",
-            {"code": code, "file": file, "limit": limit, "cursor": cursor},
-            **consistency(wait_for_index, allow_stale),
+        return ask(
+            "list_diagnostics", wait_for_index, allow_stale, code=code, file=file, limit=limit, cursor=cursor
         )
 
     def list_assets_by_type(
@@ -359,10 +359,14 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """Assets of one type (and its subtypes), optionally by id prefix. Paged."""
-        return backend.ask(
+        return ask(
             "list_assets_by_type",
-            {"type": type, "prefix": prefix, "limit": limit, "cursor": cursor},
-            **consistency(wait_for_index, allow_stale),
+            wait_for_index,
+            allow_stale,
+            type=type,
+            prefix=prefix,
+            limit=limit,
+            cursor=cursor,
         )
 
     def resolve_include(
@@ -372,11 +376,7 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """Where an include path resolves (search roots, DATA:/ART:/AUDIO:/ROOT: aliases)."""
-        return backend.ask(
-            "resolve_include",
-            {"source": source, "fromFile": fromFile},
-            **consistency(wait_for_index, allow_stale),
-        )
+        return ask("resolve_include", wait_for_index, allow_stale, source=source, fromFile=fromFile)
 
     def is_file_active(
         path: Annotated[
@@ -386,7 +386,7 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """Whether an XML file is reached from the entry files through includes, and how."""
-        return backend.ask("is_file_active", {"path": path}, **consistency(wait_for_index, allow_stale))
+        return ask("is_file_active", wait_for_index, allow_stale, path=path)
 
     def find_define(
         name: Annotated[str, Field(description="Define name, with or without $", min_length=1)],
@@ -394,7 +394,7 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """Value and location of a $DEFINE."""
-        return backend.ask("find_define", {"name": name}, **consistency(wait_for_index, allow_stale))
+        return ask("find_define", wait_for_index, allow_stale, name=name)
 
     def unreferenced(
         type: AssetType = None,
@@ -404,11 +404,7 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """Project assets nobody references (optionally of one type). Paged."""
-        return backend.ask(
-            "unreferenced",
-            {"type": type, "limit": limit, "cursor": cursor},
-            **consistency(wait_for_index, allow_stale),
-        )
+        return ask("unreferenced", wait_for_index, allow_stale, type=type, limit=limit, cursor=cursor)
 
     def get_usage_guide() -> UsageGuide:
         """How to use these tools well: what is indexed, states, workflows, errors."""
