@@ -82,3 +82,38 @@ def test_empty_and_tiny_files_are_unknown(tmp_path: Path) -> None:
         with pytest.raises(PvfFormatError) as err:
             Archive.from_bytes(data)
         assert err.value.code in {"UNKNOWN_FORMAT", "TRUNCATED"}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\0" * 100,  # zeros used to open as an empty classic archive
+        b"\0" * 20,
+        b"\xff" * 4096,
+        b"\x24\0\0\0" + b"\0" * 36 + b"\0" * 16,  # a 36-byte "GUID" of NULs
+        b"\x03\0\0\0\x01\x02\x03" + b"\0" * 16,  # a GUID that is not text
+    ],
+)
+def test_garbage_is_refused_not_opened_as_an_empty_archive(data: bytes) -> None:
+    with pytest.raises(PvfFormatError) as err:
+        Archive.from_bytes(data)
+    assert err.value.code == "UNKNOWN_FORMAT"
+
+
+def test_a_classic_header_with_a_bad_guid_is_a_bad_header() -> None:
+    from moddesk.pvf.format.classic import read_classic_directory
+    from moddesk.pvf.format.source import ByteSource
+
+    with pytest.raises(PvfFormatError) as err:
+        read_classic_directory(ByteSource.from_bytes(b"\0" * 100))
+    assert err.value.code == "BAD_HEADER"
+
+
+@pytest.mark.parametrize("fmt", ["classic", "90US", "90CN"])
+def test_generated_and_new_archives_of_every_format_still_open(fmt: str, tmp_path: Path) -> None:
+    p = tmp_path / "g.pvf"
+    generate_archive(p, fmt=fmt, files=40, seed=3)
+    with Archive.open(p) as pvf:
+        assert len(pvf.namelist()) >= 40
+    empty = Archive.new(fmt).to_bytes()
+    assert Archive.from_bytes(empty).namelist() == []

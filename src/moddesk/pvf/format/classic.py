@@ -48,6 +48,15 @@ class ClassicDirectory:
         return len(self.names)
 
 
+def guid_plausible(guid: bytes) -> bool:
+    """Whether ``guid`` can be a classic header's GUID: non-empty printable ASCII (real files: 36 chars).
+
+    This is what tells a classic header from zeros or other garbage, whose first i32 (the GUID
+    length) is often 0 and whose "GUID" is not text.
+    """
+    return bool(guid) and all(0x20 <= b < 0x7F for b in guid)
+
+
 def empty_directory() -> ClassicDirectory:
     """The directory of a new, empty classic archive."""
     return ClassicDirectory(
@@ -72,6 +81,8 @@ def read_classic_directory(src: ByteSource) -> ClassicDirectory:
     if not 0 <= guid_len <= MAX_GUID_LEN:
         raise PvfFormatError("BAD_HEADER", f"GUID length {guid_len} is not plausible", offset=0)
     guid = src.read(4, guid_len, what="GUID")
+    if not guid_plausible(guid):
+        raise PvfFormatError("BAD_HEADER", "the GUID is empty or not printable ASCII text", offset=4)
     version, tree_len, tree_crc, count = struct.unpack(
         "<iiIi", src.read(4 + guid_len, 16, what="classic header")
     )

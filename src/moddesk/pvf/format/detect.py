@@ -6,7 +6,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from moddesk.pvf.format.classic import MAX_GUID_LEN
+from moddesk.pvf.format.classic import MAX_GUID_LEN, guid_plausible
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.nkpi import PAGED110, NkpiHeader, NkpiVariant, probe_header, unsupported_paged110
 from moddesk.pvf.format.source import ByteSource
@@ -32,7 +32,9 @@ def _classic_plausible(src: ByteSource) -> bool:
     if src.size < 20:
         return False
     (guid_len,) = struct.unpack("<i", src.read(0, 4))
-    if not 0 <= guid_len <= MAX_GUID_LEN or 20 + guid_len > src.size:
+    if not 0 < guid_len <= MAX_GUID_LEN or 20 + guid_len > src.size:
+        return False
+    if not guid_plausible(src.read(4, guid_len)):
         return False
     fields: tuple[int, int, int, int] = struct.unpack("<iiIi", src.read(4 + guid_len, 16))
     _version, tree_len, _crc, count = fields
