@@ -430,28 +430,44 @@ def _view_items(
     return [p for p in done if p is not _SKIP] if skipped else done
 
 
+def _positions(seq: list[int] | list[str], value: int | str) -> list[int]:
+    """Every index of ``value`` in ``seq`` (C-level scans, no per-item Python code)."""
+    found: list[int] = []
+    find = seq.index
+    i = -1
+    while True:
+        try:
+            i = find(value, i + 1)  # type: ignore[arg-type]
+        except ValueError:
+            return found
+        found.append(i)
+
+
 def _pairing(kinds: list[int], texts: list[str]) -> tuple[set[int], bool]:
     """Indexes of opening tags that have a matching close tag (the block sections), and whether
     any tag sits inside such a block (then lines need per-depth indentation)."""
     paired: set[int] = set()
     if _CLOSE not in kinds:
         return paired, False
+    # Only opening tags named by some close tag can pair, and skipping the others changes nothing:
+    # a close searches the stack by name, so unnamed opens only ever get dropped.
+    closes = _positions(kinds, _CLOSE)
+    events: list[tuple[int, str]] = [(c, texts[c]) for c in closes]
+    for want in {"[" + texts[c][2:] for c in closes}:
+        events += [(o, want) for o in _positions(texts, want) if kinds[o] == _OPEN]
+    events.sort()
+    stack: list[tuple[str, int]] = []
     nested = False
-    stack: list[tuple[str, int, int]] = []
-    tags = 0
-    for idx, kind in enumerate(kinds):
-        if kind > _CLOSE:
+    for idx, text in events:
+        if kinds[idx] == _OPEN:
+            stack.append((text, idx))
             continue
-        tags += 1
-        if kind == _OPEN:
-            stack.append((texts[idx], idx, tags))
-            continue
-        want = "[" + texts[idx][2:]
+        want = "[" + text[2:]
         for pos in range(len(stack) - 1, -1, -1):
             if stack[pos][0] == want:
-                _, opened, ordinal = stack[pos]
+                opened = stack[pos][1]
                 paired.add(opened)
-                nested = nested or tags - ordinal > 1
+                nested = nested or (idx - opened > 1 and min(kinds[opened + 1 : idx]) <= _CLOSE)
                 del stack[pos:]
                 break
     return paired, nested
