@@ -266,3 +266,27 @@ def test_no_index_is_explicit(home: Path, tmp_path: Path) -> None:
             assert "Index states" in guide["guide"]
 
     anyio.run(main)
+
+
+def test_find_asset_pages_with_limit_and_cursor(home: Path, tmp_path: Path) -> None:
+    from moddesk.ra3.sample import write_sample_project
+
+    project = write_sample_project(tmp_path / "sdk")  # SampleTank: defined in the SDK and in the mod
+    built = subprocess.run(
+        [*CLI, "index", str(project), "--json"], env=_env(home), capture_output=True, text=True, timeout=60
+    )
+    assert built.returncode == 0, built.stderr
+
+    async def main() -> None:
+        async with Client(_mcp(home, project), read_timeout_seconds=60) as client:
+            first = await _call(client, "find_asset", id="SampleTank", limit=1)
+            assert not first["isError"] and first["source"] == "snapshot", first
+            page = first["result"]
+            assert page["total"] == 2 and page["returned"] == 1 and page["truncated"] is True
+            second = await _call(client, "find_asset", id="SampleTank", limit=1, cursor=page["nextCursor"])
+            rest = second["result"]
+            assert rest["returned"] == 1 and rest["truncated"] is False
+            files = {a["file"] for a in page["assets"] + rest["assets"]}
+            assert len(files) == 2, files
+
+    anyio.run(main)

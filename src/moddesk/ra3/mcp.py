@@ -290,7 +290,7 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         allow_stale: AllowStale = True,
     ) -> Answer:
         """Where an asset is defined: type, id, file, line, origin. Matches ids case-insensitively; with type, derived types match too."""
-        return ask("find_asset", wait_for_index, allow_stale, id=id, type=type)
+        return ask("find_asset", wait_for_index, allow_stale, id=id, type=type, limit=limit, cursor=cursor)
 
     def get_definition(
         type: Annotated[str, Field(description="Asset type", min_length=1)],
