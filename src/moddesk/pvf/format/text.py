@@ -22,9 +22,8 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Protocol, cast
-from weakref import ReferenceType, WeakKeyDictionary, ref
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -295,28 +294,22 @@ SECTION_LAYOUT: dict[str, int | str] = {
 
 
 _OPEN, _CLOSE, _NUM, _STR = 0, 1, 2, 3
-#: Stands in for the second unit of a rendered string link (dropped before layout).
-_SKIP: tuple[int, str] = (-1, "")
 
-#: Rendered pieces per string source and family, keyed ``packed unit bytes`` (sources only ever
-#: append, so entries stay true). Strings, floats and small integers are cached; every other unit
-#: is rendered when met.
-_PIECES: WeakKeyDictionary[object, dict[Family, dict[bytes, tuple[int, str]]]] = WeakKeyDictionary()
-_last: tuple[ReferenceType[object], Family, dict[bytes, tuple[int, str]]] | None = None
+#: Rendered pieces of string units per string source (sources only ever append, so entries stay true).
+_PIECES: WeakKeyDictionary[object, dict[int, tuple[int, str]]] = WeakKeyDictionary()
+_FLOATS: dict[int, str] = {}
 #: Strings used by many files (tags, common values) are cached; list paths used once stop filling it.
 PIECE_CACHE_LIMIT = 1 << 17
-#: Integers in this range are cached too (counts, flags, small stats recur in almost every file).
-_SMALL_INT = range(-256, 4096)
-_TABS = tuple("\t" * d for d in range(64))
-
-
-def _tabs(depth: int) -> str:
-    return _TABS[depth] if depth < len(_TABS) else "\t" * depth
 
 
 def _float_piece(v: int) -> str:
-    f = format_float(v)
-    return f if f is not None else f"{{4={_signed(v)}}}"
+    text = _FLOATS.get(v)
+    if text is None:
+        f = format_float(v)
+        text = f if f is not None else f"{{4={_signed(v)}}}"
+        if len(_FLOATS) < 65536:
+            _FLOATS[v] = text
+    return text
 
 
 def _string_piece(strings: StringSource, raw: int, view: int, v: int) -> tuple[int, str] | None:
@@ -332,145 +325,81 @@ def _string_piece(strings: StringSource, raw: int, view: int, v: int) -> tuple[i
     return (_STR, f"{{{number}={quote(s)}}}")
 
 
-def _unit(key: bytes) -> tuple[int, int]:
-    """(type, value) of a packed unit key (``S5`` keys lose their trailing zero bytes)."""
-    if not key:
-        return 0, 0
-    return key[0], int.from_bytes(key[1:5], "little")
-
-
-def _piece_cache(strings: StringSource, family: Family) -> dict[bytes, tuple[int, str]]:
-    global _last
-    last = _last
-    if last is not None and last[0]() is strings and last[1] is family:
-        return last[2]  # the common case: file after file of one archive (skips the weak-dict lookup)
-    try:
-        cache = _PIECES.setdefault(strings, {}).setdefault(family, {})
-        _last = (ref(strings), family, cache)
-    except TypeError:  # a source that cannot be weakly referenced: no cache across calls
-        return {}
-    return cache
-
-
 def _view_items(
     stream: TokenStream, strings: StringSource, links: LinkResolver | None
 ) -> list[tuple[int, str]]:
-    """The (kind, text) piece of every unit, a string link's two units making one piece.
-
-    Cached pieces are looked up for all units at once (one ``map`` over the packed keys); only the
-    misses — large integers, unseen strings, links, unresolved references — go through Python code.
-    """
-    tokens = stream.tokens
-    if not len(tokens):
-        return []
-    # Each packed 5-byte unit is its own cache key (``S5`` drops trailing zero bytes, which keeps
-    # keys distinct because every unit has the same length): one C-level pass, no per-unit code.
-    keys: list[bytes] = tokens.view("S5").tolist()
-    family = stream.family
-    cache = _piece_cache(strings, family)
-    items: list[tuple[int, str] | None] = list(map(cache.get, keys))
-    if None not in items:
-        return cast("list[tuple[int, str]]", items)
-    classic = family is Family.CLASSIC
+    items: list[tuple[int, str]] = []
+    append = items.append
+    types = stream.tokens["type"].tolist()
+    values = stream.tokens["value"].tolist()
+    classic = stream.family is Family.CLASSIC
     if classic:
         int_t, float_t, string_types = INT, FLOAT, CLASSIC_STRING_TYPES
     else:
         int_t, float_t, string_types = 0, 2, NKPI_STRING_TYPES
-    n = len(keys)
-    room = PIECE_CACHE_LIMIT - len(cache)
-    skipped = False
-    find = items.index
-    i = -1
-    while True:
-        try:
-            i = find(None, i + 1)
-        except ValueError:
-            break
-        key = keys[i]
-        raw, v = _unit(key)
-        piece: tuple[int, str] | None
+    try:
+        cache = _PIECES.setdefault(strings, {})
+    except TypeError:  # a source that cannot be weakly referenced: no cache
+        cache = {}
+    i, n = 0, len(types)
+    while i < n:
+        raw = types[i]
+        v = values[i]
         if raw == int_t:
-            sv = v - 4294967296 if v & 0x80000000 else v
-            piece = (_NUM, str(sv))
-            if sv in _SMALL_INT and room > 0:
-                cache[key] = piece
-                room -= 1
-        elif raw == float_t:
-            piece = (_NUM, _float_piece(v))
-            if room > 0:
-                cache[key] = piece
-                room -= 1
-        elif raw in string_types:
-            view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
-            piece = _string_piece(strings, raw, view, v)
-            if piece is None:
-                number = str(view) if view >= 0 else f"#{raw}"
-                piece = (_STR, f"{{{number}={_signed(v)}}}")
-            elif room > 0:
-                cache[key] = piece
-                room -= 1
-        else:
-            piece = None
-            nxt = _unit(keys[i + 1]) if classic and raw == LINK_INDEX and i + 1 < n else (-1, 0)
-            if nxt[0] == LINK:
-                key_text = strings.string_at(nxt[1])
-                if key_text is not None and not any(c in key_text for c in "`>\r\n"):
-                    shown = links(_signed(v), key_text) if links else None
-                    piece = (_STR, f"<{_signed(v)}::{key_text}{quote(shown or '')}>")
-                    items[i + 1] = _SKIP
-                    skipped = True
+            append((_NUM, str(v - 4294967296 if v & 0x80000000 else v)))
+            i += 1
+            continue
+        if raw == float_t:
+            append((_NUM, _float_piece(v)))
+            i += 1
+            continue
+        if raw in string_types:
+            key = raw << 32 | v
+            piece = cache.get(key)
             if piece is None:
                 view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
-                if view >= 0:
-                    piece = (_NUM, f"{{{view}={_signed(v)}}}")
-                else:
-                    piece = (_STR, f"{{#{raw}={_signed(v)}}}")
-        items[i] = piece
-    done = cast("list[tuple[int, str]]", items)
-    return [p for p in done if p is not _SKIP] if skipped else done
-
-
-def _positions(seq: list[int] | list[str], value: int | str) -> list[int]:
-    """Every index of ``value`` in ``seq`` (C-level scans, no per-item Python code)."""
-    found: list[int] = []
-    find = seq.index
-    i = -1
-    while True:
-        try:
-            i = find(value, i + 1)  # type: ignore[arg-type]
-        except ValueError:
-            return found
-        found.append(i)
-
-
-def _pairing(kinds: list[int], texts: list[str]) -> tuple[set[int], bool]:
-    """Indexes of opening tags that have a matching close tag (the block sections), and whether
-    any tag sits inside such a block (then lines need per-depth indentation)."""
-    paired: set[int] = set()
-    if _CLOSE not in kinds:
-        return paired, False
-    # Only opening tags named by some close tag can pair, and skipping the others changes nothing:
-    # a close searches the stack by name, so unnamed opens only ever get dropped.
-    closes = _positions(kinds, _CLOSE)
-    events: list[tuple[int, str]] = [(c, texts[c]) for c in closes]
-    for want in {"[" + texts[c][2:] for c in closes}:
-        events += [(o, want) for o in _positions(texts, want) if kinds[o] == _OPEN]
-    events.sort()
-    stack: list[tuple[str, int]] = []
-    nested = False
-    for idx, text in events:
-        if kinds[idx] == _OPEN:
-            stack.append((text, idx))
+                piece = _string_piece(strings, raw, view, v)
+                if piece is None:
+                    number = str(view) if view >= 0 else f"#{raw}"
+                    append((_STR, f"{{{number}={_signed(v)}}}"))
+                    i += 1
+                    continue
+                if len(cache) < PIECE_CACHE_LIMIT:
+                    cache[key] = piece
+            append(piece)
+            i += 1
             continue
-        want = "[" + text[2:]
-        for pos in range(len(stack) - 1, -1, -1):
-            if stack[pos][0] == want:
-                opened = stack[pos][1]
-                paired.add(opened)
-                nested = nested or (idx - opened > 1 and min(kinds[opened + 1 : idx]) <= _CLOSE)
-                del stack[pos:]
-                break
-    return paired, nested
+        if classic and raw == LINK_INDEX and i + 1 < n and types[i + 1] == LINK:
+            key_text = strings.string_at(values[i + 1])
+            if key_text is not None and not any(c in key_text for c in "`>\r\n"):
+                shown = links(_signed(v), key_text) if links else None
+                append((_STR, f"<{_signed(v)}::{key_text}{quote(shown or '')}>"))
+                i += 2
+                continue
+        view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
+        if view >= 0:
+            append((_NUM, f"{{{view}={_signed(v)}}}"))
+        else:
+            append((_STR, f"{{#{raw}={_signed(v)}}}"))
+        i += 1
+    return items
+
+
+def _pairing(items: list[tuple[int, str]]) -> set[int]:
+    """Indexes of opening tags that have a matching close tag (the block sections)."""
+    paired: set[int] = set()
+    stack: list[tuple[str, int]] = []
+    for idx, (kind, text) in enumerate(items):
+        if kind == _OPEN:
+            stack.append((text, idx))
+        elif kind == _CLOSE:
+            want = "[" + text[2:]
+            for pos in range(len(stack) - 1, -1, -1):
+                if stack[pos][0] == want:
+                    paired.add(stack[pos][1])
+                    del stack[pos:]
+                    break
+    return paired
 
 
 def render_script(
@@ -483,72 +412,25 @@ def render_script(
 ) -> str:
     """Render a decoded script as ``#PVF_File`` text (layout as pvfUtility's pretty exporter)."""
     items = _view_items(stream, strings, links)
-    texts = list(map(itemgetter(1), items))
     is_list = path is not None and path.lower().rsplit("/", 1)[-1].endswith(".lst")
     if is_list:
-        return newline.join([HEADER, "", *texts])
-    kinds = list(map(itemgetter(0), items))
-    paired, nested = _pairing(kinds, texts)
-    if nested or not SECTION_LAYOUT.keys().isdisjoint(texts):
-        body = _layout_general(kinds, texts, paired, newline)
-    else:
-        body = _layout_flat(kinds, texts, newline)
-    return HEADER + newline + body + newline
-
-
-def _layout_flat(kinds: list[int], texts: list[str], newline: str) -> str:
-    """The body when every tag sits at depth 0 and no section has a special layout.
-
-    Then each piece's prefix depends only on its own kind and the previous one, so the whole body
-    is one comprehension: a tag starts a line (after a blank line, for an opening tag), a string or
-    a value after a tag starts an indented line, any other value follows a tab.
-    """
-    if not kinds:
-        return ""
-    line = newline + "\t"
-    blank = newline + newline
-    prev = [_OPEN, *kinds[:-1]]
-    parts = [
-        (line + t if k == _STR or p < _NUM else "\t" + t)
-        if k >= _NUM
-        else (blank + t if k == _OPEN else newline + t)
-        for p, k, t in zip(prev, kinds, texts, strict=True)
-    ]
-    # before the first section: no indentation, and the first section has no blank line above it
-    first = kinds.index(_OPEN) if _OPEN in kinds else len(kinds)
-    for i in range(first):
-        k, t = kinds[i], texts[i]
-        parts[i] = newline + t if k < _NUM or k == _STR or i == 0 or kinds[i - 1] < _NUM else "\t" + t
-    if first < len(kinds):
-        parts[first] = newline + texts[first]
-    return "".join(parts)
-
-
-def _layout_general(kinds: list[int], texts: list[str], paired: set[int], newline: str) -> str:
-    """The body with nested blocks and per-section layouts (pvfine's rendering rules)."""
-    # One flat list of pieces: every line starts with ``newline + indent``, values on the same
-    # line are joined by a tab (no per-line lists or joins).
-    out: list[str] = []
-    add = out.append
-    line_start = newline  # what starts a value line in the current section
-    fresh = True  # the current line holds no value yet
+        return newline.join([HEADER, "", *(text for _, text in items)])
+    paired = _pairing(items) if any(kind == _CLOSE for kind, _ in items) else set()
+    lines: list[str] = [HEADER, ""]
+    add = lines.append
+    cur: list[str] = []
     stack: list[str] = []
+    indent = ""
     layout: int | str | None = None
     per_line = 0
-    on_line = 0
     seen_section = False
     index_seen = False
-    for idx, kind in enumerate(kinds):
-        text = texts[idx]
+    for idx, (kind, text) in enumerate(items):
         if kind >= _NUM:  # a value
-            if fresh or kind == _STR:
-                add(line_start)
-                fresh = False
-                on_line = 1
-            else:
-                add("\t")
-                on_line += 1
-            add(text)
+            if kind == _STR and cur:
+                add(indent + "\t".join(cur))
+                cur = []
+            cur.append(text)
             if layout is not None:
                 if layout == "index" and not index_seen:
                     index_seen = True
@@ -556,19 +438,22 @@ def _layout_general(kinds: list[int], texts: list[str], paired: set[int], newlin
                         per_line = max(int(text), 0)
                     except ValueError:
                         per_line = 0
-                    fresh = True
-                elif per_line and on_line >= per_line:
-                    fresh = True
+                    add(indent + "\t".join(cur))
+                    cur = []
+                elif per_line and len(cur) >= per_line:
+                    add(indent + "\t".join(cur))
+                    cur = []
             continue
-        fresh = True
+        if cur:
+            add(indent + "\t".join(cur))
+            cur = []
         if kind == _OPEN:
             depth = len(stack)
             if depth == 0 and seen_section:
-                add(newline)
+                add("")
             seen_section = True
-            add(newline + _tabs(depth) if depth else newline)
-            add(text)
-            line_start = newline + _tabs(depth + 1)
+            add("\t" * depth + text)
+            indent = "\t" * (depth + 1)
             if idx in paired:
                 stack.append(text)
             layout = SECTION_LAYOUT.get(text)
@@ -578,11 +463,12 @@ def _layout_general(kinds: list[int], texts: list[str], paired: set[int], newlin
             want = "[" + text[2:]
             if want in stack:
                 del stack[len(stack) - 1 - stack[::-1].index(want) :]
-            add(newline + _tabs(len(stack)) if stack else newline)
-            add(text)
-            line_start = newline + (_tabs(len(stack) + 1) if stack else ("\t" if seen_section else ""))
+            add("\t" * len(stack) + text)
+            indent = "\t" * (len(stack) + 1) if stack else ("\t" if seen_section else "")
             layout, per_line = None, 0
-    return "".join(out)
+    if cur:
+        add(indent + "\t".join(cur))
+    return newline.join(lines) + newline
 
 
 # ------------------------------------------------------------------------------------------- compiling
