@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/pvf_format.py            # 100k and 1M-file archives, ~100 MB save
     .venv/bin/python benchmarks/pvf_format.py --quick    # 20k / 100k files, ~30 MB save
+    .venv/bin/python benchmarks/pvf_format.py --render   # only open + decode + render all of 100k files
 
 Each figure is printed beside the bound it chases, measured in the same run: the cipher beside a
 numpy copy of the same bytes, the save beside writing the same number of bytes to disk. Generated
@@ -186,7 +187,13 @@ def bench_save(fmt: str, files: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller archives")
+    parser.add_argument("--render", action="store_true", help="only open + decode + render all, 100k files")
     args = parser.parse_args()
+    if args.render:
+        print(f"calibration: a 10M-step Python loop takes {calibrate():.2f} s here (idle core: ~0.3-0.5 s)")
+        for fmt in ("90US", "classic"):
+            bench_open(fmt, 100_000, render_limit=100_000)
+        return
     small, large = (20_000, 100_000) if args.quick else (100_000, 1_000_000)
     save_files = 100_000 if args.quick else 300_000
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs")

@@ -16,12 +16,9 @@ Every failure is a :class:`PvfFormatError` with a code.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import stat
-import tempfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -29,10 +26,11 @@ from typing import BinaryIO
 
 import numpy as np
 
-from moddesk.kit.files import TEMP_MARKER, atomic_writer
+from moddesk.kit.files import atomic_writer
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import nkpi as nkpi_fmt
-from moddesk.pvf.format.crypto import align4, name_hash
+from moddesk.pvf.format import rewrite
+from moddesk.pvf.format.crypto import align4
 from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD, detect
 from moddesk.pvf.format.encodings import (
     NAME_ENCODING,
@@ -102,41 +100,6 @@ class ArchiveEntry:
     kind: str  # "script" | "text" | "binary" (from NKPI data type or the extension)
     modified: bool
     data_type: int | None = None  # NKPI DataType (1 script, 3 UTF-16 text); None for classic
-
-
-def _atomic_write(
-    path: Path, parts: Iterable[bytes], before_replace: Callable[[], None] | None = None
-) -> int:
-    """Stream ``parts`` to a temp file beside ``path``, fsync, then rename over it; returns bytes written."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARKER}", dir=path.parent or ".")
-    written = 0
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for part in parts:
-                f.write(part)
-                written += len(part)
-            f.flush()
-            os.fsync(f.fileno())
-        # keep the replaced file's permissions; a new file gets rw-r--r-- instead of mkstemp's 0600
-        try:
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
-        except FileNotFoundError:
-            os.chmod(tmp, 0o644)
-        if before_replace is not None:
-            before_replace()
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    if os.name == "posix":
-        dfd = os.open(path.parent or ".", os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    return written
 
 
 class Archive:
@@ -717,63 +680,22 @@ class Archive:
         else:
             yield from self._nkpi_parts()
 
+    def _edits(self) -> rewrite.Edits:
+        return rewrite.Edits(self._paths, self._source_count, self._overlay, self._deleted, self._types)
+
     def _classic_parts(self) -> Iterator[bytes]:
-        d = self._classic
-        assert d is not None
+        assert self._classic is not None
         if self._strings is not None and self._strings.added:
             idx = self._find(STRINGTABLE_PATH)
             data = self._strings.to_bytes()
             if idx is None:
                 idx = self._add(STRINGTABLE_PATH, None)
             self._overlay[idx] = data  # the table object stays: its index is costly to rebuild
-        src_count = self._source_count
-        live = np.fromiter(self._live(), dtype=np.int64)
-        old = live[live < src_count]
-        n_old = len(old)
-        names = [d.names[i] for i in old.tolist()]
-        hashes = np.empty(len(live), dtype=np.uint32)
-        sizes = np.empty(len(live), dtype=np.int64)
-        crcs = np.empty(len(live), dtype=np.uint32)
-        offsets = np.full(len(live), -1, dtype=np.int64)
-        # sources first (directory order), then added entries; only the overlay rows are recomputed
-        hashes[:n_old], sizes[:n_old], crcs[:n_old] = d.hashes[old], d.sizes[old], d.crcs[old]
-        offsets[:n_old] = d.base + d.offsets[old]
-        new_data: dict[int, bytes] = {}
-        row_of = {i: r for r, i in enumerate(live.tolist())} if self._overlay else {}
-        for i in sorted(self._overlay):
-            if i in self._deleted:
-                continue
-            r = row_of[i]
-            if i >= src_count:
-                names.append(encode_text(self._paths[i], NAME_ENCODING))
-                hashes[r] = name_hash(names[-1])
-            padded, crc = classic_fmt.padded_block(self._overlay[i], int(hashes[r]))
-            sizes[r], crcs[r], offsets[r] = len(self._overlay[i]), crc, -1
-            new_data[r] = padded
-        out = classic_fmt.ClassicOutput(names, hashes, sizes, crcs, offsets, new_data)
-        trailing = b""
-        if self._src is not None and d.trailing_offset < self._src.size:
-            trailing = self._src.read(d.trailing_offset, self._src.size - d.trailing_offset)
-        yield from classic_fmt.write_classic(self._src, d.guid, d.version, out, trailing)
+        yield from rewrite.classic_parts(self._src, self._classic, self._edits())
 
     def _nkpi_parts(self) -> Iterator[bytes]:
-        d = self._nkpi
-        assert d is not None
-        src_count = self._source_count
-        keep = np.fromiter((i for i in range(src_count) if i not in self._deleted), dtype=np.int64)
-        replaced = {i: data for i, data in self._overlay.items() if i < src_count and i not in self._deleted}
-        added: list[nkpi_fmt.NkpiNewFile] = []
-        for i in range(src_count, len(self._paths)):
-            if i in self._deleted:
-                continue
-            folder, _, name = self._paths[i].rpartition("/")
-            name_magic = d.pools.intern(name)
-            path_magic = d.pools.intern(folder) if folder else nkpi_fmt.ROOT_PATH
-            added.append(
-                nkpi_fmt.NkpiNewFile(name_magic, path_magic, self._types[i - src_count], self._overlay[i])
-            )
-        files_changed = bool(self._deleted) or len(self._paths) != src_count
-        yield from nkpi_fmt.write_nkpi(self._src, d, keep, replaced, added, files_changed=files_changed)
+        assert self._nkpi is not None
+        yield from rewrite.nkpi_parts(self._src, self._nkpi, self._edits())
 
     def to_bytes(self) -> bytes:
         """The whole archive as bytes (for small archives and tests)."""
@@ -822,7 +744,7 @@ class Archive:
             if src is not None and src.path is not None and src.path.resolve() == target.resolve():
                 src.close()
 
-        written = _atomic_write(target, self.iter_archive_bytes(), release)
+        written = rewrite.atomic_write(target, self.iter_archive_bytes(), release)
         if src is not None:
             src.close()
         reopened = Archive.open(target, region=self._region)
