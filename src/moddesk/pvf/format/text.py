@@ -337,6 +337,7 @@ def _view_items(
         int_t, float_t, string_types = INT, FLOAT, CLASSIC_STRING_TYPES
     else:
         int_t, float_t, string_types = 0, 2, NKPI_STRING_TYPES
+    family_bit = (1 << 32) if classic else 0
     try:
         cache = _PIECES.setdefault(strings, {})
     except TypeError:  # a source that cannot be weakly referenced: no cache
@@ -354,7 +355,8 @@ def _view_items(
             i += 1
             continue
         if raw in string_types:
-            key = raw << 32 | v
+            # the same type number means different views in the two families: key by family too
+            key = raw << 33 | family_bit | v
             piece = cache.get(key)
             if piece is None:
                 view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
