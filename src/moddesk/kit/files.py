@@ -123,6 +123,29 @@ def _renameat2_noreplace(src: Path, dst: Path) -> bool:
     raise OSError(err, os.strerror(err), str(src))
 
 
+_RENAME_EXCL = 0x00000004  # macOS renamex_np flag
+
+
+def _renamex_excl(src: Path, dst: Path) -> bool:
+    """Try macOS renamex_np(RENAME_EXCL); False when the call is not available here."""
+    if sys.platform != "darwin":
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    func = getattr(libc, "renamex_np", None)
+    if func is None:
+        return False
+    func.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]
+    func.restype = ctypes.c_int
+    if func(os.fsencode(src), os.fsencode(dst), _RENAME_EXCL) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.EEXIST:
+        raise FileExistsError(err, os.strerror(err), str(dst))
+    if err in (errno.ENOTSUP, errno.EINVAL, errno.ENOSYS):
+        return False
+    raise OSError(err, os.strerror(err), str(src))
+
+
 def _target_exists(dst: Path) -> ServiceError:
     return ServiceError(
         "TARGET_EXISTS",
@@ -135,21 +158,24 @@ def _target_exists(dst: Path) -> ServiceError:
 def publish_no_overwrite(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
     """Move ``src`` (file or directory) to ``dst`` only if ``dst`` does not exist, atomically.
 
-    Linux: ``renameat2(RENAME_NOREPLACE)``. Files elsewhere: ``link`` + ``unlink`` (``link`` fails
-    on an existing target). Windows: ``os.rename`` already refuses an existing target.
+    Linux: ``renameat2(RENAME_NOREPLACE)``; macOS: ``renamex_np(RENAME_EXCL)``. Files elsewhere:
+    ``link`` + ``unlink`` (``link`` fails on an existing target). Windows: ``os.rename`` already
+    refuses an existing target. A directory on a system with none of these is checked, then renamed
+    (not atomic against a racing writer).
     """
     source, target = Path(src), Path(dst)
     try:
-        if _renameat2_noreplace(source, target):
+        if _renameat2_noreplace(source, target) or _renamex_excl(source, target):
             _fsync_dir(target.parent)
             return
         if sys.platform == "win32":
             os.rename(source, target)
             return
         if source.is_dir() and not source.is_symlink():
-            # no atomic no-replace rename for directories here: claim the name first with mkdir
-            os.mkdir(target)
-            os.rmdir(target)
+            # last resort on other systems: no atomic no-replace rename for a directory exists, and
+            # rename() may replace an empty directory; refuse a visible target and say it is racy
+            if os.path.lexists(target):
+                raise FileExistsError(errno.EEXIST, "target exists", str(target))
             os.rename(source, target)
         else:
             os.link(source, target)

@@ -216,6 +216,8 @@ class Host:
         except (HostError, bridge.DocumentError, ValueError, TypeError, KeyError, IndexError) as exc:
             message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
             return json.dumps({"error": message or type(exc).__name__}, ensure_ascii=False)
+        except Exception as exc:  # the boundary: a Python exception must never cross into QuickJS
+            return json.dumps({"error": f"internal error in {op}: {type(exc).__name__}: {exc}"})
 
     def _find(self, path: str) -> list[Any] | None:
         path = normalize_path(path)
