@@ -338,3 +338,70 @@ def test_model_budget_hands_over_to_the_engine(tmp_path: Path) -> None:
         assert after["usage"]["calls"] == 1  # engine moves are not model calls
     finally:
         svc.close()
+
+
+def test_wait_timeline_counts_down_to_the_servers_fallback(tmp_path: Path) -> None:
+    svc = GameService(settings(tmp_path, model_timeout=60))
+    try:
+        value = svc.new("hero", "r", "model")
+        assert value["wait"] is None  # the person's turn: nobody is waited for
+        waiting = svc.move("hero", "h2e2")["wait"]
+        assert waiting["timeout"] == 60 and 59 <= waiting["remaining"] <= 60
+        time.sleep(0.3)
+        later = svc.state(value["sessionId"])["wait"]
+        assert later["remaining"] < waiting["remaining"] and later["waited"] >= 0.2
+        local = svc.new("hero", "r", "local")
+        assert local["wait"] is None or local["wait"]["remaining"] is None  # the engine has no timeout
+    finally:
+        svc.close()
+
+
+def test_fallback_accepted_whenever_the_person_waits(service: GameService) -> None:
+    value = service.new("hero", "r", "model")
+    service.move("hero", "h2e2")
+    # a wait that lost its marker (e.g. written by an older build) is still a wait for the person
+    record = service.store.get(value["sessionId"])
+    assert record is not None
+    rev = record.revision
+    record.pending, record.pending_since, record.revision = None, None, rev + 1
+    service.store.save(record, rev)
+    service._views.clear()
+    service.fallback(value["sessionId"])
+    after = service.wait_idle(value["sessionId"], 20)
+    assert after["plies"] == 2 and after["message"]["code"] == "ai.fallback.local"
+    # the reply is in: fallback is refused with the revision the page should show
+    err = error_of(service.fallback, value["sessionId"])
+    assert err.code == "NOT_PENDING" and err.details["revision"] == after["revision"]
+
+
+def test_restart_during_a_local_engine_think_recovers(tmp_path: Path) -> None:
+    first = GameService(settings(tmp_path, think_time=30))
+    value = first.new("hero", "r", "local")
+    first.move("hero", "h2e2")
+    assert first.state(value["sessionId"])["pending"] == "ai-thinking"
+    first.close()  # the server goes away mid-think; the stored game still says ai-thinking
+    second = GameService(settings(tmp_path, think_time=0.05))
+    try:
+        assert second.store.get(value["sessionId"]).pending == "ai-thinking"  # type: ignore[union-attr]
+        second.state(value["sessionId"])  # the first read adopts the orphaned think
+        after = second.wait_idle(value["sessionId"], 20)
+        assert after["plies"] == 2 and after["pending"] is None and after["turn"] == "r"
+        assert second.move("hero", "h0g2")["plies"] >= 3
+    finally:
+        second.close()
+
+
+def test_restart_watchdog_recovers_without_a_read(tmp_path: Path) -> None:
+    first = GameService(settings(tmp_path, think_time=30))
+    value = first.new("hero", "r", "local")
+    first.move("hero", "b2e2")
+    first.close()
+    second = GameService(settings(tmp_path, think_time=0.05))
+    second.start_watchdog(0.05)
+    try:
+        deadline = time.monotonic() + 20
+        while second.store.get(value["sessionId"]).pending and time.monotonic() < deadline:  # type: ignore[union-attr]
+            time.sleep(0.05)
+        assert second.state(value["sessionId"])["plies"] == 2
+    finally:
+        second.close()

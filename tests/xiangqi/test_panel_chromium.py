@@ -51,11 +51,19 @@ def artifact_dir() -> Path:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[GameService, LoopbackServer]]:
+def panel_settings() -> dict[str, Any]:
+    """Extra settings of the served game service (a test overrides it with parametrize)."""
+    return {}
+
+
+@pytest.fixture
+def served(tmp_path: Path, panel_settings: dict[str, Any]) -> Iterator[tuple[GameService, LoopbackServer]]:
     _need_chromium()
+    extra = panel_settings
     service = GameService(
-        Settings(db_path=tmp_path / "games.db", think_time=0.05, hint_time=0.1, review_time=0.02)
+        Settings(db_path=tmp_path / "games.db", think_time=0.05, hint_time=0.1, review_time=0.02, **extra)
     )
+    service.start_watchdog(0.2)  # as `xiangqi serve` does: the server's timeout fires without any read
     holder: dict[str, str] = {}
     server = build_server(service, lambda s: panel_link(holder["url"])(s))
     http = serve_http(server, 0, extra_routes=rpc_routes(service))
@@ -197,10 +205,73 @@ def test_polling_backs_off_stops_and_offers_fallback(
     # 800 ms x1.35 capped at 2 s over 30 s is ~16 polls (uncapped it would be ~9), then it stops
     assert 12 <= len(polls) <= 20, len(polls)
     _until(page, "!document.getElementById('btn-fallback').hidden")
+    assert "秒后由本地引擎代走" in page.locator("#countdown").inner_text()
     count = len(polls)
-    page.clock.run_for(10000)
-    time.sleep(0.3)
-    assert len(polls) == count  # no polling after the 30 s stop
+    for _ in range(30):
+        page.clock.run_for(1000)
+        time.sleep(0.03)
+    # after the seed's 30 s schedule a slow poll (every 10 s, sooner near the server's timeout) goes on
+    assert 1 <= len(polls) - count <= 4, len(polls) - count
     page.click("#btn-fallback")
     _until(page, "document.querySelectorAll('#movelist li').length === 2")
     assert page.locator("#message").inner_text() == "已由本地引擎代走"
+
+
+def _start_waiting_for_the_model(page: Any, url: str) -> None:
+    page.clock.install()  # fake page timers: the 30 s fast schedule passes in a few real seconds
+    page.goto(f"{url}/xiangqi/")
+    page.select_option("#new-opponent", "model")
+    page.click("#btn-new")
+    _until(page, "!!document.querySelector('g.piece[data-square=\"70\"].movable')")
+    page.click('g.piece[data-square="70"]')
+    page.click('circle.target-hit[data-target="67"]', force=True)
+    _until(page, "document.getElementById('status').textContent === '对手思考中…'")
+
+
+@pytest.mark.parametrize("panel_settings", [{"model_timeout": 14}])
+def test_model_never_answers_countdown_then_the_servers_fallback_arrives(
+    served: tuple[GameService, LoopbackServer], page: Any
+) -> None:
+    _service, http = served
+    polls: list[float] = []
+    page.on(
+        "request",
+        lambda r: polls.append(time.monotonic()) if r.url.endswith("/xiangqi-mate/state") else None,
+    )
+    started = time.monotonic()
+    _start_waiting_for_the_model(page, http.url)
+    countdown = page.locator("#countdown").inner_text()
+    assert "秒后由本地引擎代走" in countdown, countdown
+    for _ in range(34):  # past the seed's 30 s: the fast schedule ends, the fallback button shows
+        page.clock.run_for(1000)
+        time.sleep(0.08)
+    _until(page, "!document.getElementById('btn-fallback').hidden")
+    page.screenshot(path=str(artifact_dir() / "xiangqi-panel-waiting.png"), full_page=True)
+    after_fast = len(polls)
+    # real seconds pass until the server's 14 s timeout; the page keeps a slow poll and picks the move up
+    _until(page, "document.querySelectorAll('#movelist li').length === 2", seconds=60)
+    assert time.monotonic() - started >= 13  # it was the server's timeout, not a page-side move
+    assert len(polls) > after_fast
+    assert page.locator("#message").inner_text() == "模型超时，本地引擎代走"
+    assert page.locator("#status").inner_text() == "轮到你走"
+    assert page.locator("#countdown").is_hidden()
+    assert page.locator("#btn-fallback").is_hidden()
+    page.screenshot(path=str(artifact_dir() / "xiangqi-panel-timeout.png"), full_page=True)
+
+
+def test_fallback_button_refreshes_when_the_reply_already_came(
+    served: tuple[GameService, LoopbackServer], page: Any
+) -> None:
+    service, http = served
+    _start_waiting_for_the_model(page, http.url)
+    for _ in range(34):
+        page.clock.run_for(1000)
+        time.sleep(0.08)
+    _until(page, "!document.getElementById('btn-fallback').hidden")
+    # the model answers while the page sits between slow polls (its timers are frozen)
+    service.move("opponent", "h9g7")
+    page.click("#btn-fallback")
+    _until(page, "document.querySelectorAll('#movelist li').length === 2")
+    assert _moves(page) == ["炮二平五", "马8进7"]
+    assert page.locator("#status").inner_text() == "轮到你走"
+    assert page.locator("#message").inner_text() != "对手不在思考中"

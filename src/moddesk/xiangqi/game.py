@@ -305,6 +305,7 @@ class GameService:
             "message": record.message,
             "maxPlies": record.max_plies,
             "plies": len(record.moves),
+            "pendingSince": record.pending_since if playing and record.pending else None,
         }
 
     def _legal_list(self, game: Game) -> list[dict[str, str]]:
@@ -390,22 +391,38 @@ class GameService:
                 record.message = {"code": "ai.failed", "tone": "error", "detail": detail[:200]}
 
     def _check_timeout(self, session: str) -> None:
+        """Start the engine for a wait that is due: the model's timeout, or a local think this process lost."""
         timeout = self.settings.model_timeout
-        if timeout <= 0:
-            return
-        started = False
+        reason: str | None = None
+        due = False
         with self._lock(session):
             record = self._load(session)
-            if (
-                record.pending == "ai-thinking"
-                and record.opponent["kind"] == "model"
+            if record.pending != "ai-thinking" or session in self._jobs:
+                return
+            if record.opponent["kind"] == "local":
+                # the server restarted during the local engine's think: nobody else will move, think again
+                due = True
+            elif (
+                timeout > 0
                 and record.pending_since is not None
                 and time.time() - record.pending_since >= timeout
-                and session not in self._jobs
             ):
-                started = True
-        if started:
-            self._schedule_engine(session, "ai.timeout")
+                due, reason = True, "ai.timeout"
+        if due:
+            self._schedule_engine(session, reason)
+
+    def _wait(self, value: dict[str, Any]) -> dict[str, Any] | None:
+        """The waiting timeline the panel shows: since when, and seconds left until the engine moves for the model."""
+        record_since = value.get("pendingSince")
+        if value["pending"] != "ai-thinking" or record_since is None:
+            return None
+        waited = max(0.0, time.time() - record_since)
+        timeout = self.settings.model_timeout if value["opponent"]["kind"] == "model" else 0.0
+        return {
+            "waited": round(waited, 1),
+            "timeout": timeout or None,
+            "remaining": round(max(0.0, timeout - waited), 1) if timeout else None,
+        }
 
     def _apply(self, record: GameRecord, game: Game, iccs: str, by: str) -> dict[str, str]:
         """Play one legal move (ICCS) on the record: clocks, history, pending."""
@@ -467,11 +484,12 @@ class GameService:
                 side = "red" if value["turn"] == "r" else "black"
                 value["clock"] = dict(value["clock"])
                 value["clock"][side] = round(value["clock"][side] + time.time() - cached[2], 1)
+            value["wait"] = self._wait(value)
             return value
         record = self._load(session)
         value = self.project(record)
         self._views[session] = (record.revision, value, time.time())
-        return dict(value)
+        return dict(value) | {"wait": self._wait(value)}
 
     def state(self, session_id: str | None = None, include_eval: bool = False) -> dict[str, Any]:
         session = self.resolve(session_id)
@@ -610,11 +628,19 @@ class GameService:
         session = self.resolve(session_id)
         with self._lock(session):
             record = self._load(session)
-            if record.pending not in ("ai-thinking", "ai-failed"):
+            game = self._game(record)
+            waiting = self._status(record, game)["state"] == "playing" and game.turn == self._opponent_side(
+                record
+            )
+            if not waiting:
+                # the reply may have arrived since the person's page last looked: hand back the board
                 raise GameError(
-                    "NOT_PENDING", "the opponent is not thinking", hint="Only useful while waiting."
+                    "NOT_PENDING",
+                    "the opponent is not thinking",
+                    hint="Only useful while waiting; the current board is in details.",
+                    revision=record.revision,
                 )
-            if record.pending == "ai-failed":
+            if record.pending != "ai-thinking":  # ai-failed, or a wait left without its marker
                 with self._mutate(session) as rec:
                     rec.pending = "ai-thinking"
                     rec.pending_since = time.time()

@@ -16,6 +16,8 @@ const TEXT = {
     yourTurn: "轮到你走", thinking: "对手思考中…", failed: "对手应招失败", over: "对局结束",
     confirmResign: "确定认输吗？", noGame: "还没有对局，点「新局」开始。",
     pollStopped: "对手长时间未应招，可以点「由本地引擎代走」。",
+    countdown: "{n} 秒后由本地引擎代走", countdownDue: "模型超时，本地引擎正在代走…",
+    waited: "已等待 {n} 秒",
     "ai.fallback.local": "已由本地引擎代走", "ai.timeout": "模型超时，本地引擎代走",
     "ai.budget": "模型额度用尽，本地引擎代走", "ai.failed": "引擎出错", "game.over": "对局结束",
     "game.resigned": "你已认输", "game.undone": "已悔棋", "game.new": "新局开始",
@@ -29,6 +31,8 @@ const TEXT = {
     yourTurn: "Your move", thinking: "Opponent is thinking…", failed: "Opponent failed to move",
     over: "Game over", confirmResign: "Really resign?", noGame: "No game yet: press New game.",
     pollStopped: "The opponent has not answered; you can let the local engine move.",
+    countdown: "The local engine moves in {n} s", countdownDue: "Model timed out; the local engine is moving…",
+    waited: "Waiting for {n} s",
     "ai.fallback.local": "The local engine moved instead", "ai.timeout": "Model timed out; the local engine moved",
     "ai.budget": "Model budget used up; the local engine moved", "ai.failed": "Engine error",
     "game.over": "Game over", "game.resigned": "You resigned", "game.undone": "Move taken back",
@@ -41,6 +45,8 @@ const state = {
   session: new URLSearchParams(location.search).get("session"),
   view: null, selected: null, lang: "zh", hints: [], reviewData: null,
   poll: { timer: null, delay: 800, started: 0, stopped: false },
+  // the server's waiting timeline: seconds left to its automatic fallback, as of `at` (page clock)
+  wait: { remaining: null, waited: 0, at: 0, timer: null },
 };
 
 const t = (key) => (TEXT[state.lang][key] ?? key);
@@ -51,7 +57,7 @@ const svgEl = (name, attrs) => {
   return el;
 };
 
-async function rpc(endpoint, payload) {
+async function rpc(endpoint, payload, quiet) {
   const body = Object.assign({}, payload || {});
   if (state.session) body.sessionId = state.session;
   const res = await fetch(RPC + endpoint, {
@@ -59,6 +65,7 @@ async function rpc(endpoint, payload) {
   });
   const data = await res.json();
   if (!data.ok) {
+    if (quiet) return null;
     showMessage(data.error.messageZh && state.lang === "zh" ? data.error.messageZh : data.error.message, "error");
     return null;
   }
@@ -239,11 +246,13 @@ function apply(value) {
   if (state.view && value.revision < state.view.revision && value.sessionId === state.view.sessionId) return;
   const prevPending = state.view && state.view.pending;
   state.view = value;
+  noteWait(value);
   if (!value.message) showMessage("", "");
   render();
   if (value.pending === "ai-thinking") {
     // a new wait (or a fallback asked for after polling stopped) starts a fresh polling round
-    if (prevPending !== "ai-thinking" || (!state.poll.timer && !state.poll.stopped)) startPolling();
+    if (prevPending !== "ai-thinking") startPolling();
+    else if (!state.poll.timer) schedule();
   } else {
     stopPolling();
     if (myTurn(value) && !value.evaluation) refreshEval();
@@ -256,7 +265,10 @@ async function refreshEval() {
   if (value && value.revision === rev && value.evaluation) { state.view.evaluation = value.evaluation; setEval(value.evaluation.scoreRed); }
 }
 
-// Polling: only while the opponent is thinking and the page is visible; 800 ms, x1.35, 2 s cap, stop at 30 s.
+// Polling: only while the opponent is thinking and the page is visible. The seed's schedule first (800 ms,
+// x1.35, 2 s cap, for 30 s; then the fallback button shows), then a slow poll that lands just after the
+// server's own timeout, so the engine's automatic move always reaches the board.
+const FAST_FOR = 30000, SLOW = 10000;
 function startPolling() {
   stopPolling();
   Object.assign(state.poll, { delay: 800, started: Date.now(), stopped: false });
@@ -268,31 +280,62 @@ function stopPolling() {
 }
 function schedule() {
   clearTimeout(state.poll.timer);  // never two polling chains
-  state.poll.timer = setTimeout(tick, state.poll.delay);
+  state.poll.timer = setTimeout(tick, state.poll.stopped ? slowDelay() : state.poll.delay);
+}
+function slowDelay() {
+  const left = waitLeft();
+  if (left === null) return SLOW;
+  return Math.max(1000, Math.min(SLOW, left * 1000 + 400));
 }
 async function tick() {
   state.poll.timer = null;
   if (document.visibilityState !== "visible") return;
-  if (Date.now() - state.poll.started > 30000) {
+  if (!state.poll.stopped && Date.now() - state.poll.started > FAST_FOR) {
     state.poll.stopped = true;
     showMessage(t("pollStopped"), "warn");
     render();
-    return;
   }
   const value = await rpc("state", {});
-  if (!value) return;
-  state.poll.delay = Math.min(2000, state.poll.delay * 1.35);
+  if (!value) { if (state.view && state.view.pending === "ai-thinking") schedule(); return; }
+  if (!state.poll.stopped) state.poll.delay = Math.min(2000, state.poll.delay * 1.35);
   const was = state.view;
   state.view = value;
+  noteWait(value);
   if (was && value.revision !== was.revision) render();
   if (value.pending === "ai-thinking") schedule();
   else { stopPolling(); render(); if (myTurn(value)) refreshEval(); }
 }
 document.addEventListener("visibilitychange", () => {
-  if (document.visibilityState === "visible" && state.view && state.view.pending === "ai-thinking" && !state.poll.timer && !state.poll.stopped) {
+  if (document.visibilityState === "visible" && state.view && state.view.pending === "ai-thinking" && !state.poll.timer) {
     schedule();
   }
 });
+
+// The countdown to the server's automatic fallback, ticking on the page between polls.
+function noteWait(value) {
+  const w = value && value.pending === "ai-thinking" ? value.wait : null;
+  Object.assign(state.wait, {
+    remaining: w && w.remaining !== null && w.remaining !== undefined ? w.remaining : null,
+    waited: w ? w.waited : 0, at: Date.now(),
+  });
+  if (w && !state.wait.timer) state.wait.timer = setInterval(showCountdown, 1000);
+  if (!w && state.wait.timer) { clearInterval(state.wait.timer); state.wait.timer = null; }
+  showCountdown();
+}
+function waitLeft() {
+  if (state.wait.remaining === null) return null;
+  return Math.max(0, state.wait.remaining - (Date.now() - state.wait.at) / 1000);
+}
+function showCountdown() {
+  const el = $("countdown");
+  const v = state.view;
+  if (!v || v.pending !== "ai-thinking" || v.phase !== "playing") { el.textContent = ""; el.hidden = true; return; }
+  const left = waitLeft();
+  const waited = Math.round(state.wait.waited + (Date.now() - state.wait.at) / 1000);
+  el.hidden = false;
+  if (left === null) el.textContent = t("waited").replace("{n}", waited);
+  else el.textContent = left > 0 ? t("countdown").replace("{n}", Math.ceil(left)) : t("countdownDue");
+}
 
 function drawReview(data) {
   const box = $("review");
@@ -344,7 +387,13 @@ $("btn-review").addEventListener("click", async () => {
   const value = await rpc("review", { highlight: "turning" });
   if (value) { drawReview(value.review); apply(value); }
 });
-$("btn-fallback").addEventListener("click", () => { state.poll.stopped = false; act("fallback", {}); });
+$("btn-fallback").addEventListener("click", async () => {
+  // always answers: if the reply already came (or the server restarted), the fresh board is shown instead
+  const value = await rpc("fallback", {}, true);
+  if (value) { state.hints = []; apply(value); startPolling(); return; }
+  const now = await rpc("state", {});
+  if (now) { apply(now); if (now.pending === "ai-thinking") startPolling(); }
+});
 
 (async () => {
   render();
