@@ -38,7 +38,7 @@ register_codes(
         "OUTSIDE_ROOTS": "The path lies outside the folders this service was granted.",
         "SPECIAL_FILE": "The path is a device, pipe, socket or system folder; it is never read or written.",
         "PATH_CHANGED": "A path component became a link or changed kind after the check; nothing was read.",
-        "INVALID_PATH": "The path is not a usable absolute local path.",
+        "BAD_PATH": "The path text is unusable: relative, '..', control characters, too long or a device name.",
     }
 )
 
@@ -63,7 +63,7 @@ _BINARY = getattr(os, "O_BINARY", 0)
 def _invalid(raw: str, why: str) -> ServiceError:
     shown = raw if len(raw) <= 200 else raw[:200] + "…"
     return ServiceError(
-        "INVALID_PATH", f"{shown!r} is not a usable path: {why}", hint="Pass a plain absolute local path."
+        "BAD_PATH", f"{shown!r} is not a usable path: {why}", hint="Pass a plain absolute local path."
     )
 
 
@@ -177,7 +177,7 @@ def grant(path: str | os.PathLike[str], label: str) -> GrantedRoot:
         raise _special(normalised)
     if not os.path.isdir(normalised):
         raise ServiceError(
-            "INVALID_PATH", f"{normalised} is not an existing folder", hint="Create it first, then add it."
+            "NOT_FOUND", f"{normalised} is not an existing folder", hint="Create it first, then add it."
         )
     return GrantedRoot(normalised, label)
 
@@ -320,7 +320,7 @@ def os_error(placed: Placed | str, exc: OSError) -> ServiceError:
     if isinstance(exc, FileNotFoundError):
         return ServiceError("NOT_FOUND", f"{placed} does not exist", hint="Check the path.", path=str(placed))
     return ServiceError(
-        "INVALID_PATH",
+        "BAD_PATH",
         f"{placed} cannot be used: {exc.strerror or exc}",
         hint="Check the path and its permissions.",
         path=str(placed),
