@@ -40,6 +40,7 @@ from moddesk.ra3.model import (
 )
 from moddesk.ra3.parse import Diagnostic, Extractor, FileRecord, RefSite, fragment_nodes, parse_xml_bytes
 from moddesk.ra3.project import (
+    OUTSIDE_ROOTS,
     ProjectConfig,
     Resolution,
     display_path,
@@ -59,6 +60,12 @@ NO_INDEX, BUILDING, READY_XML, READY, STALE, ERROR = (
     "error",
 )
 MAX_WALK_DEPTH = 300
+NO_SCHEMA_REASON = {
+    "reason": "NO_SCHEMA",
+    "message": "no schema (CnC3Types.xsd) was found or given: references cannot be typed, so only "
+    "inheritFrom references are indexed and find_references / unreferenced miss the rest; "
+    "pass --schema or --sdk",
+}
 _XML_EXT = (".xml",)
 _ART_EXT = (".w3x",)
 
@@ -76,12 +83,23 @@ class IndexStatus:
     phase: str | None = None
     error: str | None = None
     source: str = "live"
+    # final: the build finished and nothing changed since; complete: final and nothing left out on purpose
+    final: bool | None = None
+    incomplete: list[dict[str, str]] = field(default_factory=list)
+    changed_files: list[str] | None = None
+
+    @property
+    def is_final(self) -> bool:
+        """Built and current (what waiting and snapshot writing need), whatever `complete` says."""
+        return self.complete if self.final is None else self.final
 
     def to_json(self) -> dict[str, Any]:
         """The wire shape (`state, complete, stale, buildId, generatedAt, projectDir`, ...)."""
-        return {
+        out = {
             "state": self.state,
             "complete": self.complete,
+            "final": self.is_final,
+            "incomplete": list(self.incomplete),
             "stale": self.stale,
             "buildId": self.build_id,
             "generatedAt": self.generated_at,
@@ -90,6 +108,9 @@ class IndexStatus:
             "error": self.error,
             "source": self.source,
         }
+        if self.changed_files is not None:
+            out["changedFiles"] = self.changed_files
+        return out
 
 
 @dataclass(slots=True)
@@ -186,9 +207,13 @@ class ModIndex:
             stale = self._stale or bool(self._dirty)
             if state in (READY, READY_XML) and stale:
                 state = STALE
+            final = self._state == READY and not stale
+            reasons = self.incomplete_reasons()
             return IndexStatus(
                 state=state,
-                complete=self._state == READY and not stale,
+                complete=final and not reasons,
+                final=final,
+                incomplete=reasons,
                 # while (re)building, answers come from the previous index
                 stale=stale or (self._state == BUILDING and self._data is not None),
                 build_id=self._build_id,
@@ -197,6 +222,12 @@ class ModIndex:
                 phase=self._phase,
                 error=self._error,
             )
+
+    def incomplete_reasons(self) -> list[dict[str, str]]:
+        """Why a final index still does not cover everything (stated on every answer)."""
+        if self.schema is None and self.config.schema_path is None:
+            return [dict(NO_SCHEMA_REASON)]
+        return []
 
     def mark_dirty(self, paths: Iterable[str | Path]) -> None:
         """Note files changed on disk (watcher events) so answers say `stale` until re-indexed."""
@@ -216,7 +247,7 @@ class ModIndex:
         """Block until a complete, non-stale index is published (or timeout)."""
         deadline = time.monotonic() + timeout
         with self._final:
-            while not self.status().complete:
+            while not self.status().is_final:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -314,6 +345,7 @@ class ModIndex:
             "root": [str(p) for p in cfg.root_paths],
         }
         data.streams = [e.stream for e in cfg.entries]
+        data.roots = [str(p) for p in cfg.roots]
         return data
 
     def _build_xml(self, progress: Callable[[BuildProgress], None] | None) -> IndexData:
@@ -331,7 +363,8 @@ class ModIndex:
                     "SCHEMA_NOT_FOUND",
                     self.project_dir,
                     0,
-                    "no CnC3Types.xsd found: only inheritFrom references are indexed",
+                    "no CnC3Types.xsd found: references cannot be typed, only inheritFrom references are "
+                    "indexed (pass --schema or --sdk)",
                     "error",
                 )
             )
@@ -379,6 +412,7 @@ class ModIndex:
                         continue
                     stack.append((target_abs, min(mode, INCLUDE_MODE[edge.type]), depth + 1))
         self._walk_modes = modes
+        self._report_cycles(data, edges)
         for path_edges in edges.values():
             data.includes.extend(edge for edge, _target in path_edges)
         for path, per in modes.items():
@@ -398,6 +432,41 @@ class ModIndex:
             data.add_file(info)
         self._load_manifests(data, manifests)
 
+    def _report_cycles(self, data: IndexData, edges: dict[str, list[tuple[IncludeEdge, str | None]]]) -> None:
+        """One INCLUDE_CYCLE per include that closes a loop (the walk itself stops at files already seen)."""
+        state: dict[str, int] = {}  # 1 on the current path, 2 done
+        for start in edges:
+            if start in state:
+                continue
+            path: list[str] = [start]
+            state[start] = 1
+            stack = [iter(edges.get(start, []))]
+            while stack:
+                step = next(stack[-1], None)
+                if step is None:
+                    state[path.pop()] = 2
+                    stack.pop()
+                    continue
+                edge, target = step
+                if target is None or edge.type == "xi" or edge.manifest is not None:
+                    continue
+                seen = state.get(target)
+                if seen == 1:
+                    loop = [*path[path.index(target) :], target]
+                    data.diagnostics.append(
+                        Diagnostic(
+                            "INCLUDE_CYCLE",
+                            edge.source_file,
+                            edge.line,
+                            f"include {edge.source!r} closes a cycle: "
+                            + " -> ".join(self._show(p) for p in loop),
+                        )
+                    )
+                elif seen is None and target in edges:
+                    state[target] = 1
+                    path.append(target)
+                    stack.append(iter(edges[target]))
+
     def _edges(
         self, record: FileRecord, data: IndexData, manifests: dict[str, str], seen: set[tuple[str, int]]
     ) -> list[tuple[IncludeEdge, str | None]]:
@@ -415,12 +484,17 @@ class ModIndex:
                     manifests.setdefault(str(manifest), inc.source)
             if res.path is None and edge.manifest is None and (shown, inc.line) not in seen:
                 seen.add((shown, inc.line))
-                why = res.error or "no candidate exists"
-                data.diagnostics.append(
-                    Diagnostic(
-                        "INCLUDE_NOT_FOUND", shown, inc.line, f"include {inc.source!r} not found ({why})"
+                if res.outside:
+                    data.diagnostics.append(
+                        Diagnostic(OUTSIDE_ROOTS, shown, inc.line, str(res.error).split(": ", 1)[1], "error")
                     )
-                )
+                else:
+                    why = res.error or "no candidate exists"
+                    data.diagnostics.append(
+                        Diagnostic(
+                            "INCLUDE_NOT_FOUND", shown, inc.line, f"include {inc.source!r} not found ({why})"
+                        )
+                    )
             out.append((edge, str(res.path) if res.path is not None else None))
         for xi in record.xi_includes:
             out.append(
@@ -533,6 +607,8 @@ class ModIndex:
 
     def _load_fragment(self, href: str, container: str | None, from_file: str) -> tuple[str, list[Any]] | str:
         res = self._resolve(href, from_file)
+        if res.outside:
+            return str(res.error)
         if res.path is None:
             return f"xi:include {href!r} not found ({res.error or 'no candidate exists'})"
         path = str(res.path)
@@ -592,7 +668,7 @@ class ModIndex:
         exprs = [self._display_ref(r) for r in record.expressions]
         defines = [DefineDef(d, self._show(d.file), stream) for d in record.defines]
         data.set_record(shown, assets, refs, defines, exprs)
-        data.unknown_elements += record.unknown_elements
+        data.set_unknown(shown, record.unknown_elements)
         for d in record.diagnostics:
             data.diagnostics.append(Diagnostic(d.code, self._show(d.file), d.line, d.message, d.severity))
 

@@ -204,7 +204,7 @@ class Ra3Backend:
             if live is not None:
                 return live  # the live server itself waited for a final index (or said it timed out)
             offline_index = self._offline_status()
-            if offline_index.get("complete") and not offline_index.get("stale"):
+            if offline_index.get("final", offline_index.get("complete")) and not offline_index.get("stale"):
                 return self._offline(verb, params)  # a final snapshot and no indexer: nothing newer exists
             if self._clock() >= deadline:
                 raise ServiceError(
@@ -240,6 +240,13 @@ def _summary(answer: Any) -> str:
     if index.get("complete") is False:
         head += ", incomplete"
     head += "]"
+    for reason in index.get("incomplete") or []:
+        head += f"\nincomplete ({reason.get('reason')}): {reason.get('message')}"
+    if index.get("changedFiles"):
+        head += "\nstale: changed on disk since this index: " + ", ".join(index["changedFiles"][:20])
+    result = answer.result if isinstance(answer.result, dict) else {}
+    for caveat in result.get("caveats") or []:
+        head += f"\ncaveat ({caveat.get('code')}): {caveat.get('message')}"
     if answer.liveProblem and answer.source != "live":
         head += f" (live indexer not used: {answer.liveProblem})"
     body = json.dumps(answer.result, ensure_ascii=False, separators=(",", ":"), default=str)

@@ -158,6 +158,10 @@ class IndexData:
         self.search_roots: dict[str, list[str]] = {}
         self.manifests: list[dict[str, Any]] = []
         self.unknown_elements = 0
+        self.unknown_by_file: dict[str, int] = {}
+        self.roots: list[str] = []
+        # (generation, summary) of what the index left out; computed by the query layer on demand
+        self.skipped_cache: tuple[int, dict[str, tuple[int, int]]] | None = None
         self._canonical = {t.lower(): t for t in self.type_bases}
         self._derived: dict[str, frozenset[str]] = {}
         self._derived_size = 0
@@ -231,6 +235,13 @@ class IndexData:
         self._ref_diags = None
         self._expr_refs = None
         self.generation = next(_GENERATIONS)
+
+    def set_unknown(self, record: str, count: int) -> None:
+        """Record how many elements of one file the schema does not declare (content not indexed)."""
+        old = self.unknown_by_file.pop(record, 0)
+        if count:
+            self.unknown_by_file[record] = count
+        self.unknown_elements += count - old
 
     def add_file(self, info: FileInfo) -> None:
         """Register a file the build touched."""

@@ -616,7 +616,11 @@ class Extractor:
             return []
         loaded = self.load_fragment(href, container, file)
         if isinstance(loaded, str):
-            record.diagnostics.append(Diagnostic("XI_INCLUDE_NOT_FOUND", file, line, loaded))
+            code, _sep, text = loaded.partition(": ")
+            if code == "INCLUDE_OUTSIDE_ROOTS":  # refused, never read: an error, not a missing file
+                record.diagnostics.append(Diagnostic(code, file, line, text, "error"))
+            else:
+                record.diagnostics.append(Diagnostic("XI_INCLUDE_NOT_FOUND", file, line, loaded))
             return []
         frag_file, nodes = loaded
         site.target = frag_file

@@ -19,6 +19,7 @@ from pathlib import Path, PureWindowsPath
 from lxml import etree
 
 ALIASES = ("data", "art", "audio", "root")
+OUTSIDE_ROOTS = "INCLUDE_OUTSIDE_ROOTS"
 _SKIP_DOWN = frozenset({"data", "art", "art1", "audio", "audio1", "builtmods", "schemas", "xsd", ".git"})
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
@@ -46,6 +47,9 @@ class ProjectConfig:
     manifest_dirs: list[Path] = field(default_factory=list)
     stream_references: dict[str, Path] = field(default_factory=dict)
     use_manifests: bool = True
+    # the folders resolution may read from (project, SDK, configured data paths); empty = search roots
+    roots: list[Path] = field(default_factory=list)
+    game: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,11 @@ class Resolution:
     path: Path | None
     candidates: tuple[str, ...]
     error: str | None = None
+
+    @property
+    def outside(self) -> bool:
+        """True when the source points outside the project's roots (never read)."""
+        return self.error is not None and self.error.startswith(OUTSIDE_ROOTS)
 
 
 # --- case-insensitive file system -----------------------------------------------------------
@@ -120,15 +129,18 @@ def is_project_root(directory: Path) -> bool:
 
 
 def find_project_root(start: Path, up: int = 12, down: int = 3) -> Path | None:
-    """The nearest project root above `start` (12 levels), else below it (3 levels)."""
-    current = start.resolve()
+    """The nearest project root above `start` (12 levels), else below it (3 levels).
+
+    Lexical (symlinks are not resolved): a mod symlinked into `<sdk>/Mods` must keep its SDK above it.
+    """
+    current = Path(os.path.abspath(start))
     for _ in range(up + 1):
         if is_project_root(current):
             return current
         if current.parent == current:
             break
         current = current.parent
-    frontier = [start.resolve()]
+    frontier = [Path(os.path.abspath(start))]
     for _ in range(down):
         nxt: list[Path] = []
         for folder in frontier:
@@ -287,6 +299,7 @@ def detect_project(
         [*sdk_roots, *near, *[a for a in audio if a], *under_sdk("mods"), *near_parent, *under_sdk("audio")]
     )
     cfg.root_paths = _existing([*sdk_roots, project])
+    cfg.roots = [project, *sdk_roots, *(Path(os.path.abspath(p)) for p in extra_data_paths or [])]
 
     built = under_sdk("builtmods", "builtmods-quantum")
     dirs: list[Path] = []
@@ -320,17 +333,79 @@ def _stream_name(project: Path, entry: Path, index: int) -> str:
 
 
 # --- resolution -----------------------------------------------------------------------------
+def containment_roots(cfg: ProjectConfig) -> list[str]:
+    """The folders resolution may read: `cfg.roots`, else (an old snapshot) the project and search roots."""
+    roots = cfg.roots or [cfg.project_dir, *cfg.data_paths, *cfg.art_paths, *cfg.audio_paths, *cfg.root_paths]
+    return [os.path.abspath(str(r)) for r in roots]
+
+
+def _under(path: str, roots: list[str]) -> tuple[str, str] | None:
+    """(root, remainder) for the root that lexically contains `path` (absolute, normalised), else None.
+
+    Compared case-insensitively, like every game path: `DATA:mymod/...` still names the project `MyMod`.
+    """
+    key = path.lower()
+    for root in roots:
+        rk = root.rstrip(os.sep).lower()
+        if key == rk or key.startswith(rk + os.sep) or rk == "":
+            return root, path[len(rk) :].lstrip(os.sep)
+    return None
+
+
+@lru_cache(maxsize=256)
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _contained(hit: Path, roots: list[str]) -> bool:
+    """True when the file really lives inside a root: a symlink leaving every root is not followed."""
+    return _under(os.path.realpath(hit), [_real(r) for r in roots] + roots) is not None
+
+
+def _resolve_within(roots: list[str], base: str, rel: str) -> tuple[Path | None, bool]:
+    """Resolve `rel` under `base` case-insensitively, without touching anything outside `roots`.
+
+    Returns (hit, outside): the lexical target is checked before the disk is, so an outside path
+    answers the same whether it exists or not.
+    """
+    target = os.path.normpath(os.path.join(base, rel.replace("\\", "/")))
+    inside = _under(target, roots)
+    if inside is None:
+        return None, True
+    hit = resolve_case_insensitive(Path(inside[0]), inside[1])
+    if hit is not None and not _contained(hit, roots):
+        return None, True
+    return hit, False
+
+
+def _outside(source: str, tried: list[str]) -> Resolution:
+    return Resolution(
+        None,
+        tuple(tried),
+        f"{OUTSIDE_ROOTS}: {source!r} points outside the project, the SDK and the configured data paths "
+        "(not read; add a folder with --data-path)",
+    )
+
+
 def resolve_source(cfg: ProjectConfig, source: str, from_file: Path) -> Resolution:
-    """Resolve an Include@source / xi:include@href the way BAB's FileNameResolver does."""
+    """Resolve an Include@source / xi:include@href the way BAB's FileNameResolver does, inside the roots."""
     src = source.strip()
     if not src:
         return Resolution(None, (), "empty source")
+    roots = containment_roots(cfg)
     if _DRIVE.match(src) or src.startswith(("/", "\\")):
-        p = Path(src)
-        return Resolution(p if p.exists() else None, (src,))
+        if os.name != "nt" and _DRIVE.match(src):
+            return _outside(src, [src])
+        hit, outside = _resolve_within(roots, os.sep, src)
+        if outside:
+            return _outside(src, [src])
+        return Resolution(hit if hit is not None and hit.is_file() else None, (src,))
     if ":" not in src:
-        hit = resolve_case_insensitive(from_file.parent, src)
-        return Resolution(hit, (str(from_file.parent / src),))
+        hit, outside = _resolve_within(roots, str(from_file.parent), src)
+        cand = str(from_file.parent / src)
+        if outside:
+            return _outside(src, [cand])
+        return Resolution(hit, (cand,))
     if src.count(":") > 1:
         return Resolution(None, (), "ILLEGAL_PATH: more than one ':'")
     alias, rest = src.split(":", 1)
@@ -338,7 +413,7 @@ def resolve_source(cfg: ProjectConfig, source: str, from_file: Path) -> Resoluti
     rest = rest.lstrip("\\/")
     if alias not in ALIASES:
         return Resolution(None, (), f"ILLEGAL_PATH_ALIAS: '{alias}:' (only DATA, ART, AUDIO, ROOT)")
-    roots = {"data": cfg.data_paths, "art": cfg.art_paths, "audio": cfg.audio_paths, "root": cfg.root_paths}[
+    search = {"data": cfg.data_paths, "art": cfg.art_paths, "audio": cfg.audio_paths, "root": cfg.root_paths}[
         alias
     ]
     rels = [rest]
@@ -346,12 +421,16 @@ def resolve_source(cfg: ProjectConfig, source: str, from_file: Path) -> Resoluti
         # BAB: only <art>/<first two chars>/<file>; the direct path is the extension's fallback
         rels = [f"{rest[:2].lower()}/{rest}", rest]
     tried: list[str] = []
+    refused = 0
     for rel in rels:
-        for root in roots:
+        for root in search:
             tried.append(str(root / rel))
-            hit = resolve_case_insensitive(root, rel)
+            hit, outside = _resolve_within(roots, str(root), rel)
+            refused += outside
             if hit is not None and hit.is_file():
                 return Resolution(hit, tuple(tried))
+    if refused:  # decided from the paths alone, so it never tells whether an outside file exists
+        return _outside(src, tried)
     return Resolution(None, tuple(tried))
 
 

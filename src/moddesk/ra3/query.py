@@ -89,6 +89,60 @@ def _ref_json(r: RefSite, status: str | None = None) -> dict[str, Any]:
     return out
 
 
+_UNREACHED_CODES = ("INCLUDE_NOT_FOUND", "INCLUDE_OUTSIDE_ROOTS", "XI_INCLUDE_NOT_FOUND")
+_UNPARSABLE_CODES = ("XML_MALFORMED", "FILE_UNREADABLE")
+
+
+def skipped_content(data: IndexData) -> dict[str, tuple[int, int]]:
+    """What the index left out, as code -> (places, files): unknown elements, unparsable files,
+    unresolved includes. Cached on the data's generation."""
+    cached = data.skipped_cache
+    if cached is not None and cached[0] == data.generation:
+        return dict(cached[1])
+    unreached: set[tuple[str, int]] = set()
+    bad: set[str] = set()
+    for d in data.diagnostics:
+        if d.code in _UNREACHED_CODES:
+            unreached.add((d.file, d.line))
+        elif d.code in _UNPARSABLE_CODES:
+            bad.add(d.file)
+    out = {
+        "UNKNOWN_ELEMENTS": (data.unknown_elements, len(data.unknown_by_file)),
+        "UNPARSABLE_FILES": (len(bad), len(bad)),
+        "UNRESOLVED_INCLUDES": (len(unreached), len({f for f, _l in unreached})),
+    }
+    data.skipped_cache = (data.generation, out)
+    return dict(out)
+
+
+_CAVEAT_TEXT = {
+    "UNKNOWN_ELEMENTS": "{n} elements in {f} files are not declared by the schema; references inside them "
+    "are indexed only where inferred (list_diagnostics code=UNKNOWN_ELEMENT)",
+    "UNPARSABLE_FILES": "{n} files are malformed or unreadable and were indexed only as far as they parse "
+    "(list_diagnostics code=XML_MALFORMED)",
+    "UNRESOLVED_INCLUDES": "{n} includes in {f} files point at nothing this index may read, so whatever they "
+    "name is not indexed (list_diagnostics code=INCLUDE_NOT_FOUND / INCLUDE_OUTSIDE_ROOTS)",
+}
+
+
+def caveats(data: IndexData, codes: tuple[str, ...], files: set[str] | None = None) -> list[dict[str, Any]]:
+    """The caveats an answer carries when its scope touches skipped content (None = the whole index)."""
+    out: list[dict[str, Any]] = []
+    skipped = skipped_content(data)
+    if files is not None:
+        # a scope of a few files: only unknown elements inside them matter
+        n = sum(data.unknown_by_file.get(f, 0) for f in files)
+        skipped = {"UNKNOWN_ELEMENTS": (n, sum(1 for f in files if data.unknown_by_file.get(f)))}
+    for code in codes:
+        n, f = skipped.get(code, (0, 0))
+        if n:
+            out.append({"code": code, "places": n, "message": _CAVEAT_TEXT[code].format(n=n, f=f)})
+    return out
+
+
+_ALL_SKIPPED = ("UNKNOWN_ELEMENTS", "UNPARSABLE_FILES", "UNRESOLVED_INCLUDES")
+_DEFINITION_SKIPPED = ("UNPARSABLE_FILES", "UNRESOLVED_INCLUDES")
+
 _F = TypeVar("_F", bound=Callable[..., dict[str, Any]])
 
 
@@ -143,10 +197,10 @@ class QueryApi:
                 hint="build it with `moddesk ra3 index PROJECT --snapshot` or start `moddesk ra3 watch`",
                 index=status.to_json(),
             )
-        if not allow_stale and (status.stale or not status.complete):
+        if not allow_stale and (status.stale or not status.is_final):
             raise Ra3Error(
                 "INDEX_NOT_READY",
-                f"index is {status.state} (complete={status.complete})",
+                f"index is {status.state} (final={status.is_final})",
                 hint="retry with wait_for_index=true, or accept a stale answer",
                 index=status.to_json(),
             )
@@ -263,6 +317,7 @@ class QueryApi:
         }
         if not defs:
             out["note"] = self._miss_note(data, id, type)
+            out["caveats"] = caveats(data, _DEFINITION_SKIPPED)
         types = sorted({d.type for d in defs})
         if len(types) > 1:
             out["ambiguousTypes"] = types
@@ -312,6 +367,7 @@ class QueryApi:
             "type": canon,
             "assets": [_asset_json(d) for d in page],
             **meta,
+            "caveats": caveats(data, _DEFINITION_SKIPPED),
         }
         if not defs:
             known = canon in data.type_bases or any(t == canon for (t, _i) in data.by_key)
@@ -357,6 +413,7 @@ class QueryApi:
             out["inheritChain"] = self._inherit_chain(data, (defs[0].type, defs[0].id.lower()))
         else:
             out["note"] = self._miss_note(data, id, canon)
+            out["caveats"] = caveats(data, _DEFINITION_SKIPPED)
         return out
 
     def _inherit_chain(self, data: IndexData, key: tuple[str, str]) -> list[dict[str, Any]]:
@@ -418,6 +475,7 @@ class QueryApi:
             "references": [_ref_json(r, s) for r, s in page],
             "byKind": dict(Counter(r.kind for r, _s in hits)),
             **meta,
+            "caveats": caveats(data, _ALL_SKIPPED),
         }
         if not hits:
             if not targets:
@@ -502,6 +560,7 @@ class QueryApi:
             "assets": [_asset_json(d) for d in page],
             "byType": dict(Counter(d.type for d in rows).most_common()),
             **meta,
+            "caveats": caveats(data, _ALL_SKIPPED),
             "rule": "project assets emitted by a stream, of a type some reference can target, "
             "with no incoming strong/weak/inheritFrom reference from an indexed file",
         }
@@ -526,10 +585,13 @@ class QueryApi:
     ) -> dict[str, Any]:
         """Forward references of an asset as a bounded, provenance-carrying edge list (seed §9/§12)."""
         data = self._view(wait_for_index, allow_stale, timeout)
-        return {
+        out = {
             "index": self.index_block(),
             **asset_references(data, type, id, depth, target_types, max_edges),
         }
+        own = {d.file for d in data.by_id.get(id.strip().lower(), []) if data.matches_type(d.type, type)}
+        out["caveats"] = caveats(data, ("UNKNOWN_ELEMENTS",), own)
+        return out
 
     # --- files / includes / defines -------------------------------------------------------------
     def _display(self, data: IndexData, path: str) -> str:
@@ -596,6 +658,7 @@ class QueryApi:
         data = self._view(wait_for_index, allow_stale, timeout)
         cfg = ProjectConfig(
             project_dir=Path(data.project_dir),
+            roots=[Path(p) for p in data.roots],
             data_paths=[Path(p) for p in data.search_roots.get("data", [])],
             art_paths=[Path(p) for p in data.search_roots.get("art", [])],
             audio_paths=[Path(p) for p in data.search_roots.get("audio", [])],

@@ -35,7 +35,8 @@ def ra3_home() -> Path:
 
 def snapshot_path(project_dir: str | Path, home: Path | None = None) -> Path:
     """The `current` snapshot file of a project."""
-    return (home or ra3_home()) / "snapshots" / f"{project_slug(project_dir)}.json.gz"
+    # named after the real folder: a mod symlinked into <sdk>/Mods is one project under either spelling
+    return (home or ra3_home()) / "snapshots" / f"{project_slug(os.path.realpath(project_dir))}.json.gz"
 
 
 def previous_path(current: Path) -> Path:
@@ -139,6 +140,8 @@ def to_snapshot(data: IndexData, status: IndexStatus) -> dict[str, Any]:
         "state": status.state,
         "phase": status.phase,
         "complete": status.complete,
+        "final": status.is_final,
+        "incomplete": status.incomplete,
         "stale": status.stale,
         "stats": data.stats(),
         "streams": data.streams,
@@ -158,6 +161,8 @@ def to_snapshot(data: IndexData, status: IndexStatus) -> dict[str, Any]:
         "targetTypes": sorted(data.target_types),
         "manifests": data.manifests,
         "unknownElements": data.unknown_elements,
+        "unknownElementsByFile": data.unknown_by_file,
+        "roots": data.roots,
     }
 
 
@@ -236,9 +241,13 @@ def from_snapshot(doc: dict[str, Any]) -> tuple[IndexData, IndexStatus]:
         data.streams = list(doc["streams"])
         data.manifests = list(doc.get("manifests", []))
         data.unknown_elements = int(doc.get("unknownElements", 0))
+        data.unknown_by_file = {str(k): int(v) for k, v in (doc.get("unknownElementsByFile") or {}).items()}
+        data.roots = [str(r) for r in doc.get("roots", [])]
         status = IndexStatus(
             state=str(doc.get("state") or READY),
             complete=bool(doc["complete"]),
+            final=bool(doc.get("final", doc["complete"])),
+            incomplete=[dict(r) for r in doc.get("incomplete", [])],
             stale=bool(doc["stale"]),
             build_id=int(doc["buildId"]),
             generated_at=doc.get("generatedAt"),
@@ -276,6 +285,8 @@ def write_snapshot(data: IndexData, status: IndexStatus, home: Path | None = Non
             "state",
             "phase",
             "complete",
+            "final",
+            "incomplete",
             "stale",
             "stats",
         )
@@ -364,4 +375,4 @@ class SnapshotSource:
 
     def wait_until_final(self, timeout: float) -> bool:
         """A snapshot never changes: final iff it was written final."""
-        return self._status.complete
+        return self._status.is_final

@@ -190,7 +190,7 @@ class WatchedProject:
 
     # -- snapshots ---------------------------------------------------------------------------
     def _schedule_snapshot(self) -> None:
-        if not self.snapshots or not self.index.status().complete:
+        if not self.snapshots or not self.index.status().is_final:
             return
         with self._timer_lock:
             if self._timer is not None:
@@ -207,7 +207,7 @@ class WatchedProject:
     def _write_snapshot(self) -> None:
         status = self.index.status()
         data = self.index.data
-        if data is None or not status.complete or self.snapshot.build_id == status.build_id:
+        if data is None or not status.is_final or self.snapshot.build_id == status.build_id:
             return  # not final, or this build is already saved
         try:
             path = write_snapshot(data, status)

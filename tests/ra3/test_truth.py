@@ -1,0 +1,168 @@
+"""What the index claims is true: stated incompleteness, include containment, cycles, symlinked mods.
+
+Each test writes a small hand-made layout (the built-in sample SDK plus the case at hand) and
+checks what a modder or an agent would see.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from moddesk.ra3.errors import Ra3Error
+from moddesk.ra3.index import ModIndex
+from moddesk.ra3.mcp import Answer, _summary
+from moddesk.ra3.project import detect_project, find_project_root
+from moddesk.ra3.query import QueryApi
+from moddesk.ra3.sample import _doc, write_sample_project
+from moddesk.ra3.snapshot import SnapshotSource, write_snapshot
+
+MOD = "Mods/Sample Mod"
+
+
+def _build(project: Path, **kw: object) -> tuple[ModIndex, QueryApi]:
+    index = ModIndex(detect_project(project, **kw))  # type: ignore[arg-type]
+    index.build()
+    return index, QueryApi(index)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- no schema ----------------------------------------------------------------------------------
+def test_no_schema_is_stated_on_every_answer(tmp_path: Path) -> None:
+    sdk = tmp_path / "sdk"
+    write_sample_project(sdk)
+    lonely = tmp_path / "elsewhere" / "Mods" / "Sample Mod"
+    shutil.copytree(sdk / MOD, lonely)  # outside any SDK: no CnC3Types.xsd anywhere above it
+    index, q = _build(lonely)
+    status = q.get_status()["index"]
+    assert status["state"] == "ready" and status["final"] is True
+    assert status["complete"] is False
+    assert [r["reason"] for r in status["incomplete"]] == ["NO_SCHEMA"]
+    refs = q.find_references("SampleTankGun")
+    # the weapon is referenced by FireWeaponNugget@WeaponName, which cannot be typed without a schema
+    assert refs["total"] == 0
+    assert refs["index"]["complete"] is False and refs["index"]["incomplete"][0]["reason"] == "NO_SCHEMA"
+    text = _summary(Answer(source="snapshot", index=refs["index"], result=refs))
+    assert "references cannot be typed" in text.splitlines()[1]
+    # a snapshot keeps saying so
+    home = tmp_path / "home"
+    assert index.data is not None
+    write_snapshot(index.data, index.status(), home)
+    snap = QueryApi(SnapshotSource.load(lonely, home))
+    assert snap.find_asset("SampleTank")["index"]["incomplete"][0]["reason"] == "NO_SCHEMA"
+    # with the schema the same mod is complete and the reference is found
+    _i, typed = _build(lonely, schema_path=sdk / "Schemas/xsd/CnC3Types.xsd")
+    assert typed.get_status()["index"]["complete"] is True
+    assert typed.find_references("SampleTankGun")["total"] == 1
+
+
+def test_skipped_content_is_a_caveat_with_counts(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    _i, q = _build(project)
+    refs = q.find_references("SampleScout")
+    codes = {c["code"]: c["places"] for c in refs["caveats"]}
+    # Broken.xml is malformed, Missing/Nowhere.xml is not found
+    assert codes["UNPARSABLE_FILES"] == 1 and codes["UNRESOLVED_INCLUDES"] == 1
+    miss = q.find_asset("NoSuchThing")
+    assert {c["code"] for c in miss["caveats"]} == {"UNPARSABLE_FILES", "UNRESOLVED_INCLUDES"}
+    text = _summary(Answer(source="live", index=refs["index"], result=refs))
+    assert "caveat (UNRESOLVED_INCLUDES): 1 includes" in text
+
+
+# --- include cycles -----------------------------------------------------------------------------
+def test_include_cycle_is_reported(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    mod = project / "Data" / "Mod.xml"
+    mod.write_text(
+        mod.read_text("utf-8").replace(
+            '<Include type="all" source="Weapons.xml"/>',
+            '<Include type="all" source="Weapons.xml"/>\n    <Include type="all" source="Loop/A.xml"/>',
+        ),
+        "utf-8",
+    )
+    _write(
+        project / "Data/Loop/A.xml",
+        _doc('  <GameObject id="LoopA"/>\n', '    <Include type="all" source="B.xml"/>\n'),
+    )
+    _write(
+        project / "Data/Loop/B.xml",
+        _doc('  <GameObject id="LoopB"/>\n', '    <Include type="all" source="A.xml"/>\n'),
+    )
+    _i, q = _build(project)
+    cycles = q.list_diagnostics(code="INCLUDE_CYCLE")["diagnostics"]
+    assert len(cycles) == 1
+    assert cycles[0]["file"] == "Data/Loop/B.xml" and cycles[0]["line"] == 5
+    assert "Data/Loop/A.xml -> Data/Loop/B.xml -> Data/Loop/A.xml" in cycles[0]["message"]
+    assert q.find_asset("LoopB")["found"]
+
+
+# --- containment (issue 14, ra3) ----------------------------------------------------------------
+def test_outside_includes_are_refused_and_never_read(tmp_path: Path) -> None:
+    sdk = tmp_path / "sdk"
+    project = write_sample_project(sdk)
+    secret = _write(
+        tmp_path / "outside" / "x.xml",
+        _doc("", defines='    <Define name="SECRET" value="leaked"/>\n'),
+    )
+    os.symlink(tmp_path / "outside", project / "Data" / "linked")
+    mod = project / "Data" / "Mod.xml"
+    mod.write_text(
+        mod.read_text("utf-8").replace(
+            '<Include type="all" source="Weapons.xml"/>',
+            '<Include type="all" source="Weapons.xml"/>\n'
+            '    <Include type="all" source="DATA:../outside/x.xml"/>\n'
+            f'    <Include type="all" source="{secret}"/>\n'
+            '    <Include type="all" source="linked/x.xml"/>',
+        ),
+        "utf-8",
+    )
+    _i, q = _build(project)
+    assert q.find_define("SECRET")["found"] is False
+    refused = q.list_diagnostics(code="INCLUDE_OUTSIDE_ROOTS")["diagnostics"]
+    assert sorted(d["line"] for d in refused) == [8, 9, 10]
+    assert all(d["severity"] == "error" for d in refused)
+    # the answer for an outside path does not depend on whether it exists
+    exists = q.resolve_include("DATA:../../../outside/x.xml")
+    absent = q.resolve_include("DATA:../../../outside/nothing-here.xml")
+    assert exists["resolved"] is None and absent["resolved"] is None
+    assert exists["error"].startswith("INCLUDE_OUTSIDE_ROOTS")
+    assert exists["error"].replace("x.xml", "?") == absent["error"].replace("nothing-here.xml", "?")
+    assert q.resolve_include("DATA:../../../../../../../../etc/passwd")["error"].startswith(
+        "INCLUDE_OUTSIDE_ROOTS"
+    )
+    # inside the roots everything still resolves
+    assert q.resolve_include("DATA:SageXml/BaseObjects/BaseVehicle.xml")["resolved"] is not None
+
+
+# --- symlinked mod ------------------------------------------------------------------------------
+def test_mod_symlinked_into_sdk_keeps_its_sdk(tmp_path: Path) -> None:
+    sdk = tmp_path / "sdk"
+    write_sample_project(sdk)
+    real = tmp_path / "my mods" / "Sample Mod"
+    real.parent.mkdir()
+    shutil.move(str(sdk / MOD), real)
+    os.symlink(real, sdk / MOD)
+    root = find_project_root(sdk / MOD / "Data")
+    assert root == sdk / MOD  # the link is not resolved before looking for the SDK above it
+    index, q = _build(sdk / MOD)
+    assert index.config.sdk_dir == sdk
+    assert q.get_status()["index"]["complete"] is True
+    codes = q.get_status()["diagnosticsByCode"]
+    assert codes.get("INCLUDE_NOT_FOUND") == 1  # only the sample's deliberate Missing/Nowhere.xml
+    assert "INCLUDE_OUTSIDE_ROOTS" not in codes
+    assert q.find_references("SampleTankGun")["total"] == 1
+    # snapshots are named after the real folder, so `mcp --project <either spelling>` finds them
+    home = tmp_path / "home"
+    assert index.data is not None
+    write_snapshot(index.data, index.status(), home)
+    assert SnapshotSource.load(real, home).data is not None
+    with pytest.raises(Ra3Error, match="no snapshot"):
+        SnapshotSource.load(tmp_path / "my mods", home)
