@@ -208,3 +208,33 @@ def test_api_dts_and_help_agree_with_the_runtime() -> None:
     assert {"overview", "files", "documents", "sections", "lists", "examples", "types"} <= listed
     with pytest.raises(ServiceError):
         topic("nope")
+
+
+def _changed_lines(diff: list[str]) -> list[str]:
+    return [line for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+def test_a_list_edit_keeps_the_list_layout_and_touches_one_line() -> None:
+    # a game-style list: a value a line, CRLF, 2,000 entries (the old renderer rewrote every line)
+    big = "#PVF_File\r\n" + "".join(f"{i}\r\n`weapon/w{i}.equ`\r\n" for i in range(0, 4000, 2))
+    host = SnapshotHost({**FILES, "equipment/equipment.lst": big})
+    source = """
+    const l = pvf.lst("equipment/equipment.lst");
+    l.set(100, "weapon/renamed.equ");
+    l.set(101, "weapon/added.equ");
+    l.unset(3998);
+    """
+    outcome = run_script(source, host, ScriptLimits())  # type: ignore[arg-type]
+    assert outcome.state == "succeeded", outcome.error
+    plan = build_plan(outcome.changes, lambda p: host.files.get(p))
+    (lst,) = [c for c in plan if c.path == "equipment/equipment.lst"]
+    assert _changed_lines(lst.diff()) == [
+        "-`weapon/w100.equ`",
+        "+`weapon/renamed.equ`",
+        "+101",
+        "+`weapon/added.equ`",
+        "-3998",
+        "-`weapon/w3998.equ`",
+    ]
+    text = outcome.changes["equipment/equipment.lst"]["text"]
+    assert text.count("\r\n") == big.count("\r\n") + 2 - 2 and "\n" not in text.replace("\r\n", "")

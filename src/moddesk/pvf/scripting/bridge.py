@@ -12,7 +12,7 @@ from typing import Any
 
 from moddesk.pvf.document import Document, Section, Value
 from moddesk.pvf.format.errors import PvfFormatError
-from moddesk.pvf.listtext import list_entries, render_list
+from moddesk.pvf.listtext import edit_list, list_entries
 
 ValueIn = int | float | str
 
@@ -164,6 +164,6 @@ def list_pairs(text: str) -> list[list[Any]]:
     return [[ident, path] for ident, path in list_entries(text).items()]
 
 
-def render_list_pairs(pairs: list[list[Any]]) -> str:
-    """``.lst`` text for (id, path) entries."""
-    return render_list({int(i): str(p) for i, p in pairs})
+def render_list_pairs(text: str | None, pairs: list[list[Any]]) -> str:
+    """``text`` changed to hold the (id, path) entries, touching only the lines that change."""
+    return edit_list(text or "", {int(i): str(p) for i, p in pairs})

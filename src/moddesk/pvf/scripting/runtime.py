@@ -16,8 +16,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import moddesk
 from moddesk.kit.errors import ServiceError
 
 logger = logging.getLogger("moddesk.pvf.scripting")
@@ -93,8 +95,17 @@ def check_source(source: str) -> None:
         )
 
 
-def _worker_command() -> list[str]:
-    return [sys.executable, "-I", "-m", "moddesk.pvf.scripting.worker"]
+#: The worker runs isolated (-I: no PYTHONPATH, no user site) yet imports the same moddesk as its parent,
+#: which may be a source checkout rather than the installed copy.
+_BOOTSTRAP = (
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+)
+
+
+def _worker_command(module: str = "moddesk.pvf.scripting.worker") -> list[str]:
+    package_parent = str(Path(moddesk.__file__).resolve().parent.parent)
+    return [sys.executable, "-I", "-c", _BOOTSTRAP, package_parent, module]
 
 
 class _Worker:
@@ -286,7 +297,7 @@ def _crashed(worker: _Worker, started: float, dropped: int) -> ScriptOutcome:
 def validate_source(source: str) -> list[dict[str, Any]]:
     """Syntax diagnostics (line/column) from compiling — not running — the script in a worker."""
     check_source(source)
-    command = [*_worker_command()[:-1], "moddesk.pvf.scripting.validate"]
+    command = _worker_command("moddesk.pvf.scripting.validate")
     done = subprocess.run(
         command,
         input=json.dumps({"source": source}).encode(),

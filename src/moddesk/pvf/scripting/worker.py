@@ -197,7 +197,9 @@ class Host:
             "copy": self.tx.copy,
             "delete": self.tx.delete,
             "lst_get": lambda path: bridge.list_pairs(self.tx.read(path)),
-            "lst_set": lambda path, pairs: self.tx.write(path, bridge.render_list_pairs(pairs)),
+            "lst_set": lambda path, pairs: self.tx.write(
+                path, bridge.render_list_pairs(self.tx.read(path), pairs)
+            ),
             "ori_str": lambda link: self.channel.ask("ori_str", link),
             "fileset_get": self._fileset_get,
             "fileset_set": self._fileset_set,
