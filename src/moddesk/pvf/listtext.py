@@ -65,9 +65,9 @@ def edit_list(text: str, entries: dict[int, str]) -> str:
         values = []
     pairs: dict[int, tuple[Value, Value]] = {}
     for i in range(0, len(values) - 1, 2):
-        ident, path = values[i], values[i + 1]
-        if ident.kind == "integer" and path.kind == "string" and ident.start >= 0 and path.start >= 0:
-            pairs[int(ident.value)] = (ident, path)  # type: ignore[arg-type]
+        id_value, path_value = values[i], values[i + 1]
+        if id_value.kind == "integer" and path_value.kind == "string" and path_value.start >= 0:
+            pairs[int(id_value.value)] = (id_value, path_value)  # type: ignore[arg-type]
     if not pairs:
         return render_list(entries) if entries or not text else text
     newline = _newline(text)
