@@ -95,10 +95,68 @@ def _launcher_state() -> str:
     return f"{plan.path} ({state}; `moddesk agents launcher` writes it)"
 
 
-@app.command()
-def doctor() -> None:
-    """Show Python, installed extras, external programs and data dirs (paste it into a bug report)."""
+def _leftover_places(extra: list[str]) -> list[tuple[str, int]]:
+    """Folders where moddesk temps can be left behind, with how deep to look in each."""
     import platformdirs
+
+    from moddesk.kit.leftovers import data_dir, remembered_places, system_temp_dir
+
+    ra3_home = os.environ.get("RA3MODXML_HOME", os.path.expanduser("~/.ra3modxml"))
+    places = [(str(p), 0) for p in remembered_places()]
+    places += [(str(system_temp_dir()), 0), (ra3_home, 2), (str(data_dir()), 2)]
+    places += [(platformdirs.user_config_dir("moddesk"), 2), (platformdirs.user_cache_dir("moddesk"), 2)]
+    places += [(path, 1) for path in extra]
+    return places
+
+
+def _clean_leftovers(extra: list[str], dry_run: bool) -> int:
+    """List every moddesk temp; remove those whose owner is dead (or unknown and over an hour old)."""
+    from moddesk.kit.leftovers import UNKNOWN_OWNER_AGE, find_leftovers, remove_leftover
+
+    found = []
+    for folder, depth in _leftover_places(extra):
+        found += find_leftovers([folder], depth)
+    table = Table(title="moddesk temp files and folders")
+    table.add_column("path")
+    table.add_column("owner")
+    table.add_column("action")
+    failed = 0
+    for item in sorted(set(found), key=lambda i: str(i.path)):
+        stale = item.owner == "dead" or (item.owner == "unknown" and item.age > UNKNOWN_OWNER_AGE)
+        owner = f"{item.owner} (pid {item.pid})" if item.pid else item.owner
+        if not stale:
+            action = "kept (in use)" if item.owner == "alive" else "kept (recent, owner unknown)"
+        elif dry_run:
+            action = "would remove"
+        elif remove_leftover(item.path):
+            action = "removed"
+        else:
+            action, failed = "could not remove", failed + 1
+        table.add_row(escape(str(item.path)), owner, action)
+    if found:
+        console.print(table)
+    else:
+        console.print("no moddesk temp files or folders found")
+    return failed
+
+
+@app.command()
+def doctor(
+    clean: bool = typer.Option(False, "--clean", help="Remove temps whose owner process is gone."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --clean: list only, remove nothing."),
+    paths: list[str] = typer.Argument(None, help="More folders to look in for temps (with --clean)."),
+) -> None:
+    """Show Python, installed extras, external programs and data dirs (paste it into a bug report).
+
+    ``--clean`` lists moddesk's temp files and folders (in its own folders, the folders it exported
+    to, and PATHS) and removes those a killed process left behind; a live owner's are kept.
+    """
+    import platformdirs
+
+    if clean:
+        if _clean_leftovers(list(paths or []), dry_run):
+            raise typer.Exit(1)
+        return
 
     table = Table(title=f"moddesk {__version__} doctor", show_lines=False)
     table.add_column("item")
@@ -119,7 +177,18 @@ def doctor() -> None:
         table.add_row("MODDESK_HOME", os.environ["MODDESK_HOME"] + " (agent configs, skills, launcher)")
     table.add_row("MCP launcher", _launcher_state())
     table.add_row("ra3 home", os.environ.get("RA3MODXML_HOME", os.path.expanduser("~/.ra3modxml")))
+    table.add_row("leftovers", _leftover_summary())
     console.print(table)
+
+
+def _leftover_summary() -> str:
+    from moddesk.kit.leftovers import find_leftovers
+
+    found = [item for folder, depth in _leftover_places([]) for item in find_leftovers([folder], depth)]
+    stale = sum(1 for item in found if item.owner != "alive")
+    if not found:
+        return "none"
+    return f"{len(found)} temp file(s)/folder(s), {stale} not in use (`moddesk doctor --clean`)"
 
 
 @app.command()

@@ -3,7 +3,9 @@
 Every write to a user's file goes through ``atomic_write_bytes`` / ``atomic_writer``: the data is
 written to a temp file in the target directory, fsynced, and renamed over the target, then the
 directory is fsynced. A kill at any moment leaves either the old file or the new one, never a mix.
-Temp files carry ``TEMP_MARKER`` in their name so nothing mistakes a leftover for data.
+Temp files carry ``TEMP_MARKER`` and their owner (pid + start time) in their name, so nothing
+mistakes a leftover for data and a restarted service can remove what a dead owner left
+(``moddesk.kit.leftovers``).
 """
 
 from __future__ import annotations
@@ -24,16 +26,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.leftovers import TEMP_MARKER as TEMP_MARKER  # re-exported: callers import it here
+from moddesk.kit.leftovers import is_temp_name as is_temp_name
+from moddesk.kit.leftovers import temp_prefix as temp_prefix
 
-TEMP_MARKER = ".moddesk-tmp-"
 _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
 _HASH_CHUNK = 1 << 20
-
-
-def is_temp_name(name: str) -> bool:
-    """True for the names our atomic writers use for their temp files."""
-    return TEMP_MARKER in name
 
 
 def _process_umask() -> int:
@@ -63,7 +62,7 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """Yield a binary file; on a clean exit it atomically replaces ``path``, else it vanishes."""
     target = Path(path)
     directory = target.parent
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}{TEMP_MARKER}", dir=directory)
+    fd, temp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), dir=directory)
     temp = Path(temp_name)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -192,7 +191,7 @@ def publish_no_overwrite(src: str | os.PathLike[str], dst: str | os.PathLike[str
 def publish_bytes_no_overwrite(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to a new file at ``path``; ``TARGET_EXISTS`` if something is there."""
     target = Path(path)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}{TEMP_MARKER}", dir=target.parent)
+    fd, temp_name = tempfile.mkstemp(prefix=temp_prefix(target.name), dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

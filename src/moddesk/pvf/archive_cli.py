@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from moddesk.kit.files import temp_prefix
 from moddesk.pvf.archive import FORMATS, Archive, normalize_path
 from moddesk.pvf.format.errors import PvfFormatError
 
@@ -143,7 +144,7 @@ def extract(
     out.parent.mkdir(parents=True, exist_ok=True)
     glob = normalize_path(pattern)
     with _format_errors(), Archive.open(archive) as pvf, _progress("extract") as progress:
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        staging = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=out.parent))
         manifest: dict[str, object] = {"format": pvf.format, "region": pvf.region, "files": []}
         files: list[dict[str, object]] = []
         seen: set[str] = set()

@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from moddesk.kit.files import TEMP_MARKER
+from moddesk.kit.files import temp_prefix
 from moddesk.pvf.format import nkpi as nkpi_fmt
 from moddesk.pvf.format.crypto import (
     MAGIC_MAIN,
@@ -473,7 +473,7 @@ def generate_archive(
 
 @contextlib.contextmanager
 def _atomic_file(target: Path) -> Iterator[BinaryIO]:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}{TEMP_MARKER}", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), dir=target.parent)
     try:
         with os.fdopen(fd, "w+b") as f:
             yield f

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from moddesk.kit.files import sha256_file
+from moddesk.kit.leftovers import temp_sibling
 from moddesk.pvf.errors import pvf_error
 
 REPO_SUFFIX = ".moddesk"
@@ -132,7 +133,7 @@ class History:
             raise pvf_error("HISTORY_EXISTS", f"{repo} already holds a history", repo=str(repo))
         repo.mkdir(exist_ok=True)
         base = repo / BASE_NAME
-        temp = repo / (BASE_NAME + ".partial")
+        temp = temp_sibling(base)
         shutil.copyfile(archive, temp)
         digest = sha256_file(temp)
         os.chmod(temp, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)

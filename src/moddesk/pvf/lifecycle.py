@@ -13,7 +13,6 @@ import contextlib
 import os
 import shutil
 import sqlite3
-import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -21,9 +20,10 @@ from typing import Any, Literal, TypeVar
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import FileIdentity, atomic_writer, publish_no_overwrite
 from moddesk.kit.ledger import LOCAL_SCOPE
+from moddesk.kit.leftovers import sweep_stale, temp_sibling
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
-from moddesk.pvf.history import History
+from moddesk.pvf.history import History, repo_dir_for
 from moddesk.pvf.indexing import IndexOps
 from moddesk.pvf.workspace import Workspace
 
@@ -152,6 +152,8 @@ class LifecycleOps(IndexOps):
                 if previous is not None:
                     saved = self._resolve_dirty(ctx, previous, dirty_policy)
                 ctx.phase("parse")
+                # what a killed save or history write of this archive left behind (dead owners only)
+                sweep_stale([target.parent, repo_dir_for(target)])
                 candidate = Workspace.open(target, progress=lambda done: ctx.progress(done, None, "reading"))
                 history, version_status = attach_history(target, candidate)
                 ctx.phase("commit")
@@ -508,9 +510,7 @@ def _identity_matches(expected: Mapping[str, Any], current: Mapping[str, Any]) -
 
 def _backup(source: Path, backup: Path) -> None:
     """Keep the file about to be replaced as ``<name>.bak`` (a hard link when possible: no copy)."""
-    temp = backup.with_name(f".{backup.name}.moddesk-tmp-{os.getpid()}")
-    with contextlib.suppress(FileNotFoundError):
-        temp.unlink()
+    temp = temp_sibling(backup)
     try:
         os.link(source, temp)
     except OSError:
@@ -520,7 +520,7 @@ def _backup(source: Path, backup: Path) -> None:
 
 @contextlib.contextmanager
 def _temp_sibling(target: Path) -> Iterator[Path]:
-    temp = target.with_name(f".{target.name}.moddesk-tmp-{os.getpid()}-{time.monotonic_ns()}")
+    temp = temp_sibling(target)
     try:
         yield temp
     finally:

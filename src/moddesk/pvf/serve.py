@@ -21,6 +21,7 @@ from moddesk.kit.agents.clients import ServerSpec, snippet
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
 from moddesk.kit.http import LoopbackServer
+from moddesk.kit.leftovers import sweep_remembered, sweep_stale, system_temp_dir
 from moddesk.kit.mcp import serve_http
 from moddesk.pvf.mcp import build_workbench_server
 from moddesk.pvf.service import PvfService
@@ -188,10 +189,16 @@ def window_routes(service: PvfService) -> list[BaseRoute]:
     ]
 
 
+def sweep_leftovers() -> list[Path]:
+    """Remove what killed exports and import spills of earlier runs left (dead owners only)."""
+    return sweep_remembered() + sweep_stale([system_temp_dir()])
+
+
 class Workbench:
     """The service plus its MCP endpoint and window routes on a loopback port (0 = any free port)."""
 
     def __init__(self, service: PvfService | None = None, port: int = DEFAULT_PORT) -> None:
+        self.swept = sweep_leftovers()
         self.service = service or PvfService(rules_dir=rules_dir(), index_cache=index_cache_dir())
         self.server: LoopbackServer = serve_http(
             build_workbench_server(self.service), port, window_routes(self.service)

@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.leftovers import sweep_stale
 from moddesk.ra3.endpoints import EndpointPublisher, normalize_project_dir, project_root, ra3_home
 from moddesk.ra3.index import BuildProgress, ModIndex
 from moddesk.ra3.live import LiveServer, ProjectRegistry, dispatch, query_verbs
@@ -305,6 +306,8 @@ class Watcher:
 
     def start(self) -> Watcher:
         """Serve, publish the endpoint files, build, and watch (all in the background)."""
+        # snapshot and endpoint temps a killed indexer left behind (dead owners only)
+        sweep_stale([ra3_home()], depth=2)
         self.server.start()
         # publish before the first build ends: clients then see `building`, not "no live indexer"
         self.publisher.publish([p.project_dir for p in self.projects])

@@ -25,7 +25,13 @@ from typing import Any, Literal
 from moddesk import __version__
 from moddesk.kit.agents.locations import Locations, writing
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.files import TEMP_MARKER, atomic_write_bytes, atomic_write_text, publish_no_overwrite
+from moddesk.kit.files import (
+    TEMP_MARKER,
+    atomic_write_bytes,
+    atomic_write_text,
+    publish_no_overwrite,
+    temp_prefix,
+)
 
 MARKER = ".moddesk-skill.json"
 MANAGED_BY = "moddesk"
@@ -277,7 +283,7 @@ def _write_files(root: Path, source: SkillSource) -> None:
 
 def _fresh_install(source: SkillSource, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{source.name}{TEMP_MARKER}", dir=path.parent))
+    staging = Path(tempfile.mkdtemp(prefix=temp_prefix(source.name), dir=path.parent))
     try:
         _write_files(staging, source)
         atomic_write_text(staging / MARKER, _marker_text(source))

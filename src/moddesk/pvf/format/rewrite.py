@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from moddesk.kit.files import TEMP_MARKER
+from moddesk.kit.files import temp_prefix
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import nkpi as nkpi_fmt
 from moddesk.pvf.format.crypto import name_hash
@@ -102,7 +102,7 @@ def atomic_write(path: Path, parts: Iterable[bytes], before_replace: Callable[[]
     replacing: Windows cannot replace a mapped file).
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARKER}", dir=path.parent or ".")
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), dir=path.parent or ".")
     written = 0
     try:
         with os.fdopen(fd, "wb") as f:

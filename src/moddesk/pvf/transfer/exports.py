@@ -11,14 +11,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from moddesk.kit.errors import ServiceError, register_codes
-from moddesk.kit.files import TEMP_MARKER, publish_no_overwrite, remove_tree_quietly
+from moddesk.kit.files import publish_no_overwrite, remove_tree_quietly
 from moddesk.kit.ledger import LOCAL_SCOPE
+from moddesk.kit.leftovers import remember_place, sweep_stale, temp_sibling
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.occupancy import editors_prepared
 from moddesk.pvf.transfer import sources
@@ -436,7 +436,10 @@ class ExportService:
     def _publish(plan: ExportPlan, final: Path, entries: list[OutputEntry]) -> int:
         if final.exists() or final.is_symlink():
             raise pvf_error("TARGET_EXISTS", f"{final} already exists; nothing was written", path=str(final))
-        temp = final.with_name(f".{final.name}{TEMP_MARKER}{secrets.token_hex(4)}")
+        # remembered, so a restarted service finds what a killed export left in this folder
+        remember_place(final.parent)
+        sweep_stale([final.parent])
+        temp = temp_sibling(final)
         try:
             if plan.fmt == "115CN-mod":
                 count = write_zip(temp, entries)

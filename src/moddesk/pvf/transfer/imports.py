@@ -12,7 +12,6 @@ import hashlib
 import os
 import re
 import stat
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.files import remove_tree_quietly
 from moddesk.kit.ledger import LOCAL_SCOPE
+from moddesk.kit.leftovers import make_temp_dir, system_temp_dir
 from moddesk.kit.plans import Plan
 from moddesk.pvf.archive import normalize_path
 from moddesk.pvf.errors import pvf_error
@@ -316,7 +316,7 @@ class ImportService:
                 )
                 if total > self.memory_budget:
                     if spill_dir is None:
-                        spill_dir = Path(tempfile.mkdtemp(prefix="moddesk-import-"))
+                        spill_dir = make_temp_dir(system_temp_dir(), "moddesk-import", hidden=False)
                     item.spill = spill_dir / f"{len(items):05d}"
                     item.spill.write_bytes(data)
                 else:
