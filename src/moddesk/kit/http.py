@@ -13,11 +13,13 @@ import hmac
 import json
 import logging
 import socket
+import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
+import psutil
 import uvicorn
 
 from moddesk.kit.errors import ServiceError
@@ -114,22 +116,62 @@ def guard(
     )
 
 
+def port_holder(port: int) -> tuple[int, str] | None:
+    """(pid, command line) of the process listening on ``port`` at 127.0.0.1, when the OS tells us."""
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, OSError):
+        return None
+    for conn in connections:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+            try:
+                cmdline = " ".join(psutil.Process(conn.pid).cmdline()) or "?"
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                cmdline = "?"
+            return conn.pid, cmdline[:200]
+    return None
+
+
+def port_in_use(port: int) -> ServiceError:
+    """``PORT_IN_USE`` naming the process that holds the port (when the OS lets us see it)."""
+    holder = port_holder(port)
+    who = f" by pid {holder[0]} ({holder[1]})" if holder else " by another program"
+    return ServiceError(
+        "PORT_IN_USE",
+        f"port {port} on {LOOPBACK} is already in use{who}",
+        hint="Stop that program, or choose another port (0 picks a free one).",
+        port=port,
+        pid=holder[0] if holder else None,
+    )
+
+
+def _allow_quick_rebind(sock: socket.socket) -> None:
+    """Let a restarted server bind at once while old connections of a killed one sit in TIME_WAIT.
+
+    POSIX SO_REUSEADDR does not let two live listeners share a port. On Windows it would (it lets
+    another process steal the port), so there we ask for exclusive use instead; Windows already
+    allows rebinding over TIME_WAIT connections.
+    """
+    if sys.platform == "win32":
+        exclusive = getattr(socket, "SO_EXCLUSIVEADDRUSE", None)
+        if exclusive is not None:
+            sock.setsockopt(socket.SOL_SOCKET, exclusive, 1)
+    else:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+
 def bind_loopback(port: int = 0) -> socket.socket:
-    """Bind a listening socket on 127.0.0.1; ``PORT_IN_USE`` naming the port if it is taken."""
+    """Bind a listening socket on 127.0.0.1; ``PORT_IN_USE`` naming the port (and its holder)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     # accepted sockets inherit it: without it, Nagle + delayed ACK add ~40 ms to small responses
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    _allow_quick_rebind(sock)
     try:
         sock.bind((LOOPBACK, port))
     except OSError as exc:
         sock.close()
         if exc.errno in (errno.EADDRINUSE, errno.EACCES) or getattr(exc, "winerror", None) == 10048:
-            raise ServiceError(
-                "PORT_IN_USE",
-                f"port {port} on {LOOPBACK} is already in use",
-                hint=f"Stop the program using port {port}, or choose another port (0 picks a free one).",
-                port=port,
-            ) from exc
+            raise port_in_use(port) from exc
         raise
     sock.listen(128)
     sock.setblocking(False)
@@ -139,6 +181,25 @@ def bind_loopback(port: int = 0) -> socket.socket:
 def json_body(data: Any) -> bytes:
     """Compact UTF-8 JSON for responses."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class _QuietSignalServer(uvicorn.Server):
+    """uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, which kills the process before
+    the caller's cleanup (endpoint files, the service) runs; we stop the same way and then return."""
+
+    received_signals: list[int]
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        self.received_signals = []
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                captured = getattr(self, "_captured_signals", None)
+                if isinstance(captured, list):
+                    self.received_signals = list(captured)
+                    captured.clear()
 
 
 class LoopbackServer:
@@ -151,7 +212,7 @@ class LoopbackServer:
         self._socket = bind_loopback(port)
         self.port: int = self._socket.getsockname()[1]
         config = uvicorn.Config(build_app(self.port), log_level=log_level, lifespan="on", access_log=False)
-        self._server = uvicorn.Server(config)
+        self._server = _QuietSignalServer(config)
         self._thread: threading.Thread | None = None
 
     @property
@@ -173,8 +234,11 @@ class LoopbackServer:
         return self
 
     def serve_forever(self) -> None:
-        """Serve in the calling (main) thread until SIGINT/SIGTERM."""
+        """Serve in the calling (main) thread until SIGINT/SIGTERM, then return (no re-raise), so
+        the caller's ``finally`` blocks run."""
         self._server.run(sockets=[self._socket])
+        with contextlib.suppress(OSError):
+            self._socket.close()
 
     def stop(self, timeout: float = 10.0) -> None:
         self._server.should_exit = True

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
+import psutil
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -20,6 +21,7 @@ from rich.text import Text
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
+from moddesk.kit.leftovers import owner_alive, pid_alive, sweep_stale
 from moddesk.xiangqi import uci_cli
 from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.rpc import CHANNEL, dispatch, error_body, panel_link
@@ -49,17 +51,49 @@ def endpoint_file(settings: Settings) -> Path:
     return settings.database().parent / "serve.json"
 
 
+def _live_owner(record: dict[str, Any]) -> bool:
+    """True when the process that wrote an endpoint record still runs (same pid and start time)."""
+    pid, started = record.get("pid"), record.get("processCreateTime")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    if not isinstance(started, int | float):
+        return pid_alive(pid)
+    return owner_alive(pid, round(float(started) * 100))
+
+
+def _read_endpoint(path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 @contextlib.contextmanager
-def _advertised(settings: Settings, url: str) -> Iterator[Path]:
-    """Record the service's URL where the CLI looks for it, while the block runs."""
+def _advertised(settings: Settings, url: str) -> Iterator[Path | None]:
+    """Record the service's URL where the CLI looks for it, while the block runs.
+
+    A file written by another service that still runs is left alone (both servers coexist; the
+    CLI keeps talking to the first); on exit only our own record is removed.
+    """
     path = endpoint_file(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps({"url": url, "pid": os.getpid()}))
+    current = _read_endpoint(path)
+    if current is not None and current.get("pid") != os.getpid() and _live_owner(current):
+        console.print(
+            f"[yellow]another xiangqi service (pid {current.get('pid')}) at {current.get('url')} "
+            f"is what `moddesk xiangqi` commands reach; use --url {url} for this one[/]"
+        )
+        yield None
+        return
+    record = {"url": url, "pid": os.getpid(), "processCreateTime": psutil.Process().create_time()}
+    atomic_write_text(path, json.dumps(record))
     try:
         yield path
     finally:
-        with contextlib.suppress(OSError, ValueError):
-            if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+        mine = _read_endpoint(path)
+        if mine is not None and mine.get("pid") == os.getpid() and mine.get("url") == url:
+            with contextlib.suppress(OSError):
                 path.unlink()
 
 
@@ -85,11 +119,20 @@ def serve(
     config: ConfigOpt = None,
 ) -> None:
     """Game service + MCP endpoint (/mcp, Streamable HTTP) + browser panel, in one process."""
+    try:
+        _serve(port, open_browser, config)
+    except ServiceError as exc:  # expected failures (a port in use …) print one line, no traceback
+        show_error(exc, False)
+        raise typer.Exit(2) from None
+
+
+def _serve(port: int, open_browser: bool, config: Path | None) -> None:
     from moddesk.kit.mcp import serve_http
     from moddesk.xiangqi.mcp import build_server
     from moddesk.xiangqi.rpc import rpc_routes
 
     with _service(config) as (settings, service):
+        sweep_stale([settings.database().parent])  # temps a killed service left (dead owners only)
         holder: dict[str, str] = {}
         server = build_server(service, lambda s: panel_link(holder["url"])(s))
         http = serve_http(server, port, extra_routes=rpc_routes(service))
@@ -158,14 +201,15 @@ def _call_local(settings: Settings, endpoint: str, payload: dict[str, Any]) -> d
 
 def _find_service(settings: Settings) -> str:
     """The URL a running `serve` / `mcp` recorded for these settings."""
-    try:
-        url: str = json.loads(endpoint_file(settings).read_text(encoding="utf-8"))["url"]
-    except (OSError, ValueError, KeyError):
+    record = _read_endpoint(endpoint_file(settings))
+    url = record.get("url") if record is not None else None
+    if not isinstance(url, str) or record is None or not _live_owner(record):
+        stale = f" (the one recorded, pid {record.get('pid')}, is no longer running)" if record else ""
         raise ServiceError(
             "NOT_FOUND",
-            "no running xiangqi service found",
+            f"no running xiangqi service found{stale}",
             hint="Start `moddesk xiangqi serve` (or `mcp`), pass --url, or use --local.",
-        ) from None
+        )
     return url
 
 
