@@ -112,3 +112,48 @@ def test_no_request_id_always_runs() -> None:
     ledger.run("s", None, {}, lambda: calls.append(1))
     ledger.run("s", None, {}, lambda: calls.append(1))
     assert calls == [1, 1]
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["TASK_BUSY", "PLAN_PENDING", "EXPORT_PLAN_PENDING", "SOURCE_CHANGED", "LIFECYCLE_BUSY", "UI_NOT_READY"],
+)
+def test_a_transient_refusal_is_answered_afresh_on_retry(code: str) -> None:
+    ledger = RequestLedger()
+    busy = [True]
+    calls: list[int] = []
+
+    def fn() -> str:
+        calls.append(1)
+        if busy[0]:
+            raise ServiceError(code, "not now", hint="…then retry")
+        return "done"
+
+    with pytest.raises(ServiceError) as first:
+        ledger.run("s", "r1", {"a": 1}, fn)
+    assert first.value.code == code
+    busy[0] = False  # the cause is gone
+    assert ledger.run("s", "r1", {"a": 1}, fn) == "done"
+    assert ledger.run("s", "r1", {"a": 1}, fn) == "done"  # the final outcome is recorded
+    assert len(calls) == 2
+
+
+def test_a_handle_whose_task_failed_transiently_runs_again() -> None:
+    from moddesk.kit.tasks import TaskManager
+
+    tasks = TaskManager()
+    ledger = RequestLedger(forget_result=tasks.failed_transiently)
+    outcomes = iter([ServiceError("SOURCE_CHANGED", "changed on disk"), ServiceError("SAVE_FAILED", "disk")])
+
+    def body(ctx: object) -> None:
+        raise next(outcomes)
+
+    def start() -> dict[str, str]:
+        return {"taskId": tasks.start("save", body)}
+
+    first = ledger.run("s", "save", {}, start)
+    tasks.wait(first["taskId"], 5)
+    second = ledger.run("s", "save", {}, start)  # SOURCE_CHANGED was transient: a new task
+    assert second != first
+    tasks.wait(second["taskId"], 5)
+    assert ledger.run("s", "save", {}, start) == second  # SAVE_FAILED is final: replayed

@@ -19,6 +19,31 @@ T = TypeVar("T")
 DEFAULT_CAPACITY = 256
 LOCAL_SCOPE = "local"
 
+# refusals whose cause goes away by itself or by another call ("…then retry"): the ledger does not
+# record them, so a retry with the same requestId is answered afresh instead of replaying the refusal
+TRANSIENT_CODES = frozenset(
+    {
+        "TASK_BUSY",
+        "PLAN_PENDING",
+        "EXPORT_PLAN_PENDING",
+        "IMPORT_PLAN_PENDING",
+        "SCRIPT_PLAN_PENDING",
+        "SOURCE_CHANGED",
+        "LIFECYCLE_BUSY",
+        "NOT_READY",
+        "INDEX_NOT_READY",
+        "WORKSPACE_BUSY",
+        "BUSY",
+        "RATE_LIMITED",
+    }
+)
+TRANSIENT_PREFIXES = ("UI_",)
+
+
+def is_transient(code: str) -> bool:
+    """True for a refusal a retry may not get (the ledger forgets it)."""
+    return code in TRANSIENT_CODES or code.startswith(TRANSIENT_PREFIXES)
+
 
 @dataclass
 class _Entry:
@@ -37,11 +62,18 @@ class RequestLedger:
     """Remembers the outcome of the last ``capacity`` requests per (scope, requestId).
 
     Same id + same params → the recorded result (or the recorded error); same id + other params
-    → ``REQUEST_CONFLICT``; a duplicate arriving while the first still runs waits for it.
+    → ``REQUEST_CONFLICT``; a duplicate arriving while the first still runs waits for it. Only final
+    outcomes are recorded: a transient refusal (``is_transient``) is handed to whoever waited for it,
+    then forgotten, so a later retry runs again.
     """
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self, capacity: int = DEFAULT_CAPACITY, forget_result: Callable[[Any], bool] | None = None
+    ) -> None:
+        """``forget_result`` says when a recorded result is no outcome after all (a task handle whose
+        task then failed with a transient refusal): the next retry runs again instead of replaying it."""
         self._capacity = capacity
+        self.forget_result = forget_result
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -62,12 +94,18 @@ class RequestLedger:
                         hint="Use a new requestId for a different request.",
                         requestId=request_id,
                     )
-                self._entries.move_to_end(key)
-                return entry, False
+                if not self._outdated(entry):
+                    self._entries.move_to_end(key)
+                    return entry, False
+                del self._entries[key]
             entry = _Entry(digest)
             self._entries[key] = entry
             self._evict()
             return entry, True
+
+    def _outdated(self, entry: _Entry) -> bool:
+        check = self.forget_result
+        return entry.done.is_set() and entry.error is None and check is not None and check(entry.result)
 
     def _evict(self) -> None:
         while len(self._entries) > self._capacity:
@@ -76,9 +114,12 @@ class RequestLedger:
                 return  # every entry still runs; never drop one that others wait on
             del self._entries[victim]
 
-    @staticmethod
-    def _finish(entry: _Entry, result: Any, error: ServiceError | None) -> None:
+    def _finish(self, key: tuple[str, str], entry: _Entry, result: Any, error: ServiceError | None) -> None:
         entry.result, entry.error = result, error
+        if error is not None and is_transient(error.code):
+            with self._lock:
+                if self._entries.get(key) is entry:
+                    del self._entries[key]
         entry.done.set()
 
     @staticmethod
@@ -105,9 +146,9 @@ class RequestLedger:
         try:
             value = fn()
         except BaseException as exc:
-            self._finish(entry, None, self._as_service_error(exc))
+            self._finish((scope, request_id), entry, None, self._as_service_error(exc))
             raise
-        self._finish(entry, value, None)
+        self._finish((scope, request_id), entry, value, None)
         return value
 
     async def arun(
@@ -128,7 +169,7 @@ class RequestLedger:
         try:
             value = await fn()
         except BaseException as exc:
-            self._finish(entry, None, self._as_service_error(exc))
+            self._finish((scope, request_id), entry, None, self._as_service_error(exc))
             raise
-        self._finish(entry, value, None)
+        self._finish((scope, request_id), entry, value, None)
         return value

@@ -14,6 +14,7 @@ import anyio.to_thread
 
 from moddesk.kit.cursor import CursorCodec
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.ledger import is_transient
 
 MAX_LINE_BYTES = 2000
 MAX_LOG_BYTES = 1 << 20
@@ -225,6 +226,17 @@ class TaskManager:
         if task.error is not None:
             raise task.error
         return task.result
+
+    def failed_transiently(self, handle: Any) -> bool:
+        """True when ``handle`` (a task handle ``{"taskId": …}``) names a task that failed with a
+        transient refusal (``kit.ledger.is_transient``): such a handle is no final outcome."""
+        task_id = handle.get("taskId") if isinstance(handle, dict) else None
+        if not isinstance(task_id, str):
+            return False
+        with self._lock:
+            task = self._tasks.get(task_id)
+            error = task.error if task is not None and task.state == "failed" else None
+        return error is not None and is_transient(error.code)
 
     def cancel(self, task_id: str) -> dict[str, Any]:
         """Ask a running task to stop; it stops at its next ``check_cancelled``."""

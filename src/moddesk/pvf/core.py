@@ -47,6 +47,9 @@ class ServiceCore:
     ) -> None:
         self.tasks = tasks or TaskManager()
         self.ledger = ledger or RequestLedger()
+        if self.ledger.forget_result is None:
+            # a save/open handle whose task then met SOURCE_CHANGED/… is answered afresh on retry
+            self.ledger.forget_result = self.tasks.failed_transiently
         self.plans = plans or PlanRegistry()
         self.drafts = drafts or DraftRegistry()
         self.cursors = CursorCodec()
