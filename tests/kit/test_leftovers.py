@@ -107,13 +107,22 @@ def test_doctor_clean_lists_and_removes(tmp_path: Path) -> None:
     old = folder / ".x.moddesk-tmp-legacy"
     old.write_bytes(b"")
     os.utime(old, (time.time() - 7200, time.time() - 7200))
-    env = {**os.environ, "MODDESK_DATA_DIR": str(tmp_path / "data"), "RA3MODXML_HOME": str(tmp_path / "ra3")}
+    isolated = {
+        "MODDESK_DATA_DIR": "data",
+        "RA3MODXML_HOME": "ra3",
+        "TMPDIR": "tmp",
+        "XDG_CONFIG_HOME": "config",
+        "XDG_CACHE_HOME": "cache",
+    }
+    for name in isolated.values():
+        (tmp_path / name).mkdir()
+    env = {**os.environ, "COLUMNS": "300", **{k: str(tmp_path / v) for k, v in isolated.items()}}
     cmd = [sys.executable, "-m", "moddesk.cli", "doctor", "--clean", str(folder)]
     dry = subprocess.run([*cmd, "--dry-run"], env=env, capture_output=True, text=True, timeout=60)
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.count("would remove") == 3 and "kept (in use)" in dry.stdout
     assert len(list(folder.iterdir())) == 4
-    done = subprocess.run(cmd, env={**env, "COLUMNS": "200"}, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("removed") == 3
     assert [p.name for p in folder.iterdir()] == [live.name]
