@@ -144,3 +144,17 @@ def test_unedited_documents_render_exactly_and_edits_stay_local() -> None:
     assert doc.render() == source.replace("\t\t2", "\t\t5")
     doc.delete("a")
     assert doc.render() == "#PVF_File\n\n# a comment\n[b]\n  \t`x`\n"
+
+
+def test_escape_kinds_follow_the_family_numbering() -> None:
+    from moddesk.pvf.format.tokens import Family
+
+    nkpi = Document.parse("[command]\n\t{5=`(DOWN)`}\t{7=`,`}\t{1=3}\n", Family.NKPI)
+    values = nkpi.sections[0].values()
+    assert [v.kind for v in values] == ["command", "separator", "intex"]
+    assert nkpi.render() == "[command]\n\t{5=`(DOWN)`}\t{7=`,`}\t{1=3}\n"
+    classic = Document.parse("[command]\n\t{5=`(DOWN)`}\t{6=`(UP)`}\t{8=`,`}\n")
+    assert [v.kind for v in classic.sections[0].values()] == ["escape", "command", "separator"]
+    # moddesk's earlier classic view of NKPI text keeps classic meanings
+    legacy = Document.parse("[command]\n\t{6=`(UP)`}\t{8=`,`}\n", Family.NKPI)
+    assert [v.kind for v in legacy.sections[0].values()] == ["command", "separator"]

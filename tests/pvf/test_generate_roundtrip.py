@@ -47,7 +47,8 @@ def test_generated_archive_is_sound_and_realistic(fmt: str, archives: dict[str, 
         for tag in ("[name]", "[grade]", "[rarity]", "[usable job]", "[/usable job]", "[price]"):
             assert tag in text
         skl = pvf.read_text(next(n for n in names if n.endswith(".skl")))
-        assert "{6=`" in skl and "[level info]" in skl
+        command = "{6=`" if fmt == "classic" else "{5=`"  # each family's own escape numbering
+        assert command in skl and "[level info]" in skl
         lst = pvf.read_text("equipment/equipment.lst")
         assert lst.startswith("#PVF_File\n\n10000\n`character/")
         assert "n_string.lst" in names

@@ -31,7 +31,11 @@ from typing import Literal
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.text import (
     HEADER,
+    NUMBERING_CLASSIC,
+    NUMBERING_LEGACY,
+    NUMBERING_NKPI,
     Lexeme,
+    escape_numbering,
     escape_parts,
     format_float,
     lex,
@@ -39,13 +43,19 @@ from moddesk.pvf.format.text import (
     parse_float_bits,
     quote,
 )
+from moddesk.pvf.format.tokens import Family
 
 __all__ = ["Document", "ParseWarning", "Section", "Value", "ValueKind"]
 
 ValueKind = Literal["integer", "float", "string", "command", "separator", "intex", "link", "escape"]
 
-#: Escape type numbers (classic view) with their own value kind.
+#: Escape type numbers with their own value kind, per escape numbering (classic, NKPI, legacy view).
 _ESCAPE_KINDS: dict[int, ValueKind] = {6: "command", 8: "separator", 3: "intex"}
+_ESCAPE_KINDS_BY_NUMBERING: dict[str, dict[int, ValueKind]] = {
+    NUMBERING_CLASSIC: _ESCAPE_KINDS,
+    NUMBERING_LEGACY: _ESCAPE_KINDS,
+    NUMBERING_NKPI: {5: "command", 7: "separator", 1: "intex"},
+}
 
 
 @dataclass(eq=False)
@@ -287,9 +297,17 @@ class Document:
     # ---------------------------------------------------------------------------------- parsing
 
     @classmethod
-    def parse(cls, text: str) -> Document:
-        """Parse script text; structural problems become ``warnings``, unlexable text BAD_TEXT."""
+    def parse(cls, text: str, family: Family = Family.CLASSIC) -> Document:
+        """Parse script text; structural problems become ``warnings``, unlexable text BAD_TEXT.
+
+        ``family`` decides what an escape number means (classic ``{6=…}`` command vs NKPI
+        ``{5=…}``; see ``format.text.escape_numbering``); values keep their source text either way.
+        """
         lexemes = list(lex(text))
+        try:
+            kinds = _ESCAPE_KINDS_BY_NUMBERING[escape_numbering(lexemes, family)]
+        except PvfFormatError:
+            kinds = {}  # mixed numberings: values stay plain escapes; compiling reports the problem
         paired, closed_names = _pairing(lexemes)
         doc = cls()
         doc.head = text[: lexemes[0].start] if lexemes else text
@@ -356,7 +374,7 @@ class Document:
                 target = sec.body
                 last_line = -1
                 continue
-            value = _value(lx, text)
+            value = _value(lx, text, kinds)
             if "\n" in gap or not target or not isinstance(target[-1], list) or lx.line != last_line:
                 line = ValueLine([value])
                 line.before = gap
@@ -556,7 +574,7 @@ def _pairing(lexemes: list[Lexeme]) -> tuple[set[int], set[str]]:
     return paired, closed
 
 
-def _value(lx: Lexeme, text: str) -> Value:
+def _value(lx: Lexeme, text: str, kinds: dict[int, ValueKind]) -> Value:
     src = text[lx.start : lx.end]
     common = {"source": src, "line": lx.line, "col": lx.col, "start": lx.start, "end": lx.end}
     if lx.kind == "int":
@@ -576,6 +594,6 @@ def _value(lx: Lexeme, text: str) -> Value:
         return Value("link", (link_id, key, display), type=9, **common)  # type: ignore[arg-type]
     if lx.kind == "escape":
         number, raw, payload = escape_parts(lx)
-        kind: ValueKind = "escape" if raw else _ESCAPE_KINDS.get(number, "escape")
+        kind: ValueKind = "escape" if raw else kinds.get(number, "escape")
         return Value(kind, payload, type=number, raw=raw, **common)  # type: ignore[arg-type]
     raise PvfFormatError("BAD_TEXT", f"unexpected {lx.kind}", offset=lx.start)

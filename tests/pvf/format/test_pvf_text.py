@@ -17,9 +17,12 @@ def _roundtrip(text: str, family: Family) -> str:
     return render_script(back, st)
 
 
-@pytest.mark.parametrize("family", list(Family))
-def test_values_of_every_kind_survive(family: Family) -> None:
-    text = "#PVF_File\n\n[name]\n\t`a b`\t1\t-2\t1.5\t0.001\t8000.0\n\n[command]\n\t{6=`(RIGHT)`}\n\t{8=`,`}\n[/command]\n"
+@pytest.mark.parametrize(("family", "command", "separator"), [(Family.CLASSIC, 6, 8), (Family.NKPI, 5, 7)])
+def test_values_of_every_kind_survive(family: Family, command: int, separator: int) -> None:
+    text = (
+        "#PVF_File\n\n[name]\n\t`a b`\t1\t-2\t1.5\t0.001\t8000.0\n\n[command]\n"
+        f"\t{{{command}=`(RIGHT)`}}\n\t{{{separator}=`,`}}\n[/command]\n"
+    )
     assert _roundtrip(text, family) == text
 
 
@@ -34,12 +37,51 @@ def test_classic_units_use_the_classic_numbering() -> None:
 
 
 def test_nkpi_units_use_the_nkpi_numbering() -> None:
+    # pvfine's form (dof-dev/pvfine internal/pvf/script.go encodeScript): {5=} command, {7=} separator,
+    # {1=} IntEx, {8=} 110US placeholder
     st = DictStrings()
     stream = compile_script(
-        "[grade]\n\t74\t1.0\t`x`\t{3=5}\t{6=`c`}\t{8=`,`}\t{#8=`<3::k>`}", Family.NKPI, st
+        "[grade]\n\t74\t1.0\t`x`\t{1=5}\t{5=`(DOWN)`}\t{7=`,`}\t{8=`<3::k>`}", Family.NKPI, st
     )
     assert stream.tokens["type"].tolist() == [3, 0, 2, 6, 1, 5, 7, 8]
     assert encode_tokens(stream)[:1] == b"\x03"
+    again = render_script(stream, st)
+    assert "{5=`(DOWN)`}" in again and "{7=`,`}" in again and "{1=5}" in again and "{8=`<3::k>`}" in again
+    assert compile_script(again, Family.NKPI, st).tokens.tolist() == stream.tokens.tolist()
+
+
+def test_legacy_classic_view_nkpi_text_still_compiles_to_the_right_types() -> None:
+    # what moddesk rendered for NKPI before escapes followed the family: classic numbers, {#N=} raw
+    st = DictStrings()
+    legacy = "[grade]\n\t74\t{3=5}\t{6=`c`}\t{8=`,`}\t{#8=`<3::k>`}"
+    stream = compile_script(legacy, Family.NKPI, st)
+    assert stream.tokens["type"].tolist() == [3, 0, 1, 5, 7, 8]
+    # rendered back in the NKPI numbering, it compiles to the same units
+    assert (
+        compile_script(render_script(stream, st), Family.NKPI, st).tokens.tolist() == stream.tokens.tolist()
+    )
+
+
+def test_classic_form_escapes_in_classic_text_keep_classic_types() -> None:
+    st = DictStrings()
+    stream = compile_script("[a]\n\t{5=`(DOWN)`}\t{7=`,`}\t{6=`c`}\t{8=`,`}", Family.CLASSIC, st)
+    assert stream.tokens["type"].tolist() == [5, 5, 7, 6, 8]
+
+
+def test_mixed_numberings_in_nkpi_text_are_refused_not_guessed() -> None:
+    with pytest.raises(PvfFormatError) as err:
+        compile_script("[a]\n\t{6=`(UP)`}\t{7=`,`}", Family.NKPI, DictStrings())
+    assert err.value.code == "BAD_TEXT" and "numbering" in err.value.message
+
+
+@pytest.mark.parametrize("family", list(Family))
+def test_a_value_after_a_multiline_string_is_accepted_and_rendered_on_the_next_line(family: Family) -> None:
+    st = DictStrings()
+    stream = compile_script("[desc]\n\t`one\ntwo`\t3\n", family, st)
+    assert len(stream) == 3
+    text = render_script(stream, st)
+    assert "two`\n\t3" in text
+    assert compile_script(text, family, st).tokens.tolist() == stream.tokens.tolist()
 
 
 def test_links_render_with_resolved_text_and_compile_without_it() -> None:

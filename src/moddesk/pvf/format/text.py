@@ -1,19 +1,26 @@
 """Script text (pvfUtility's ``#PVF_File`` form) for both families: lex, render, compile.
 
-The text form uses the classic type numbers for both families (pvfUtility's classic view of NKPI):
-
 * ``123`` integer, ``1.5`` float (always with a dot), `` `text` `` string (a backtick inside is doubled),
-  ``[tag]`` / ``[/tag]`` section tags, ``{N=value}`` or ``{N=`text`}`` a unit of classic type N,
+  ``[tag]`` / ``[/tag]`` section tags, ``{N=value}`` or ``{N=`text`}`` a unit of type N,
   ``<id::key`display`>`` a classic string link (9 + 10; the display text is ignored when compiling).
-* NKPI units with no classic view (raw types 4, 8, 9, 10, 11+) are written ``{#N=value}`` with the raw
-  NKPI type number.
-* Floats render as the shortest decimal that round-trips through float32; NaN, infinities and -0.0
-  render as ``{4=<bits>}``.
+* The escape number N is the unit type *of the entry's family*, as each family's tools write it:
+  classic (pvfUtility) ``{6=`(DOWN)`}`` command, ``{8=`,`}`` separator, ``{3=n}`` IntEx;
+  NKPI (pvfine, ``dof-dev/pvfine:internal/pvf/file.go`` / ``script.go``) ``{5=`(DOWN)`}`` command,
+  ``{7=`,`}`` separator, ``{1=n}`` IntEx, ``{8=`<3::key>`}`` 110US placeholder, ``{3=`x`}`` a section
+  unit whose string is not a ``[tag]``. Floats that have no decimal form (NaN, infinities, -0.0)
+  render as ``{4=<bits>}`` (classic) / ``{2=<bits>}`` (NKPI).
+* Earlier moddesk versions wrote NKPI text in the classic numbering (``{6=…}``, ``{8=…}``, raw NKPI
+  types as ``{#N=…}``). NKPI text is compiled in that *legacy* numbering when it carries one of its
+  markers (``{6=`…`}`` or any ``{#N=…}``) and none of the NKPI-only numbers (0, 1, 5, 7, 9, 10); text
+  with markers of both is refused (``BAD_TEXT``) rather than guessed. :func:`escape_numbering` is
+  the rule.
 
 Round trip: compile(render(x)) gives the same units as x (the unit *values* of strings may differ
 when a string table holds duplicates: compile picks the first index). Layout — which values share a
 line, indentation, blank lines — is not stored in the binary, so render(compile(text)) equals
 ``text`` only up to that layout; :func:`normalize_text` is the documented normalisation.
+A value that follows a multi-line string goes on the next line when rendering (pvfUtility accepts
+it on the closing line, other compilers do not); the lexer accepts both.
 """
 
 from __future__ import annotations
@@ -302,27 +309,29 @@ _FLOATS: dict[int, str] = {}
 PIECE_CACHE_LIMIT = 1 << 17
 
 
-def _float_piece(v: int) -> str:
+def _float_piece(v: int, float_type: int) -> str:
     text = _FLOATS.get(v)
     if text is None:
         f = format_float(v)
-        text = f if f is not None else f"{{4={_signed(v)}}}"
+        if f is None:  # the bits escape uses the family's float type number: not cached
+            return f"{{{float_type}={_signed(v)}}}"
+        text = f
         if len(_FLOATS) < 65536:
             _FLOATS[v] = text
     return text
 
 
-def _string_piece(strings: StringSource, raw: int, view: int, v: int) -> tuple[int, str] | None:
+def _string_piece(strings: StringSource, raw: int, classic: bool, v: int) -> tuple[int, str] | None:
     """The rendered piece of a string unit, or None when its reference does not resolve."""
     s = strings.string_at(v)
     if s is None:
         return None
+    view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
     if view == SECTION and _is_tag(s):
         return (_CLOSE if s.startswith("[/") else _OPEN, s)
     if view == STRING:
         return (_STR, quote(s))
-    number = str(view) if view >= 0 else f"#{raw}"
-    return (_STR, f"{{{number}={quote(s)}}}")
+    return (_STR, f"{{{raw}={quote(s)}}}")
 
 
 def _view_items(
@@ -351,7 +360,7 @@ def _view_items(
             i += 1
             continue
         if raw == float_t:
-            append((_NUM, _float_piece(v)))
+            append((_NUM, _float_piece(v, float_t)))
             i += 1
             continue
         if raw in string_types:
@@ -359,11 +368,9 @@ def _view_items(
             key = raw << 33 | family_bit | v
             piece = cache.get(key)
             if piece is None:
-                view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
-                piece = _string_piece(strings, raw, view, v)
+                piece = _string_piece(strings, raw, classic, v)
                 if piece is None:
-                    number = str(view) if view >= 0 else f"#{raw}"
-                    append((_STR, f"{{{number}={_signed(v)}}}"))
+                    append((_STR, f"{{{raw}={_signed(v)}}}"))
                     i += 1
                     continue
                 if len(cache) < PIECE_CACHE_LIMIT:
@@ -378,11 +385,9 @@ def _view_items(
                 append((_STR, f"<{_signed(v)}::{key_text}{quote(shown or '')}>"))
                 i += 2
                 continue
-        view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
-        if view >= 0:
-            append((_NUM, f"{{{view}={_signed(v)}}}"))
-        else:
-            append((_STR, f"{{#{raw}={_signed(v)}}}"))
+        # escapes carry the family's own type number (spec §2.2 classic, §5.1 NKPI); NKPI types with
+        # no classic equivalent start their own line, as they did in the earlier {#N=…} form
+        append((_NUM if classic or raw in NKPI_TO_VIEW else _STR, f"{{{raw}={_signed(v)}}}"))
         i += 1
     return items
 
@@ -429,7 +434,8 @@ def render_script(
     index_seen = False
     for idx, (kind, text) in enumerate(items):
         if kind >= _NUM:  # a value
-            if kind == _STR and cur:
+            if cur and (kind == _STR or "\n" in cur[-1]):
+                # strings start a line; nothing follows a multi-line string's closing backtick
                 add(indent + "\t".join(cur))
                 cur = []
             cur.append(text)
@@ -476,11 +482,55 @@ def render_script(
 # ------------------------------------------------------------------------------------------- compiling
 
 
+#: Escape numbers only the NKPI (pvfine) numbering writes, and those only the legacy classic view wrote.
+NKPI_ONLY_ESCAPES = frozenset({0, 1, 5, 7, 9, 10})
+LEGACY_ONLY_ESCAPES = frozenset({6})
+
+NUMBERING_CLASSIC = "classic"
+NUMBERING_NKPI = "nkpi"
+NUMBERING_LEGACY = "legacy"
+
+
+def escape_numbering(lexemes: list[Lexeme], family: Family) -> str:
+    """Which numbering the ``{N=…}`` escapes of a text use (see the module docstring).
+
+    Classic text is always classic. NKPI text is ``nkpi`` (pvfine's numbering) unless it carries a
+    marker of moddesk's earlier classic view (``{6=`…`}`` or a ``{#N=…}``) and no NKPI-only number;
+    markers of both raise BAD_TEXT (guessing would silently retype units).
+    """
+    if family is Family.CLASSIC:
+        return NUMBERING_CLASSIC
+    legacy_at: Lexeme | None = None
+    nkpi_at: Lexeme | None = None
+    for lx in lexemes:
+        if lx.kind != "escape":
+            continue
+        number, raw, payload = escape_parts(lx)
+        # NKPI text writes a resolved type-6 string in backticks, never {6=`…`}; {6=n} is an
+        # unresolved reference in both numberings and proves nothing
+        if raw or (number in LEGACY_ONLY_ESCAPES and isinstance(payload, str)):
+            legacy_at = legacy_at or lx
+        elif number in NKPI_ONLY_ESCAPES:
+            nkpi_at = nkpi_at or lx
+    if legacy_at is None:
+        return NUMBERING_NKPI
+    if nkpi_at is None:
+        return NUMBERING_LEGACY
+    raise PvfFormatError(
+        "BAD_TEXT",
+        f"escapes mix the NKPI numbering (line {nkpi_at.line}: {{5=…}} command, {{7=…}} separator) with the "
+        f"classic view (line {legacy_at.line}: {{6=…}}, {{#N=…}}); write NKPI text in one numbering",
+        offset=legacy_at.start,
+    )
+
+
 def compile_script(text: str, family: Family, strings: StringSink) -> TokenStream:
     """Compile ``#PVF_File`` text into units of ``family``, interning strings into ``strings``."""
     pairs: list[tuple[int, int]] = []
     classic = family is Family.CLASSIC
-    for lx in lex(text):
+    lexemes = list(lex(text))
+    numbering = escape_numbering(lexemes, family) if any(lx.kind == "escape" for lx in lexemes) else ""
+    for lx in lexemes:
         kind = lx.kind
         try:
             if kind == "int":
@@ -497,13 +547,13 @@ def compile_script(text: str, family: Family, strings: StringSink) -> TokenStrea
                 pairs.append((STRING if classic else 6, strings.intern(lx.value)))
             elif kind == "link":
                 if not classic:
-                    raise PvfFormatError("BAD_TEXT", "NKPI has no <id::key> links; write {#8=`<t::key>`}")
+                    raise PvfFormatError("BAD_TEXT", "NKPI has no <id::key> links; write {8=`<t::key>`}")
                 link_id, key, _ = link_parts(lx)
                 pairs.append((LINK_INDEX, int_value(link_id)))
                 pairs.append((LINK, strings.intern(key)))
             else:
                 number, raw, payload = escape_parts(lx)
-                pairs.append(_escape_unit(number, raw, payload, family, strings))
+                pairs.append(_escape_unit(number, raw, payload, numbering, strings))
         except PvfFormatError as exc:
             if exc.offset is None:
                 raise PvfFormatError(exc.code, f"{exc.message} (line {lx.line})", offset=lx.start) from exc
@@ -511,19 +561,23 @@ def compile_script(text: str, family: Family, strings: StringSink) -> TokenStrea
     return TokenStream(family, make_tokens(pairs))
 
 
-def _escape_unit(
-    number: int, raw: bool, payload: str | int, family: Family, strings: StringSink
-) -> tuple[int, int]:
-    if family is Family.CLASSIC:
+def _escape_type(number: int, raw: bool, numbering: str) -> int:
+    """The unit type an escape ``{N=…}`` / ``{#N=…}`` stands for in ``numbering``."""
+    if numbering == NUMBERING_CLASSIC:
         if raw:
             raise PvfFormatError("BAD_TEXT", f"{{#{number}=…}} is an NKPI raw type; classic uses {{N=…}}")
-        unit_type = number
-    elif raw:
-        unit_type = number
-    else:
-        if number not in VIEW_TO_NKPI:
-            raise PvfFormatError("BAD_TEXT", f"classic type {number} has no NKPI equivalent; use {{#N=…}}")
-        unit_type = VIEW_TO_NKPI[number]
+        return number
+    if raw or numbering == NUMBERING_NKPI:
+        return number
+    if number not in VIEW_TO_NKPI:
+        raise PvfFormatError("BAD_TEXT", f"classic type {number} has no NKPI equivalent; use {{#N=…}}")
+    return VIEW_TO_NKPI[number]
+
+
+def _escape_unit(
+    number: int, raw: bool, payload: str | int, numbering: str, strings: StringSink
+) -> tuple[int, int]:
+    unit_type = _escape_type(number, raw, numbering)
     if isinstance(payload, str):
         return unit_type, strings.intern(payload)
     return unit_type, int_value(payload)
@@ -532,20 +586,28 @@ def _escape_unit(
 # -------------------------------------------------------------------------------------- normalisation
 
 
-def normalize_text(text: str) -> list[tuple[str, object]]:
+def normalize_text(text: str, family: Family = Family.CLASSIC) -> list[tuple[str, object]]:
     """The layout-free content of script text: its lexemes' kinds and values, floats as float32 bits.
 
-    Two texts with equal normalisations compile to the same units; this is the documented
-    equivalence for text round trips (layout and comments are not stored in the binary).
+    Escapes become ``(unit type of family, False, payload)``, so NKPI text in pvfine's numbering and
+    in moddesk's earlier classic view normalise alike when they mean the same units. Two texts with
+    equal normalisations compile to the same units; this is the documented equivalence for text
+    round trips (layout and comments are not stored in the binary).
     """
+    lexemes = list(lex(text))
+    numbering = escape_numbering(lexemes, family)
     out: list[tuple[str, object]] = []
-    for lx in lex(text):
+    for lx in lexemes:
         if lx.kind == "float":
             assert isinstance(lx.value, str)
             out.append(("float", parse_float_bits(lx.value)))
         elif lx.kind == "link":
             link_id, key, _ = link_parts(lx)
             out.append(("link", (link_id, key)))
+        elif lx.kind == "escape":
+            number, raw, payload = escape_parts(lx)
+            unit = _escape_type(number, raw, numbering)
+            out.append(("escape", (unit, False, payload)))
         else:
             out.append((lx.kind, lx.value))
     return out

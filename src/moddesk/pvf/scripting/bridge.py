@@ -12,6 +12,7 @@ from typing import Any
 
 from moddesk.pvf.document import Document, Section, Value
 from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.listtext import edit_list, list_entries
 
 ValueIn = int | float | str
@@ -57,7 +58,8 @@ def coerce(value: ValueIn, previous: Value | None, as_string: bool = False) -> V
 class Documents:
     """Open documents and their sections, addressed by integer handles from JS."""
 
-    def __init__(self) -> None:
+    def __init__(self, family: Family = Family.CLASSIC) -> None:
+        self.family = family
         self._docs: dict[int, tuple[str, Document]] = {}
         self._sections: dict[int, tuple[int, Section]] = {}
         self._ids: dict[int, int] = {}  # id(section) -> handle
@@ -65,7 +67,7 @@ class Documents:
 
     def open(self, path: str, text: str) -> int:
         try:
-            doc = Document.parse(text)
+            doc = Document.parse(text, self.family)
         except PvfFormatError as exc:
             raise DocumentError(f"{path}: {exc}") from exc
         handle = self._next

@@ -217,7 +217,8 @@ def run_script(
     worker = pool.take() if pool is not None else _Worker()
     dropped = 0
     try:
-        worker.send({**limits.job(), "source": source})
+        family = getattr(host, "family", "classic")  # escape numbering of parsed documents
+        worker.send({**limits.job(), "source": source, "family": family})
         while True:
             if cancelled():
                 worker.kill()

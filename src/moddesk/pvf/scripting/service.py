@@ -59,6 +59,8 @@ class WorkspaceSnapshot:
             self.workspace_id = ws.workspace_id
             self.revision = ws.revision
             self._ws = ws
+            #: the token family decides what escape numbers mean in parsed documents
+            self.family = ws.archive.family.value
             changed, deleted = ws.changed_since_open()
             self._changed_text = {p: t for p, t in changed.items() if t is not None}
             self._changed_bytes = {

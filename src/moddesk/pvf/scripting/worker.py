@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.scripting import bridge
 from moddesk.pvf.scripting.paths import glob_regex, normalize_path
 
@@ -170,7 +171,7 @@ class Host:
     def __init__(self, channel: Channel, job: dict[str, Any]) -> None:
         self.channel = channel
         self.tx = Transaction(channel)
-        self.docs = bridge.Documents()
+        self.docs = bridge.Documents(Family(job.get("family", "classic")))
         self.log_lines = 0
         self.log_bytes = 0
         self.limits = job.get("limits", {})
