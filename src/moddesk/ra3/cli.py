@@ -57,6 +57,22 @@ def mcp(
 
 
 @app.command()
+def lsp(
+    project: Annotated[
+        Path | None, typer.Option("--project", help="Project folder (default: from the editor's workspace)")
+    ] = None,
+    schema: Annotated[Path | None, typer.Option(help="Schema root (CnC3Types.xsd) to use")] = None,
+    publish_live: Annotated[
+        bool, typer.Option("--publish-live/--no-publish-live", help="Serve `ra3 mcp` when no watch runs")
+    ] = True,
+) -> None:
+    """Run the language server over stdio (definition, references, diagnostics, hover, completion, rename)."""
+    from moddesk.ra3.lsp.server import serve
+
+    serve(project, schema, publish_live)
+
+
+@app.command()
 def enable(
     project: Annotated[Path, typer.Argument(help="The mod project folder")],
     client: Annotated[

@@ -594,10 +594,14 @@ class ModIndex:
             self._includers.setdefault(frag, set()).add(path)
         return record
 
+    def read_document(self, path: str) -> bytes:
+        """The bytes of one XML document; an editor host overrides it to index unsaved buffers."""
+        with open(path, "rb") as fh:
+            return fh.read()
+
     def _extract(self, path: str) -> FileRecord:
         try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
+            raw = self.read_document(path)
         except OSError as exc:
             rec = FileRecord(path=path, root=None)
             rec.diagnostics.append(Diagnostic("FILE_UNREADABLE", path, 0, str(exc), "error"))

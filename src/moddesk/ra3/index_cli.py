@@ -149,6 +149,19 @@ def _api(project: Path, fresh: bool) -> QueryApi:
     return QueryApi(SnapshotSource.load(root.resolve()))
 
 
+def _flatten(node: dict[str, Any], path: str, rows: list[list[Any]]) -> None:
+    """Rows `path, value, from, file:line` for every attribute and text of a resolved tree."""
+    ident = (node.get("attributes") or {}).get("id")
+    here = f"{path}/{node['element']}" + (f"[{ident['value']}]" if ident and path else "")
+    for name, value in (node.get("attributes") or {}).items():
+        rows.append([f"{here}@{name}", value["value"], value["from"], f"{value['file']}:{value['line']}"])
+    text = node.get("text")
+    if text:
+        rows.append([here, text["value"], text["from"], f"{text['file']}:{text['line']}"])
+    for child in node.get("children", []):
+        _flatten(child, here, rows)
+
+
 def register(app: typer.Typer) -> None:
     """Add `index` and the `query` group to the `moddesk ra3` app."""
 
@@ -498,6 +511,37 @@ def register(app: typer.Typer) -> None:
             fresh,
             as_json,
             lambda api: api.get_asset_references(type, id, depth, target_type, max_edges),
+            render,
+            paged=False,
+        )
+
+    @query.command("resolved")
+    def resolved_cmd(
+        asset: Annotated[str, typer.Argument(help="TYPE:ID, e.g. GameObject:AlliedAntiVehicleVehicleTech1")],
+        max_nodes: Annotated[int, typer.Option("--max-nodes")] = 2000,
+        project: ProjectOpt = Path("."),
+        fresh: FreshOpt = False,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """An asset with its inheritFrom chain applied; each value with the file:line and asset it came from."""
+        type_name, sep, ident = asset.partition(":")
+        if not sep or not type_name or not ident:
+            raise _fail(ServiceError("INVALID_ARGUMENT", f"expected TYPE:ID, got {asset!r}"))
+
+        def render(answer: dict[str, Any]) -> None:
+            chain = " <- ".join(f"{c['type']}:{c['id']} ({c['file']}:{c['line']})" for c in answer["chain"])
+            console.print(f"chain: {chain}", highlight=False, soft_wrap=True)
+            rows: list[list[Any]] = []
+            _flatten(answer["resolved"], "", rows)
+            _table(f"{type_name}:{ident} resolved", ["path", "value", "from", "where"], rows)
+            for note in answer.get("notes", []):
+                console.print(f"[yellow]note:[/yellow] {note}")
+
+        show(
+            project,
+            fresh,
+            as_json,
+            lambda api: api.get_resolved_asset(type_name, ident, max_nodes),
             render,
             paged=False,
         )

@@ -317,7 +317,12 @@ class LiveClient:
 
 
 # -- the query verbs shared by the live server and the snapshot fallback -----------------------
-_ARG_NAMES = {"fromFile": "from_file", "targetTypes": "target_types", "maxEdges": "max_edges"}
+_ARG_NAMES = {
+    "fromFile": "from_file",
+    "targetTypes": "target_types",
+    "maxEdges": "max_edges",
+    "maxNodes": "max_nodes",
+}
 _CONSISTENCY = ("waitForIndex", "allowStale", "timeoutSeconds")
 VERBS: frozenset[str] = frozenset(
     {
@@ -333,6 +338,7 @@ VERBS: frozenset[str] = frozenset(
         "unreferenced",
         "get_asset_references",
         "list_diagnostics",
+        "get_resolved_asset",
     }
 )
 

@@ -344,6 +344,18 @@ def build_server(backend: Ra3Backend) -> MCPServer:
             maxEdges=maxEdges,
         )
 
+    def get_resolved_asset(
+        type: Annotated[str, Field(description="Asset type, e.g. GameObject", min_length=1)],
+        id: AssetId,
+        maxNodes: Annotated[
+            int, Field(ge=1, le=20000, description="Element cap; truncation is reported")
+        ] = 400,
+        wait_for_index: Wait = False,
+        allow_stale: AllowStale = True,
+    ) -> Answer:
+        """One asset with its inheritFrom chain applied (child overrides parent, modules merged by id): every attribute and element with the file, line and chain member that wrote it. Use to answer "what does this unit really have"."""
+        return ask("get_resolved_asset", wait_for_index, allow_stale, type=type, id=id, maxNodes=maxNodes)
+
     def list_diagnostics(
         code: Annotated[str | None, Field(description="Only this code, e.g. XML_MALFORMED")] = None,
         file: Annotated[str | None, Field(description="Only this file")] = None,
@@ -424,6 +436,7 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         (get_definition, "Get an asset definition"),
         (find_references, "Find references to an asset"),
         (get_asset_references, "Forward references of an asset"),
+        (get_resolved_asset, "Asset with inheritance applied"),
         (list_assets_by_type, "List assets by type"),
         (resolve_include, "Resolve an include path"),
         (is_file_active, "Is a file active"),

@@ -34,6 +34,7 @@ from moddesk.ra3.model import (
 )
 from moddesk.ra3.parse import RefSite
 from moddesk.ra3.project import ProjectConfig, resolve_source
+from moddesk.ra3.resolved import DEFAULT_MAX_NODES, TextReader, disk_reader, resolved_asset
 from moddesk.ra3.schema import FILE, INHERIT
 
 MAX_LIMIT = 1000
@@ -51,6 +52,7 @@ TOOL_NAMES = (
     "unreferenced",
     "get_asset_references",
     "list_diagnostics",
+    "get_resolved_asset",
 )
 
 
@@ -169,8 +171,11 @@ class QueryApi:
         *,
         cursor_codec: CursorCodec | None = None,
         projects: Callable[[], list[dict[str, Any]]] | None = None,
+        text_reader: TextReader | None = None,
     ) -> None:
         self.source = source
+        # the resolved view re-reads the defining XML; an editor host passes a reader of unsaved text
+        self.text_reader = text_reader
         self.cursors = cursor_codec or CursorCodec()
         self._projects = projects
         self._incoming_cache: dict[tuple[int, str, str | None], tuple[list[tuple[RefSite, str]], int]] = {}
@@ -446,6 +451,24 @@ class QueryApi:
             seen.add(nxt)
             current = nxt
         return chain
+
+    @_consistent
+    def get_resolved_asset(
+        self,
+        type: str,
+        id: str,
+        max_nodes: int = DEFAULT_MAX_NODES,
+        *,
+        wait_for_index: bool = False,
+        allow_stale: bool = True,
+        timeout: float = 10.0,
+    ) -> dict[str, Any]:
+        """An asset with its inheritFrom chain applied; every value says which file, line and asset wrote it."""
+        data = self._view(wait_for_index, allow_stale, timeout)
+        if not 1 <= max_nodes <= 20000:
+            raise Ra3Error("INVALID_ARGUMENT", "max_nodes must be 1..20000")
+        read = self.text_reader or disk_reader(data.project_dir)
+        return {"index": self.index_block(), **resolved_asset(data, type, id, read, max_nodes=max_nodes)}
 
     # --- references -------------------------------------------------------------------------
     @_consistent

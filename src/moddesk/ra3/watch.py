@@ -31,7 +31,7 @@ from moddesk.kit.leftovers import sweep_stale
 from moddesk.ra3.endpoints import EndpointPublisher, normalize_project_dir, project_root, ra3_home
 from moddesk.ra3.index import BuildProgress, ModIndex
 from moddesk.ra3.live import LiveServer, ProjectRegistry, dispatch, query_verbs
-from moddesk.ra3.project import detect_project, is_project_root
+from moddesk.ra3.project import ProjectConfig, detect_project, is_project_root
 from moddesk.ra3.query import QueryApi
 from moddesk.ra3.setup import is_enabled
 from moddesk.ra3.snapshot import write_snapshot
@@ -76,6 +76,7 @@ class WatchedProject:
         snapshots: bool = True,
         on_progress: Callable[[str, BuildProgress], None] | None = None,
         on_event: Callable[[str, str], None] | None = None,
+        index_factory: Callable[[ProjectConfig, Path], ModIndex] | None = None,
     ) -> None:
         given = Path(project_dir).expanduser()
         if not given.is_dir():
@@ -84,7 +85,8 @@ class WatchedProject:
         folder = Path(project_root(given))
         self._project_dir = normalize_project_dir(folder)
         self.config = detect_project(folder, schema_path=schema_path)
-        self.index = ModIndex(self.config, cache_dir=ra3_home() / "cache")  # schema model cache
+        make_index = index_factory or (lambda config, cache: ModIndex(config, cache_dir=cache))
+        self.index = make_index(self.config, ra3_home() / "cache")  # schema model cache
         self.peers: Callable[[], list[dict[str, Any]]] = lambda: [self.status()]
         self.api = QueryApi(self.index, projects=lambda: self.peers())
         self.quiet_seconds = quiet_seconds

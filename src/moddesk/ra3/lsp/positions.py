@@ -1,0 +1,67 @@
+"""LSP positions: zero-based lines and UTF-16 code-unit columns, converted from Python string indices.
+
+The index records 1-based lines and code-point columns (Python `str` indices into the decoded line);
+an editor counts UTF-16 units, so a column after an astral character (emoji, rare CJK) differs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def utf16_len(text: str) -> int:
+    """Length of `text` in UTF-16 code units."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def to_utf16(line: str, index: int) -> int:
+    """The UTF-16 column of code-point `index` in `line` (clamped to the line)."""
+    index = max(0, min(index, len(line)))
+    return utf16_len(line[:index])
+
+
+def from_utf16(line: str, units: int) -> int:
+    """The code-point index of UTF-16 column `units` in `line` (clamped; a split pair rounds down)."""
+    if units <= 0:
+        return 0
+    count = 0
+    for i, ch in enumerate(line):
+        count += 2 if ord(ch) > 0xFFFF else 1
+        if count > units:
+            return i
+        if count == units:
+            return i + 1
+    return len(line)
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A range on one line: zero-based line, code-point start and end."""
+
+    line: int
+    start: int
+    end: int
+
+    def contains(self, line: int, index: int) -> bool:
+        """True when (line, code-point index) is inside or at either edge of the span."""
+        return line == self.line and self.start <= index <= self.end
+
+
+class Lines:
+    """A document's lines, for converting between code points and UTF-16 columns."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.splitlines()
+
+    def line(self, number: int) -> str:
+        """Zero-based line `number`, '' outside the document."""
+        return self.lines[number] if 0 <= number < len(self.lines) else ""
+
+    def utf16(self, line: int, index: int) -> int:
+        """Code-point index -> UTF-16 column on zero-based `line`."""
+        return to_utf16(self.line(line), index)
+
+    def index(self, line: int, units: int) -> int:
+        """UTF-16 column -> code-point index on zero-based `line`."""
+        return from_utf16(self.line(line), units)
