@@ -76,10 +76,13 @@ def test_actors_and_not_your_turn(service: GameService) -> None:
         "to": 67,
         "iccs": "h2e2",
         "zh": "炮二平五",
+        "wxf": "C2=5",
         "captured": "",
         "side": "r",
     }
-    assert error_of(service.move, "hero", "h0g2").code == "NOT_YOUR_TURN"
+    refused = error_of(service.move, "hero", "h0g2")
+    # the moves of the side to move are the opponent's: the person is not offered them
+    assert refused.code == "NOT_YOUR_TURN" and "legalMoves" not in refused.details
     reply = service.move("opponent", "马8进7")
     assert reply["playedIccs"] == "h9g7" and reply["pending"] is None and reply["turn"] == "r"
     assert reply["usage"]["calls"] == 1 and reply["usage"]["totalTokens"] > 0

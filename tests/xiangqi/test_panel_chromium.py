@@ -91,7 +91,7 @@ def page(served: tuple[GameService, LoopbackServer]) -> Iterator[Any]:
 
 
 def _moves(page: Any) -> list[str]:
-    return [t.strip() for t in page.locator("#movelist li").all_inner_texts()]
+    return [t.strip() for t in page.locator("#movelist .mv").all_inner_texts()]
 
 
 def test_play_local_engine_undo_hint(served: tuple[GameService, LoopbackServer], page: Any) -> None:
@@ -105,7 +105,7 @@ def test_play_local_engine_undo_hint(served: tuple[GameService, LoopbackServer],
     page.click('g.piece[data-square="70"]')  # the red cannon on h2
     page.wait_for_selector('circle.target-hit[data-target="67"]')
     page.click('circle.target-hit[data-target="67"]', force=True)
-    page.wait_for_function("document.querySelectorAll('#movelist li').length >= 2", timeout=60000)
+    page.wait_for_function("document.querySelectorAll('#movelist .mv').length >= 2", timeout=60000)
     moves = _moves(page)
     assert moves[0] == "炮二平五" and len(moves) == 2
     assert page.locator("#status").inner_text() == "轮到你走"
@@ -119,7 +119,7 @@ def test_play_local_engine_undo_hint(served: tuple[GameService, LoopbackServer],
     assert shot.stat().st_size > 10_000
 
     page.click("#btn-undo")
-    page.wait_for_function("document.querySelectorAll('#movelist li').length === 0", timeout=60000)
+    page.wait_for_function("document.querySelectorAll('#movelist .mv').length === 0", timeout=60000)
     assert page.locator('g.piece[data-square="70"]').count() == 1  # the cannon is home again
     assert errors == []
 
@@ -149,7 +149,7 @@ def test_model_reply_arrives_by_polling(served: tuple[GameService, LoopbackServe
     page.wait_for_function("document.getElementById('status').textContent === '对手思考中…'", timeout=60000)
     result = _model_move(http.url, "马8进7")["result"]
     assert not result.is_error, result.content[0].text
-    page.wait_for_function("document.querySelectorAll('#movelist li').length === 2", timeout=60000)
+    page.wait_for_function("document.querySelectorAll('#movelist .mv').length === 2", timeout=60000)
     assert _moves(page) == ["炮二平五", "马8进7"]
     assert page.locator("#status").inner_text() == "轮到你走"
     page.screenshot(path=str(artifact_dir() / "xiangqi-panel-model.png"), full_page=True)
@@ -161,7 +161,7 @@ def test_review_and_resign(served: tuple[GameService, LoopbackServer], page: Any
     service.move("hero", "h2e2")
     service.move("opponent", "h9g7")
     page.goto(f"{http.url}/xiangqi/?session={value['sessionId']}")
-    page.wait_for_function("document.querySelectorAll('#movelist li').length === 2")
+    page.wait_for_function("document.querySelectorAll('#movelist .mv').length === 2")
     page.click("#btn-review")
     page.wait_for_selector("#review polyline", timeout=60000)
     assert page.locator("#review").is_visible()
@@ -213,7 +213,7 @@ def test_polling_backs_off_stops_and_offers_fallback(
     # after the seed's 30 s schedule a slow poll (every 10 s, sooner near the server's timeout) goes on
     assert 1 <= len(polls) - count <= 4, len(polls) - count
     page.click("#btn-fallback")
-    _until(page, "document.querySelectorAll('#movelist li').length === 2")
+    _until(page, "document.querySelectorAll('#movelist .mv').length === 2")
     assert page.locator("#message").inner_text() == "已由本地引擎代走"
 
 
@@ -249,7 +249,7 @@ def test_model_never_answers_countdown_then_the_servers_fallback_arrives(
     page.screenshot(path=str(artifact_dir() / "xiangqi-panel-waiting.png"), full_page=True)
     after_fast = len(polls)
     # real seconds pass until the server's 14 s timeout; the page keeps a slow poll and picks the move up
-    _until(page, "document.querySelectorAll('#movelist li').length === 2", seconds=60)
+    _until(page, "document.querySelectorAll('#movelist .mv').length === 2", seconds=60)
     assert time.monotonic() - started >= 13  # it was the server's timeout, not a page-side move
     assert len(polls) > after_fast
     assert page.locator("#message").inner_text() == "模型超时，本地引擎代走"
@@ -271,7 +271,69 @@ def test_fallback_button_refreshes_when_the_reply_already_came(
     # the model answers while the page sits between slow polls (its timers are frozen)
     service.move("opponent", "h9g7")
     page.click("#btn-fallback")
-    _until(page, "document.querySelectorAll('#movelist li').length === 2")
+    _until(page, "document.querySelectorAll('#movelist .mv').length === 2")
     assert _moves(page) == ["炮二平五", "马8进7"]
     assert page.locator("#status").inner_text() == "轮到你走"
     assert page.locator("#message").inner_text() != "对手不在思考中"
+
+
+def _texts(page: Any, selector: str) -> list[str]:
+    return [t.strip() for t in page.locator(selector).all_inner_texts()]
+
+
+def test_board_reads_like_a_chinese_board(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+    service, http = served
+    value = service.new("hero", "r", "model")
+    for move, actor in (("h2e2", "hero"), ("h9g7", "opponent"), ("h0g2", "hero"), ("i9h9", "opponent")):
+        service.move(actor, move)  # type: ignore[arg-type]
+    service.move("hero", "i0h0")
+    page.goto(f"{http.url}/xiangqi/?session={value['sessionId']}")
+    page.wait_for_function("document.querySelectorAll('#movelist .mv').length === 5")
+    # Red's files 九…一 along the bottom edge, Black's 1…9 along the top, left to right
+    red = page.locator("text.fileno.red")
+    black = page.locator("text.fileno.black")
+    assert [red.nth(i).text_content() for i in range(9)] == list("九八七六五四三二一")
+    assert [black.nth(i).text_content() for i in range(9)] == [str(i) for i in range(1, 10)]
+    assert red.first.bounding_box()["y"] > black.first.bounding_box()["y"]
+    assert red.first.bounding_box()["x"] < red.last.bounding_box()["x"]
+    assert page.locator("#board line.mark").count() > 40  # the 炮/兵 position marks
+    # the record counts rounds: one line per Red move and Black's answer
+    rounds = _texts(page, "#movelist li")
+    assert rounds[0].split() == ["1.", "炮二平五", "马8进7"]
+    assert rounds[1].split() == ["2.", "马二进三", "车9平8"]
+    assert rounds[2].split() == ["3.", "车一平二"]
+    page.select_option("#notation", "wxf")
+    assert _texts(page, "#movelist li")[0].split() == ["1.", "C2=5", "H8+7"]
+    page.select_option("#notation", "iccs")
+    assert _texts(page, "#movelist li")[0].split() == ["1.", "h2e2", "h9g7"]
+    page.select_option("#notation", "zh")
+    page.screenshot(path=str(artifact_dir() / "xiangqi-panel-board.png"), full_page=True)
+    favicon = page.request.get(f"{http.url}/favicon.ico")
+    assert favicon.status == 200 and favicon.headers["content-type"].startswith("image/svg+xml")
+
+
+def test_flipped_board_hint_in_pawns_and_eval_not_clipped(
+    served: tuple[GameService, LoopbackServer], page: Any
+) -> None:
+    service, http = served
+    # Black to move, Red a rook up: the evaluation is far from even
+    value = service.new("hero", "b", "model", fen="3k5/9/9/9/9/9/9/9/4R4/5K3 b - - 0 1")
+    page.goto(f"{http.url}/xiangqi/?session={value['sessionId']}")
+    page.wait_for_function("document.getElementById('status').textContent === '轮到你走'")
+    red = page.locator("text.fileno.red")
+    black = page.locator("text.fileno.black")
+    # flipped: Black's numbers along the bottom (9…1 left to right), Red's 一…九 along the top
+    assert red.first.bounding_box()["y"] < black.first.bounding_box()["y"]
+    assert black.first.bounding_box()["x"] > black.last.bounding_box()["x"]
+    page.wait_for_function("document.getElementById('evaltext').textContent !== ''", timeout=60000)
+    label = page.locator("#evaltext")
+    text = label.inner_text()
+    assert text.startswith("+") or "步杀" in text, text  # Red is better, shown in pawns from Red's view
+    box = label.bounding_box()
+    assert box["x"] >= 0 and label.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+    page.click("#btn-hint")
+    page.wait_for_selector("#hints .candidate", timeout=60000)
+    first = page.locator("#hints .candidate").first.inner_text()
+    assert " 兵" in first or "步杀" in first, first
+    assert "引擎：builtin" in page.locator("#hints").inner_text()
+    page.screenshot(path=str(artifact_dir() / "xiangqi-panel-flipped.png"), full_page=True)

@@ -307,7 +307,8 @@ def show_error(exc: ServiceError, as_json: bool) -> None:
         f"[red]{exc.code}[/]: {exc.message}" + (f"  {error['messageZh']}" if error.get("messageZh") else "")
     )
     moves = error["details"].get("legalMoves")
-    if moves:
+    # NOT_YOUR_TURN: the moves of the side to move are the opponent's, not the person's to choose from
+    if moves and exc.code != "NOT_YOUR_TURN":
         console.print("合法着法：" + " ".join(f"{m['zh']}({m['iccs']})" for m in moves))
     if exc.hint:
         console.print(f"[dim]{exc.hint}[/]")

@@ -100,11 +100,13 @@ class Game:
         """Play a legal ICCS move; returns ``{iccs, zh, captured, side}``."""
         move = xb.Move(xb.parse_square(iccs[:2]), xb.parse_square(iccs[2:4]))
         zh = notation.to_chinese(self.pos, move)
+        wxf = notation.to_wxf(self.pos, move)
         side = self.turn
         captured = self.pos.push(move)
         entry = {
             "iccs": move.iccs(),
             "zh": zh,
+            "wxf": wxf,
             "captured": xb.piece_letter(captured) if captured else "",
             "side": side,
         }
@@ -545,21 +547,20 @@ class GameService:
                 )
             mover: Side = record.hero if actor == "hero" else self._opponent_side(record)
             if game.turn != mover:
-                legal = self._legal_list(game)
                 if actor == "opponent":
                     raise GameError(
                         "NOT_YOUR_TURN",
                         "it is the person's turn; the model may not move for them",
                         hint="Wait for the person's move, then read the board again.",
                         errorZh="现在不是对手的回合，不得替人类方走子",
-                        legalMoves=legal,
+                        legalMoves=self._legal_list(game),
                     )
+                # no legalMoves here: they would be the opponent's moves, not the person's
                 raise GameError(
                     "NOT_YOUR_TURN",
                     "it is the opponent's turn",
                     hint="Wait for the opponent's reply.",
                     errorZh="现在是对手的回合，请等待应招",
-                    legalMoves=legal,
                 )
             iccs = game.resolve_move(
                 move
@@ -670,6 +671,7 @@ class GameService:
             lines = self.engine.analyse(game, self.settings.hint_time, max(1, min(count, 10)), depth)
             value["candidates"] = candidates(game, lines)
             value["evaluation"] = evaluation_summary(game, lines)
+            value["engine"] = self.engine.name
         return value
 
     def review(

@@ -143,22 +143,43 @@ def candidates(game: Game, lines: list[Line]) -> list[dict[str, Any]]:
                 "depth": line.depth,
                 "pv": line.pv,
                 "pvZh": pv_zh,
+                "pawns": round(line.score / 100, 2),
+                "scoreZh": score_zh(line.score, line.mate),
+                "lineZh": " ".join(pv_zh[:5]),
             }
         )
     return out
 
 
+def score_zh(score: int, mate: int | None) -> str:
+    """A score for the side to move as a Chinese player reads it: ``+1.25 兵`` or ``3 步杀`` / ``被 3 步杀``."""
+    if mate is not None:
+        return f"{mate} 步杀" if mate > 0 else f"被 {-mate} 步杀"
+    return f"{score / 100:+.2f} 兵"
+
+
 def evaluation_summary(game: Game, lines: list[Line]) -> dict[str, Any]:
     """Score for the side to move and for Red (the eval bar), mate distance, depth, best move."""
     if not lines:
-        return {"score": 0, "scoreRed": 0, "mate": None, "depth": 0, "bestMove": None}
+        return {
+            "score": 0,
+            "scoreRed": 0,
+            "pawnsRed": 0.0,
+            "mate": None,
+            "mateRed": None,
+            "depth": 0,
+            "bestMove": None,
+        }
     best = lines[0]
     red = best.cp() if game.turn == "r" else -best.cp()
     zh = _pv_chinese(game, [best.move])
+    mate_red = None if best.mate is None else (best.mate if game.turn == "r" else -best.mate)
     return {
         "score": best.score,
         "scoreRed": red,
+        "pawnsRed": round((best.score if game.turn == "r" else -best.score) / 100, 2),
         "mate": best.mate,
+        "mateRed": mate_red,
         "depth": best.depth,
         "bestMove": {"iccs": best.move, "zh": zh[0] if zh else best.move},
     }

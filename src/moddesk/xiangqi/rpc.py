@@ -210,12 +210,21 @@ def rpc_routes(service: GameService) -> list[BaseRoute]:
             return JSONResponse(error_body(ServiceError("INTERNAL_ERROR", f"{endpoint} failed unexpectedly")))
         return JSONResponse({"ok": True, "value": value})
 
+    async def favicon(request: Request) -> Response:
+        # browsers ask for /favicon.ico whatever the page links; an SVG answer is shown by all current ones
+        return Response(
+            (PANEL_DIR / "favicon.svg").read_bytes(),
+            media_type="image/svg+xml",
+            headers={"Cache-Control": "max-age=86400"},
+        )
+
     async def root(request: Request) -> Response:
         return RedirectResponse(PANEL_PATH + (f"?{request.url.query}" if request.url.query else ""))
 
     return [
         Route(CHANNEL + "/{endpoint}", call, methods=["POST"]),
         Route("/", root, methods=["GET"]),
+        Route("/favicon.ico", favicon, methods=["GET"]),
         Mount(PANEL_PATH.rstrip("/"), app=StaticFiles(directory=PANEL_DIR, html=True)),
     ]
 

@@ -3,7 +3,10 @@
 "use strict";
 
 const RPC = "/xiangqi-mate/";
-const CELL = 60, MARGIN = 40;
+const CELL = 60, MARGIN = 40, TOP = 60;  // TOP leaves room for the file numbers above and below
+const RED_FILES = "九八七六五四三二一";  // Red counts files from its right: a-file is 九 ... i-file is 一
+// 炮 and 兵/卒 points get the traditional corner marks: [file, rank] in ICCS terms
+const MARKS = [[1, 2], [7, 2], [1, 7], [7, 7], ...[0, 2, 4, 6, 8].flatMap((f) => [[f, 3], [f, 6]])];
 const NAMES = {
   K: "帅", A: "仕", B: "相", N: "马", R: "车", C: "炮", P: "兵",
   k: "将", a: "士", b: "象", n: "马", r: "车", c: "炮", p: "卒",
@@ -22,7 +25,8 @@ const TEXT = {
     "ai.budget": "模型额度用尽，本地引擎代走", "ai.failed": "引擎出错", "game.over": "对局结束",
     "game.resigned": "你已认输", "game.undone": "已悔棋", "game.new": "新局开始",
     opponentModel: "对手：当前会话模型", opponentLocal: "对手：本地引擎", lang: "English",
-    candidates: "候选着法", turning: "转折点", best: "最佳",
+    candidates: "候选着法", turning: "转折点", best: "最佳", engine: "引擎",
+    notation: "记谱", evalTitle: "评估（红方视角，单位：兵）", mateFor: "{side}{n}步杀", red: "红", black: "黑",
   },
   en: {
     title: "Xiangqi", new: "New game", sideRed: "Play red", sideBlack: "Play black", oppModel: "vs model",
@@ -37,13 +41,15 @@ const TEXT = {
     "ai.budget": "Model budget used up; the local engine moved", "ai.failed": "Engine error",
     "game.over": "Game over", "game.resigned": "You resigned", "game.undone": "Move taken back",
     "game.new": "New game", opponentModel: "Opponent: the chat model", opponentLocal: "Opponent: local engine",
-    lang: "中文", candidates: "Candidates", turning: "Turning points", best: "best",
+    lang: "中文", candidates: "Candidates", turning: "Turning points", best: "best", engine: "engine",
+    notation: "Notation", evalTitle: "Evaluation (Red's view, in pawns)", mateFor: "{side} mates in {n}",
+    red: "Red", black: "Black",
   },
 };
 
 const state = {
   session: new URLSearchParams(location.search).get("session"),
-  view: null, selected: null, lang: "zh", hints: [], reviewData: null,
+  view: null, selected: null, lang: "zh", hints: [], hintEngine: null, reviewData: null, notation: "zh",
   poll: { timer: null, delay: 800, started: 0, stopped: false },
   // the server's waiting timeline: seconds left to its automatic fallback, as of `at` (page clock)
   wait: { remaining: null, waited: 0, at: 0, timer: null },
@@ -76,7 +82,7 @@ function flipped() { return state.view && state.view.hero === "b"; }
 function xy(index) {
   let col = index % 9, row = Math.floor(index / 9);
   if (flipped()) { col = 8 - col; row = 9 - row; }
-  return [MARGIN + col * CELL, MARGIN + row * CELL];
+  return [MARGIN + col * CELL, TOP + row * CELL];
 }
 
 function drawGrid(svg) {
@@ -86,24 +92,40 @@ function drawGrid(svg) {
   defs.appendChild(marker);
   svg.appendChild(defs);
   const g = svgEl("g");
-  const L = (x1, y1, x2, y2) => g.appendChild(svgEl("line", { x1, y1, x2, y2, class: "line" }));
-  for (let r = 0; r < 10; r++) L(MARGIN, MARGIN + r * CELL, MARGIN + 8 * CELL, MARGIN + r * CELL);
+  const L = (x1, y1, x2, y2, cls) => g.appendChild(svgEl("line", { x1, y1, x2, y2, class: cls || "line" }));
+  const X = (c) => MARGIN + c * CELL, Y = (r) => TOP + r * CELL;
+  for (let r = 0; r < 10; r++) L(X(0), Y(r), X(8), Y(r));
   for (let c = 0; c < 9; c++) {
-    if (c === 0 || c === 8) L(MARGIN + c * CELL, MARGIN, MARGIN + c * CELL, MARGIN + 9 * CELL);
-    else {
-      L(MARGIN + c * CELL, MARGIN, MARGIN + c * CELL, MARGIN + 4 * CELL);
-      L(MARGIN + c * CELL, MARGIN + 5 * CELL, MARGIN + c * CELL, MARGIN + 9 * CELL);
+    if (c === 0 || c === 8) L(X(c), Y(0), X(c), Y(9));
+    else { L(X(c), Y(0), X(c), Y(4)); L(X(c), Y(5), X(c), Y(9)); }
+  }
+  for (const top of [0, 7]) { L(X(3), Y(top), X(5), Y(top + 2)); L(X(5), Y(top), X(3), Y(top + 2)); }
+  // position marks: small corners around the cannon and pawn points (only the inward ones at the edges)
+  for (const [f, rank] of MARKS) {
+    const [x, y] = xy((9 - rank) * 9 + f);
+    for (const dx of [-1, 1]) {
+      if ((x + dx * CELL < X(0) - 1) || (x + dx * CELL > X(8) + 1)) continue;
+      for (const dy of [-1, 1]) {
+        const cx = x + dx * 5, cy = y + dy * 5;
+        L(cx, cy, cx + dx * 12, cy, "mark"); L(cx, cy, cx, cy + dy * 12, "mark");
+      }
     }
   }
-  for (const top of [0, 7]) {
-    L(MARGIN + 3 * CELL, MARGIN + top * CELL, MARGIN + 5 * CELL, MARGIN + (top + 2) * CELL);
-    L(MARGIN + 5 * CELL, MARGIN + top * CELL, MARGIN + 3 * CELL, MARGIN + (top + 2) * CELL);
-  }
   const river = (x, s) => {
-    const el = svgEl("text", { x, y: MARGIN + 4.5 * CELL + 9, class: "river", "text-anchor": "middle" });
+    const el = svgEl("text", { x, y: TOP + 4.5 * CELL + 9, class: "river", "text-anchor": "middle" });
     el.textContent = s; g.appendChild(el);
   };
-  river(MARGIN + 2 * CELL, "楚 河"); river(MARGIN + 6 * CELL, "汉 界");
+  river(X(2), "楚 河"); river(X(6), "汉 界");
+  // file numbers: Red's 九…一 on Red's edge, Black's 1…9 on Black's edge; both follow the board's flip
+  for (let file = 0; file < 9; file++) {
+    const [x] = xy(file);
+    const redAtBottom = !flipped();
+    const red = svgEl("text", { x, y: redAtBottom ? Y(9) + 48 : Y(0) - 32, class: "fileno red", "data-file": `r${file}` });
+    red.textContent = RED_FILES[file];
+    const black = svgEl("text", { x, y: redAtBottom ? Y(0) - 32 : Y(9) + 48, class: "fileno black", "data-file": `b${file}` });
+    black.textContent = String(file + 1);
+    g.appendChild(red); g.appendChild(black);
+  }
   svg.appendChild(g);
 }
 
@@ -164,16 +186,7 @@ function renderSide(v) {
   $("status").textContent = status;
   $("opponent").textContent = v.opponent.kind === "model" ? t("opponentModel") : t("opponentLocal");
   if (v.message) showMessage(t(v.message.code), v.message.tone);
-  const list = $("movelist");
-  list.replaceChildren();
-  v.history.forEach((h, i) => {
-    const li = document.createElement("li");
-    li.textContent = h.zh + (h.captured ? " ×" : "");
-    li.dataset.iccs = h.iccs;
-    if (i === v.history.length - 1) li.className = "current";
-    list.appendChild(li);
-  });
-  list.scrollTop = list.scrollHeight;
+  renderMoves(v);
   const playing = v.phase === "playing";
   $("btn-undo").disabled = v.history.length === 0;
   $("btn-hint").disabled = !myTurn(v);
@@ -181,30 +194,75 @@ function renderSide(v) {
   const showFallback = playing && (v.pending === "ai-failed" ||
     (v.pending === "ai-thinking" && v.opponent.kind === "model" && state.poll.stopped));
   $("btn-fallback").hidden = !showFallback;
-  if (v.evaluation) setEval(v.evaluation.scoreRed);
+  if (v.evaluation) setEval(v.evaluation);
   const hintBox = $("hints");
   hintBox.replaceChildren();
   if (state.hints.length) {
     const head = document.createElement("div");
-    head.textContent = t("candidates");
+    head.textContent = t("candidates") + (state.hintEngine ? `（${t("engine")}：${state.hintEngine}）` : "");
     hintBox.appendChild(head);
     for (const c of state.hints) {
       const d = document.createElement("div");
       d.className = "candidate";
-      d.textContent = `${c.zh} (${c.iccs})  ${c.score > 0 ? "+" : ""}${c.score}  ${(c.pvZh || []).slice(1, 4).join(" ")}`;
+      const score = c.mate !== null && c.mate !== undefined ? c.scoreZh : `${c.pawns > 0 ? "+" : ""}${c.pawns.toFixed(2)} 兵`;
+      d.textContent = `${c.zh}  ${score}  ${(c.pvZh || []).slice(1, 5).join(" ")}`;
+      d.title = c.iccs;
       hintBox.appendChild(d);
     }
   }
 }
 
-function setEval(scoreRed) {
-  const clipped = Math.max(-1000, Math.min(1000, scoreRed));
+// The record in rounds, as Chinese game records are written: "1. 炮二平五 炮8平7" (a game that starts with
+// Black to move opens with "1. … 马8进7"); the notation follows the toggle (Chinese, WXF, ICCS).
+function moveText(h) {
+  const text = state.notation === "wxf" ? (h.wxf || h.zh) : state.notation === "iccs" ? h.iccs : h.zh;
+  return text + (h.captured ? " ×" : "");
+}
+function renderMoves(v) {
+  const list = $("movelist");
+  list.replaceChildren();
+  const startBlack = v.history.length ? v.history[0].side === "b" : false;
+  let li = null;
+  v.history.forEach((h, i) => {
+    if (h.side !== "b" || !li) {
+      li = document.createElement("li");
+      const no = document.createElement("span");
+      no.className = "round";
+      no.textContent = `${list.children.length + 1}.`;
+      li.appendChild(no);
+      if (h.side === "b" && startBlack && i === 0) {
+        const gap = document.createElement("span");
+        gap.className = "mv gap"; gap.textContent = "…";
+        li.append(" ", gap);
+      }
+      list.appendChild(li);
+    }
+    const mv = document.createElement("span");
+    mv.className = `mv ${h.side === "r" ? "red" : "black"}${i === v.history.length - 1 ? " current" : ""}`;
+    mv.textContent = moveText(h);
+    mv.dataset.iccs = h.iccs;
+    li.append(" ", mv);  // the spaces keep the copied text readable: "1. 炮二平五 炮8平7"
+    if (h.side === "b") li = null;
+  });
+  list.scrollTop = list.scrollHeight;
+}
+
+function evalLabel(e) {
+  if (e.mateRed !== null && e.mateRed !== undefined) {
+    return t("mateFor").replace("{side}", e.mateRed > 0 ? t("red") : t("black")).replace("{n}", Math.abs(e.mateRed));
+  }
+  const pawns = e.pawnsRed !== undefined ? e.pawnsRed : e.scoreRed / 100;
+  return `${pawns > 0 ? "+" : ""}${pawns.toFixed(1)}`;
+}
+function setEval(e) {
+  const clipped = Math.max(-1000, Math.min(1000, e.scoreRed));
   // the bar fills from the person's side of the board: Red's share when Red is at the bottom
   const ours = flipped() ? -clipped : clipped;
   $("evalfill").style.height = `${50 + ours / 20}%`;
   $("evalfill").style.background = flipped() ? "#222" : "#c0392b";
   $("evalfill").parentElement.style.background = flipped() ? "#c0392b" : "#222";
-  $("evaltext").textContent = (scoreRed / 100).toFixed(1);
+  $("evaltext").textContent = evalLabel(e);
+  $("evaltext").title = t("evalTitle");
 }
 
 function showMessage(text, tone) {
@@ -262,7 +320,7 @@ function apply(value) {
 async function refreshEval() {
   const rev = state.view.revision;
   const value = await rpc("state", { includeEval: true });
-  if (value && value.revision === rev && value.evaluation) { state.view.evaluation = value.evaluation; setEval(value.evaluation.scoreRed); }
+  if (value && value.revision === rev && value.evaluation) { state.view.evaluation = value.evaluation; setEval(value.evaluation); }
 }
 
 // Polling: only while the opponent is thinking and the page is visible. The seed's schedule first (800 ms,
@@ -368,6 +426,7 @@ function applyLang() {
   render();
 }
 
+$("notation").addEventListener("change", () => { state.notation = $("notation").value; if (state.view) renderMoves(state.view); });
 $("lang").addEventListener("click", () => { state.lang = state.lang === "zh" ? "en" : "zh"; applyLang(); });
 $("btn-new").addEventListener("click", () => {
   state.session = null;
@@ -380,7 +439,7 @@ $("btn-undo").addEventListener("click", () => {
 });
 $("btn-hint").addEventListener("click", async () => {
   const value = await rpc("hint", { count: 3 });
-  if (value) { state.hints = value.candidates; apply(value); }
+  if (value) { state.hints = value.candidates; state.hintEngine = value.engine || null; apply(value); }
 });
 $("btn-resign").addEventListener("click", () => { if (confirm(t("confirmResign"))) act("resign", {}); });
 $("btn-review").addEventListener("click", async () => {
