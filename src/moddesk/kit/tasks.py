@@ -186,6 +186,11 @@ class TaskManager:
                 if t.state in ACTIVE_STATES and (kind is None or t.kind == kind)
             ]
 
+    def recent(self, limit: int = 20) -> list[str]:
+        """Ids of the newest tasks, running or finished, newest first (for activity views)."""
+        with self._lock:
+            return [t.task_id for t in reversed(self._tasks.values())][:limit]
+
     def status(self, task_id: str, log_cursor: str | None = None, log_limit: int = 200) -> dict[str, Any]:
         """State, phase, progress, one page of logs, and the result or error once finished."""
         task = self._get(task_id)

@@ -98,8 +98,9 @@ async def _call_remote(url: str, tool: str, args: dict[str, Any]) -> dict[str, A
 def serve(
     archive: Annotated[Path | None, typer.Argument(help="archive to open at start")] = None,
     port: Annotated[int | None, typer.Option(help="port on 127.0.0.1 (default: the saved setting)")] = None,
+    open_page: Annotated[bool, typer.Option("--open", help="open the page in the browser")] = False,
 ) -> None:
-    """Run the workbench: the service and its MCP endpoint (Streamable HTTP) on 127.0.0.1."""
+    """Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
     from moddesk.pvf.serve import Workbench, client_config, load_settings
 
     with _errors():
@@ -117,6 +118,11 @@ def serve(
                 f"opened {escape(opened['sourcePath'])} ({opened['fileCount']} files, {opened['format']})"
             )
     console.print(f"MCP endpoint: [bold]{bench.url}[/bold] (loopback only)")
+    console.print(f"Workbench page: [bold]{bench.page_url}[/bold]")
+    if open_page:
+        import webbrowser
+
+        webbrowser.open(bench.page_url)
     console.print("Client config to copy:")
     console.print(client_config(bench.url), markup=False, highlight=False)
     console.print("Ctrl+C stops the server.")

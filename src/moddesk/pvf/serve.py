@@ -25,6 +25,7 @@ from moddesk.kit.leftovers import sweep_remembered, sweep_stale, system_temp_dir
 from moddesk.kit.mcp import serve_http
 from moddesk.pvf.mcp import build_workbench_server
 from moddesk.pvf.service import PvfService
+from moddesk.pvf.web.routes import PAGE_PATH, web_routes
 
 DEFAULT_PORT = 47815
 SERVER_NAME = "moddesk-pvf"
@@ -200,13 +201,17 @@ class Workbench:
     def __init__(self, service: PvfService | None = None, port: int = DEFAULT_PORT) -> None:
         self.swept = sweep_leftovers()
         self.service = service or PvfService(rules_dir=rules_dir(), index_cache=index_cache_dir())
-        self.server: LoopbackServer = serve_http(
-            build_workbench_server(self.service), port, window_routes(self.service)
-        )
+        routes = window_routes(self.service) + web_routes(self.service, lambda: self.url)
+        self.server: LoopbackServer = serve_http(build_workbench_server(self.service), port, routes)
 
     @property
     def url(self) -> str:
         return f"{self.server.url}{MCP_PATH}"
+
+    @property
+    def page_url(self) -> str:
+        """The person's page (the workbench in the browser)."""
+        return f"{self.server.url}{PAGE_PATH}"
 
     def open_at_start(self, archive: Path, timeout: float = 600.0) -> dict[str, Any]:
         """Open ``archive`` before serving (the same lifecycle path a client uses)."""

@@ -6,7 +6,8 @@
 - ``indexing``: the background content index and its on-disk cache;
 - ``lifecycle``: open / close / save / save_as as tasks under one lock, and the file-identity helpers;
 - ``reading``: search and read_file;
-- ``records``: the archive's history and the annotation docs.
+- ``records``: the archive's history and the annotation docs;
+- ``browse``: folder-by-folder listings for the web page's tree.
 
 Every mutating call goes through the request ledger; reads check the workspace identity and
 revision; later features (scripts, import, export) plug into the same occupancy checks through
@@ -24,6 +25,7 @@ from moddesk.kit.errors import ServiceError
 from moddesk.kit.ledger import RequestLedger
 from moddesk.kit.plans import PlanRegistry
 from moddesk.kit.tasks import TaskManager
+from moddesk.pvf.browse import BrowseOps
 from moddesk.pvf.core import BLOCKING_PLAN_KINDS
 from moddesk.pvf.indexing import INDEX_CACHE_KEEP, INDEX_WAIT_SECONDS
 from moddesk.pvf.lifecycle import DirtyPolicy, LifecycleOps
@@ -34,7 +36,7 @@ from moddesk.pvf.workspace import BASE, DraftRegistry
 CAPABILITY_VERSION = "pvf-1"
 
 
-class PvfService(LifecycleOps, ReadOps, RecordsOps):
+class PvfService(LifecycleOps, ReadOps, RecordsOps, BrowseOps):
     """Everything the workbench can do; thread-safe; the only implementation of each operation."""
 
     def __init__(
@@ -51,6 +53,7 @@ class PvfService(LifecycleOps, ReadOps, RecordsOps):
         self._init_core(tasks, ledger, plans, drafts)
         self._init_index(index_wait, index_cache)
         self._init_records(rules_dir)
+        self._init_browse()
 
     # ------------------------------------------------------------------ info and events
 

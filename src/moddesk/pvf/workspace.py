@@ -186,6 +186,16 @@ class Workspace:
                     names.add(path)
             return sorted(names)
 
+    def base_paths(self) -> list[str]:
+        """Every normalised path of the base archive (as opened), unsorted."""
+        return list(self._names)
+
+    def overlay_membership(self) -> tuple[list[str], list[str]]:
+        """(paths the overlay adds to the base, base paths it deletes); call holding ``lock``."""
+        added = [p for p, c in self._overlay.items() if c is not None and p not in self._names]
+        deleted = [p for p, c in self._overlay.items() if c is None and p in self._names]
+        return added, deleted
+
     # ------------------------------------------------------------------ reading
 
     def base_text(self, path: str) -> str | None:

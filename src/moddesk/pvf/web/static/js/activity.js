@@ -1,0 +1,40 @@
+// Agent activity, live: tasks (script runs with progress and logs, lifecycle, index builds) and
+// pending plans; a pending plan opens in the review view.
+import { t } from "./i18n.js";
+import { $, attempt, h, on } from "./main.js";
+import { renderReview } from "./review.js";
+
+const el = {};
+let reviewing = null;
+
+function task(s) {
+  const p = s.progress || {};
+  const bar = p.total ? h("progress", { max: p.total, value: p.done || 0 }) : null;
+  return h("div", { class: "task", "data-task": s.taskId, "data-kind": s.kind, "data-state": s.state },
+    h("div", { class: "head" }, h("b", {}, s.kind), h("span", { class: `state-${s.state}` }, s.state), h("span", { class: "muted" }, s.phase), bar,
+      p.message ? h("span", { class: "muted" }, p.message) : null, h("span", { class: "muted" }, s.taskId)),
+    s.error ? h("div", { class: "state-failed" }, `${s.error.error}: ${s.error.message}`) : null,
+    s.logs && s.logs.length ? h("div", { class: "log" }, s.logs.join("\n")) : null);
+}
+
+async function paint(data) {
+  el.tasks.replaceChildren(...(data.tasks.length ? data.tasks.map(task) : [h("div", { class: "muted" }, t("activity.none"))]));
+  const plan = data.plans.find((p) => p.kind === "script" || p.kind === "import");
+  const badge = $('#views button[data-view="activity"]');
+  badge.textContent = t("view.activity") + (data.plans.length ? ` (${data.plans.length})` : "");
+  el.plans.replaceChildren(...data.plans.map((p) => h("div", { class: "task", "data-plan": p.planId }, h("b", {}, p.kind), " ", p.source || "", " ", h("span", { class: "muted" }, p.planId))));
+  if (!plan) { reviewing = null; el.review.hidden = true; el.review.replaceChildren(); return; }
+  if (reviewing === plan.planId) return;
+  reviewing = plan.planId;
+  el.review.hidden = false;
+  await attempt(() => renderReview(el.review, plan));
+}
+
+export function init() {
+  const root = $("#main-activity");
+  el.tasks = h("div", { id: "tasks" });
+  el.plans = h("div", { id: "plans" });
+  el.review = h("div", { id: "review", hidden: true });
+  root.append(h("div", { class: "panel" }, h("h2", {}, t("activity.title")), el.review, h("h3", {}, t("activity.plans")), el.plans, h("h3", {}, t("activity.tasks")), el.tasks));
+  on("activity", paint);
+}

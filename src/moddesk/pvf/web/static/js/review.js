@@ -1,0 +1,88 @@
+// Plan review: the changes a script or import would make, side-by-side diffs, dependencies,
+// select / deselect, then Apply selected or Discard — the same apply/discard operations the agent has.
+import { op } from "./api.js";
+import { t } from "./i18n.js";
+import { attempt, h, notice, refreshInfo, ws } from "./main.js";
+
+const KINDS = {
+  script: { preview: "scriptPreview", apply: "scriptApply", discard: "scriptDiscard", key: "changeKey" },
+  import: { preview: "importPreview", apply: "importApply", discard: "importDiscard", key: "key" },
+};
+
+// Unified diff → rows of [left, right, class]; a run of - lines pairs with the + run after it.
+export function sideBySide(diff) {
+  const rows = [];
+  let dels = [], ins = [];
+  const flush = () => {
+    for (let i = 0; i < Math.max(dels.length, ins.length); i++) rows.push([dels[i] ?? "", ins[i] ?? "", dels[i] != null ? "del" : "", ins[i] != null ? "ins" : ""]);
+    dels = []; ins = [];
+  };
+  for (const line of (diff || "").split("\n")) {
+    if (line === "" || line.startsWith("---") || line.startsWith("+++")) continue; // "" joins lines that kept their own newline
+    if (line.startsWith("@@")) { flush(); rows.push([line, null, "hunk", ""]); }
+    else if (line.startsWith("-")) dels.push(line.slice(1));
+    else if (line.startsWith("+")) ins.push(line.slice(1));
+    else { flush(); rows.push([line.slice(1), line.slice(1), "", ""]); }
+  }
+  flush();
+  return rows;
+}
+
+export async function renderReview(root, plan) {
+  const kind = KINDS[plan.kind];
+  if (!kind) { root.replaceChildren(); return; }
+  const items = [];
+  let cursor = null;
+  for (let page = 0; page < 20; page++) {
+    const res = await op(kind.preview, { planId: plan.planId, cursor, limit: 100 });
+    items.push(...res.items);
+    cursor = res.nextCursor;
+    if (!cursor) break;
+  }
+  const chosen = new Set(items.map((i) => i[kind.key]));
+  let shown = items[0];
+  const count = h("span", { class: "muted", id: "review-count" });
+  const list = h("div", { class: "change-list", role: "list" });
+  const diff = h("div", { class: "sbs", id: "review-diff" });
+  const paintCount = () => { count.textContent = t("review.selected", { n: chosen.size, m: items.length }); };
+  const paintDiff = () => {
+    diff.replaceChildren(h("div", { class: "muted" }, t("review.before")), h("div", { class: "muted" }, t("review.after")));
+    if (!shown) return;
+    for (const [a, b, ca, cb] of sideBySide(shown.diff)) {
+      if (ca === "hunk") { diff.append(h("div", { class: "hunk" }, a)); continue; }
+      diff.append(h("div", { class: ca }, a), h("div", { class: cb }, b));
+    }
+    for (const label of list.children) label.classList.toggle("current", label.dataset.key === shown[kind.key]);
+  };
+  for (const item of items) {
+    const key = item[kind.key];
+    const box = h("input", { type: "checkbox", checked: true, "data-key": key, onchange: (e) => { if (e.target.checked) chosen.add(key); else chosen.delete(key); paintCount(); } });
+    const deps = (item.dependsOn || []).length ? h("div", { class: "deps" }, `${t("review.deps")}: ${item.dependsOn.join(", ")}`) : null;
+    const label = h("label", { "data-key": key, "data-path": item.path || item.target, onmouseenter: () => { shown = item; paintDiff(); }, onclick: () => { shown = item; paintDiff(); } },
+      box, h("span", { class: `kind kind-${item.kind || item.action}` }, item.kind || item.action), h("span", {}, item.path || item.target));
+    list.append(h("div", {}, label, deps, ...(item.warnings || []).map((w) => h("div", { class: "deps" }, typeof w === "string" ? w : JSON.stringify(w)))));
+  }
+  const apply = async () => {
+    const info = ws();
+    const keys = [...chosen];
+    const body = plan.kind === "script"
+      ? { planId: plan.planId, expectedRevision: info.revision, changeKeys: keys }
+      : { planId: plan.planId, expectedRevision: info.revision, selectedKeys: keys, overwriteKeys: keys };
+    const res = await attempt(() => op(kind.apply, body));
+    if (res) notice(t("review.applied", { n: keys.length }), [], "info");
+    await refreshInfo();
+  };
+  const discard = async () => { await attempt(() => op(kind.discard, { planId: plan.planId })); await refreshInfo(); };
+  root.replaceChildren(
+    h("h2", {}, `${t("review.title")} · ${plan.kind} · ${plan.source || plan.planId}`),
+    h("div", { class: "actions" },
+      h("button", { class: "primary", id: "review-apply", onclick: apply }, t("review.apply")),
+      h("button", { class: "danger", id: "review-discard", onclick: discard }, t("review.discard")),
+      h("button", { onclick: () => { items.forEach((i) => chosen.add(i[kind.key])); list.querySelectorAll("input").forEach((b) => { b.checked = true; }); paintCount(); } }, t("review.all")),
+      h("button", { onclick: () => { chosen.clear(); list.querySelectorAll("input").forEach((b) => { b.checked = false; }); paintCount(); } }, t("review.none")),
+      count),
+    h("div", { class: "changes" }, list, diff));
+  root.dataset.planId = plan.planId;
+  paintCount();
+  paintDiff();
+}

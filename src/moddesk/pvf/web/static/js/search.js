@@ -1,0 +1,59 @@
+// Search: content / path / regex with scope and extensions, paged; a click opens the hit at its line.
+import { op } from "./api.js";
+import { t } from "./i18n.js";
+import { $, emit, h, notice, on, ws } from "./main.js";
+
+let last = null;
+const el = {};
+
+async function run(more = false) {
+  const info = ws(); if (!info) return;
+  if (!more) {
+    const extensions = el.ext.value.split(/[\s,]+/).filter(Boolean).map((x) => (x.startsWith(".") ? x : "." + x));
+    last = { workspaceId: info.workspaceId, query: el.q.value, mode: el.mode.value, scope: el.scope.value.trim(), extensions, limit: 50, cursor: null, count: 0 };
+    el.results.replaceChildren();
+  }
+  if (!last.query) return;
+  el.status.textContent = "…";
+  const started = performance.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const page = await op("search", last);
+      last.cursor = page.nextCursor;
+      last.count += page.hits.length;
+      for (const hit of page.hits) {
+        el.results.append(h("div", { class: "hit", role: "link", "data-path": hit.path, "data-line": hit.line ?? "", onclick: () => emit("open-file", { path: hit.path, line: hit.line }) },
+          h("div", { class: "where" }, hit.line ? `${hit.path}:${hit.line}` : hit.path),
+          hit.snippet != null ? h("div", { class: "snip" }, hit.snippet) : null));
+      }
+      el.status.textContent = (last.count ? t("search.hits", { n: last.count + (page.nextCursor ? "+" : "") }) : t("search.none")) + ` · ${Math.round(performance.now() - started)} ms`;
+      el.results.dataset.done = String(Date.now());
+      el.more.hidden = !page.nextCursor;
+      return;
+    } catch (err) {
+      if (err.code === "NOT_READY" && attempt < 120) { el.status.textContent = t("search.notReady"); await new Promise((r) => setTimeout(r, 1000)); continue; }
+      el.status.textContent = "";
+      notice(err);
+      return;
+    }
+  }
+}
+
+function build() {
+  const side = $("#side-search");
+  el.q = h("input", { type: "search", id: "search-q", placeholder: t("search.query") });
+  el.mode = h("select", { id: "search-mode" }, ...["content", "path", "regex"].map((m) => h("option", { value: m }, t(`search.${m}`))));
+  el.scope = h("input", { type: "search", id: "search-scope", placeholder: t("search.scope"), size: 12 });
+  el.ext = h("input", { type: "search", id: "search-ext", placeholder: t("search.ext"), size: 10 });
+  el.status = h("div", { class: "muted", id: "search-status", role: "status" });
+  el.results = h("div", { id: "search-results" });
+  el.more = h("button", { id: "search-more", hidden: true, onclick: () => run(true) }, t("search.more"));
+  const form = h("form", { id: "search-form", onsubmit: (e) => { e.preventDefault(); run(); } },
+    el.q, h("button", { type: "submit", class: "primary" }, t("search.go")), h("div", { class: "opts" }, el.mode, el.scope, el.ext));
+  side.replaceChildren(form, el.status, el.results, el.more);
+}
+
+export function init() {
+  build();
+  on("lang", () => { const q = el.q.value; build(); el.q.value = q; });
+}

@@ -1,0 +1,63 @@
+// Import and export dialogs: prepare → preview (warnings to acknowledge) → apply / write, or discard.
+import { op } from "./api.js";
+import { t } from "./i18n.js";
+import { $, attempt, h, notice, refreshInfo, showView, ws } from "./main.js";
+
+const lines = (text) => text.split("\n").map((s) => s.trim()).filter(Boolean);
+
+function importForm() {
+  const sources = h("textarea", { id: "import-sources", rows: 3, cols: 60 });
+  const target = h("input", { id: "import-target", size: 30 });
+  const mode = h("select", { id: "import-mode" }, h("option", { value: "text" }, "text"), h("option", { value: "raw" }, "raw"));
+  const prepare = async () => {
+    const info = ws(); if (!info) return;
+    const res = await attempt(() => op("importPrepare", { workspaceId: info.workspaceId, sourcePaths: lines(sources.value), targetDir: target.value.trim(), mode: mode.value }));
+    if (res) { notice(`${res.planId}: ${res.total ?? ""}`, [], "info"); await refreshInfo(); showView("activity"); }
+  };
+  return h("section", { class: "panel" }, h("h2", {}, t("transfer.import")),
+    h("div", { class: "field" }, h("span", {}, t("transfer.sources")), sources),
+    h("div", { class: "field" }, h("span", {}, t("transfer.target")), target),
+    h("div", { class: "field" }, h("span", {}, t("transfer.mode")), mode),
+    h("button", { class: "primary", id: "import-prepare", onclick: prepare }, t("transfer.prepare")));
+}
+
+function exportForm() {
+  const paths = h("textarea", { id: "export-paths", rows: 3, cols: 60 });
+  const source = h("select", { id: "export-source" }, ...["selection", "memory", "working", "commit"].map((s) => h("option", { value: s }, s)));
+  const format = h("select", { id: "export-format" }, h("option", { value: "" }, "direct"));
+  const name = h("input", { id: "export-name", size: 20 });
+  const modId = h("input", { id: "export-modid", size: 20 });
+  const output = h("input", { id: "export-output", size: 40 });
+  const result = h("div", { id: "export-preview" });
+  op("exportFormats", {}).then((r) => { for (const f of r.formats) if (f.mode === "mod" || f.id !== "direct") format.append(h("option", { value: f.id }, f.id)); }, () => {});
+  let plan = null;
+  const prepare = async () => {
+    const info = ws(); if (!info) return;
+    const fmt = format.value || null;
+    plan = await attempt(() => op("exportPrepare", { workspaceId: info.workspaceId, expectedRevision: info.revision, source: source.value, paths: paths.value.trim() ? lines(paths.value) : [""],
+      mode: fmt ? "mod" : "direct", format: fmt, name: name.value, modId: modId.value || null }));
+    if (!plan) return;
+    const preview = await attempt(() => op("exportPreview", { planId: plan.planId, limit: 200 }));
+    if (!preview) return;
+    const acks = (preview.warnings || []).map((w) => h("label", { class: "warn" }, h("input", { type: "checkbox", "data-warning": w.warningId }), ` ${t("transfer.ack")}: ${w.message || w.warningId}`));
+    result.replaceChildren(h("div", { class: "muted" }, `${plan.planId} · ${preview.total ?? preview.entries?.length ?? ""}`),
+      h("table", { class: "grid" }, ...(preview.entries || []).slice(0, 200).map((e) => h("tr", {}, h("td", {}, e.entryKey), h("td", {}, e.source || ""), h("td", {}, e.size)))),
+      ...acks,
+      h("div", { class: "field" }, h("span", {}, t("transfer.output")), output),
+      h("button", { class: "primary", id: "export-execute", onclick: execute }, t("transfer.execute")),
+      h("button", { onclick: async () => { await attempt(() => op("exportDiscard", { planId: plan.planId })); result.replaceChildren(); await refreshInfo(); } }, t("transfer.discard")));
+  };
+  const execute = async () => {
+    const acknowledged = [...result.querySelectorAll("input[data-warning]:checked")].map((b) => b.dataset.warning);
+    const res = await attempt(() => op("exportExecute", { planId: plan.planId, outputParent: output.value.trim(), acknowledgedWarningIds: acknowledged }));
+    if (res) { notice(`${t("common.ok")}: ${res.outputPath}`, [], "info"); result.replaceChildren(); await refreshInfo(); }
+  };
+  return h("section", { class: "panel" }, h("h2", {}, t("transfer.export")),
+    h("div", { class: "field" }, h("span", {}, t("transfer.source")), source),
+    h("div", { class: "field" }, h("span", {}, t("transfer.paths")), paths),
+    h("div", { class: "field" }, h("span", {}, t("transfer.format")), format),
+    h("div", { class: "field" }, h("span", {}, t("transfer.name")), name, h("span", {}, t("transfer.modId")), modId),
+    h("button", { class: "primary", id: "export-prepare", onclick: prepare }, t("transfer.prepare")), result);
+}
+
+export function init() { $("#main-transfer").append(importForm(), exportForm()); }

@@ -1,0 +1,348 @@
+"""The workbench page in a real headless Chromium, with an agent (SDK Client, Streamable HTTP) beside it.
+
+One generated archive per module (real corpus texts imported into it when MODDESK_CORPORA is
+set); one browser; the page and the agent share one ``moddesk pvf serve`` workbench.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+from mcp import Client
+
+from moddesk.pvf.archive import Archive
+from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.serve import Workbench
+from moddesk.pvf.service import PvfService
+
+CHROMIUM = os.environ.get("MODDESK_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
+FILES = 20_000
+CORPUS_ITEM = "equipment/character/mage/weapon/broom/111156.equ"
+T = TypeVar("T")
+
+pytestmark = pytest.mark.external
+
+
+def artifact_dir() -> Path:
+    path = Path(os.environ.get("MODDESK_ARTIFACTS") or Path(tempfile.gettempdir()) / "moddesk-artifacts")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def corpus_texts() -> dict[str, str]:
+    """The real .equ/.stk texts of the corpus sample, by archive path (empty without the corpus)."""
+    root = Path(os.environ.get("MODDESK_CORPORA", "")) / "pvf" / "pvf_1031-sample"
+    if not os.environ.get("MODDESK_CORPORA") or not root.is_dir():
+        return {}
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".equ", ".stk") and path.is_file():
+            out[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
+    return out
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
+        if os.environ.get("MODDESK_REQUIRE_EXTERNAL") == "1":
+            pytest.fail(f"chromium is required (MODDESK_REQUIRE_EXTERNAL=1) but {CHROMIUM} is missing")
+        pytest.skip(f"chromium not installed at {CHROMIUM}")
+    path = tmp_path_factory.mktemp("web archive") / "Script test.pvf"
+    generate_archive(path, files=FILES, seed=7)
+    texts = corpus_texts()
+    if texts:  # the real texts go in through the service, as an import would put them
+        service = PvfService()
+        try:
+            handle = service.open(str(path), service.epoch)
+            opened = service.tasks.wait(handle["taskId"], 120)["result"]
+            applied = service.apply_changes(opened["workspaceId"], opened["revision"], texts)
+            saved = service.save(opened["workspaceId"], applied["revision"])
+            assert service.tasks.wait(saved["taskId"], 120)["state"] == "succeeded"
+        finally:
+            service.shutdown()
+    return path
+
+
+@pytest.fixture(scope="module")
+def bench(archive: Path) -> Iterator[Workbench]:
+    workbench = Workbench(PvfService(), port=0).start()
+    try:
+        yield workbench
+    finally:
+        workbench.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(bench: Workbench) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, bench: Workbench) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="zh-CN")
+    context.set_default_timeout(30000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(bench.page_url)
+    page.wait_for_selector("body[data-ready='1']")
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def shot(page: Any, name: str) -> None:
+    page.screenshot(path=str(artifact_dir() / f"pvf-web-{name}.png"))
+
+
+def in_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run an async agent session on its own thread (the sync Playwright loop owns this one)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = anyio.run(make)
+        except BaseException as exc:  # handed back to the test thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(120)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+async def tool(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, args)
+    payload = dict(result.structured_content or {})
+    payload["isError"] = result.is_error
+    return payload
+
+
+def open_in_page(page: Any, archive: Path) -> None:
+    page.fill("#archive-path", str(archive))
+    page.click("#btn-open")
+    page.wait_for_selector("#tree .row[data-path='equipment']")
+
+
+def workspace(bench: Workbench) -> tuple[str, int]:
+    info = bench.service.info()
+    return info["workspaceId"], info["revision"]
+
+
+# ---------------------------------------------------------------------- the person alone
+
+
+def test_open_browse_search_hover_edit_save(page: Any, bench: Workbench, archive: Path) -> None:
+    open_in_page(page, archive)
+    assert page.get_attribute("#tree", "role") == "tree"
+    page.click("#tree .row[data-path='equipment']")
+    page.click("#tree .row[data-path='equipment/character']")
+    row = page.locator("#tree .row[data-path='equipment/character/common']")
+    assert row.get_attribute("role") == "treeitem" and row.get_attribute("aria-level") == "3"
+    shot(page, "tree")
+
+    # search the content for one known line of one file, open the hit at its line
+    ws_id, _ = workspace(bench)
+    target = "skill/gunnerskill.lst" if not corpus_texts() else CORPUS_ITEM
+    text = bench.service.read_file(ws_id, target)["text"]
+    lines = text.split("\n")
+    line_no = next(i for i, line in enumerate(lines, 1) if i > 3 and line.strip().startswith("`"))
+    needle = lines[line_no - 1].strip()
+    page.click("#views button[data-view='search']")
+    page.fill("#search-q", needle)
+    page.fill("#search-ext", "." + target.rsplit(".", 1)[1])
+    page.click("#search-form button[type='submit']")
+    hit = page.locator(f"#search-results .hit[data-path='{target}'][data-line='{line_no}']")
+    hit.wait_for()
+    shot(page, "search")
+    hit.click()
+    page.wait_for_selector(f"#code-wrap[data-path='{target}'][data-line='{line_no}']")
+    assert page.locator(f"pre .ln.target[data-n='{line_no}']").count() == 1
+
+    # hover a field: the [grade] value of an .equ file explains itself
+    equ = next(
+        p
+        for p in bench.service.search(ws_id, "equipment/**/*.equ", "path", limit=5)["hits"]
+        if p["path"].endswith(".equ")
+    )["path"]
+    page.click("#views button[data-view='files']")
+    page.evaluate("path => window.dispatchEvent(new CustomEvent('pvf-open', {detail: path}))", equ)
+    page.wait_for_selector(f"#code-wrap[data-path='{equ}']")
+    page.wait_for_selector("#ann-panel .item")
+    grade_line = bench.service.read_file(ws_id, equ)["text"].split("\n").index("[grade]") + 2
+    value = page.locator(f"pre .ln[data-n='{grade_line}'] span.t-number").first
+    value.wait_for()
+    box = value.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#tooltip:not([hidden])")
+    assert "Grade" in page.inner_text("#tooltip")
+    shot(page, "editor-hover")
+
+    # edit: a draft (reported to the service), saved into the workspace, then the archive saved
+    original = page.input_value("#code")
+    edited = original.replace("[grade]\n\t", "[grade]\n\t7", 1)
+    page.fill("#code", edited)
+    page.wait_for_selector("#draft-state[data-dirty='true']")
+    assert _eventually(lambda: any(w["dirty"] for w in bench.service.info()["drafts"]))
+    shot(page, "draft")
+    page.click("#btn-save-draft")
+    page.wait_for_selector("#draft-state[data-dirty='false']")
+    assert _eventually(lambda: not any(w["dirty"] for w in bench.service.info()["drafts"]))
+    ws_id, _ = workspace(bench)
+    saved_value = bench.service.read_file(ws_id, equ, grade_line, 1)["text"]
+    assert saved_value.startswith("\t7")
+    page.click("#btn-save")
+    assert _eventually(lambda: not bench.service.info()["sourceDirty"], 30)
+    with Archive.open(archive) as reread:
+        assert reread.read_text(equ).split("\n")[grade_line - 1] == saved_value
+
+
+def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+# ---------------------------------------------------------------------- the agent beside the person
+
+RAISE_PRICES = """
+const files = pvf.glob("stackable/cash/*.stk").slice(0, 3);
+for (const f of files) {
+  f.setText(f.text().replace("[price]\\n\\t", "[price]\\n\\t9"));
+  pvf.log("raised " + f.path);
+}
+"""
+
+
+async def run_script(client: Client, source: str) -> dict[str, Any]:
+    info = await tool(client, "pvf_workspace_info", {})
+    started = await tool(
+        client,
+        "pvf_script_run",
+        {"workspaceId": info["workspaceId"], "expectedRevision": info["revision"], "source": source},
+    )
+    assert not started["isError"], started
+    while True:
+        status = await tool(client, "pvf_script_status", {"taskId": started["taskId"]})
+        if status["state"] in ("succeeded", "failed", "cancelled"):
+            assert status["state"] == "succeeded", status
+            return {**status, "revision": info["revision"]}
+        await anyio.sleep(0.1)
+
+
+def test_agent_plan_reviewed_in_page_and_draft_barrier(page: Any, bench: Workbench, archive: Path) -> None:
+    if not bench.service.info()["open"]:
+        open_in_page(page, archive)
+    else:
+        page.wait_for_selector("#tree .row[data-path='equipment']")
+    ws_id, _ = workspace(bench)
+    cash = [h["path"] for h in bench.service.search(ws_id, "stackable/cash/*.stk", "path", limit=3)["hits"]]
+    before = {p: bench.service.read_file(ws_id, p)["text"] for p in cash}
+
+    # the person has the first of them open in a tab while the agent works
+    page.click("#views button[data-view='files']")
+    page.evaluate("path => window.dispatchEvent(new CustomEvent('pvf-open', {detail: path}))", cash[0])
+    page.wait_for_selector(f"#code-wrap[data-path='{cash[0]}']")
+    page.click("#views button[data-view='activity']")
+
+    async def agent_runs() -> dict[str, Any]:
+        async with Client(bench.url, read_timeout_seconds=60) as client:
+            return await run_script(client, RAISE_PRICES)
+
+    run = in_thread(agent_runs)
+    plan_id = run["planId"]
+    # the plan shows up in the review view by itself (server-sent events)
+    page.wait_for_selector(f"#review[data-plan-id='{plan_id}'] .change-list input[data-key]")
+    keys = page.eval_on_selector_all(
+        "#review .change-list input[data-key]", "els => els.map(e => e.dataset.key)"
+    )
+    assert len(keys) == 3
+    page.locator("#review .change-list label").nth(1).hover()
+    page.wait_for_selector("#review-diff .ins")
+    shot(page, "review")
+
+    # a draft in the page blocks the agent's apply (UI_DRAFT_PENDING), as the seed's barrier says
+    page.click("#views button[data-view='files']")
+    page.fill("#code", page.input_value("#code") + "\n")
+    page.wait_for_selector("#draft-state[data-dirty='true']")
+    assert _eventually(lambda: any(w["dirty"] for w in bench.service.info()["drafts"]))
+
+    async def agent_applies() -> dict[str, Any]:
+        async with Client(bench.url, read_timeout_seconds=60) as client:
+            return await tool(
+                client,
+                "pvf_script_apply",
+                {"planId": plan_id, "expectedRevision": run["revision"], "changeKeys": keys},
+            )
+
+    refused = in_thread(agent_applies)
+    assert refused["isError"] and refused["error"] == "UI_DRAFT_PENDING", refused
+    page.click("#btn-discard-draft")
+    page.wait_for_selector("#draft-state[data-dirty='false']")
+    assert _eventually(lambda: not any(w["dirty"] for w in bench.service.info()["drafts"]))
+
+    # the person deselects one change and applies the rest
+    page.click("#views button[data-view='activity']")
+    dropped = page.get_attribute("#review .change-list label >> nth=2", "data-path")
+    page.locator("#review .change-list input[data-key]").nth(2).uncheck()
+    assert page.inner_text("#review-count").startswith("已选 2/3")
+    page.click("#review-apply")
+    page.wait_for_selector("#review", state="hidden")
+    ws_id, _ = workspace(bench)
+    for path in cash:
+        now = bench.service.read_file(ws_id, path)["text"]
+        if path == dropped:
+            assert now == before[path]
+        else:
+            assert now == before[path].replace("[price]\n\t", "[price]\n\t9", 1) != before[path]
+    # the open tab shows the applied change without a reload
+    page.click("#views button[data-view='files']")
+    if cash[0] != dropped:
+        page.wait_for_function(
+            "expected => document.querySelector('#code').value === expected",
+            arg=bench.service.read_file(ws_id, cash[0], 1, 2000)["text"],
+        )
+    shot(page, "after-apply")
+
+
+def test_views_render(page: Any, bench: Workbench, archive: Path) -> None:
+    if not bench.service.info()["open"]:
+        open_in_page(page, archive)
+    page.click("#views button[data-view='settings']")
+    page.wait_for_selector("#main-settings [data-client='claude-code'] pre")
+    assert bench.url in page.inner_text("#mcp-url")
+    shot(page, "settings")
+    page.click("#views button[data-view='scripts']")
+    page.wait_for_function("() => document.querySelector('#script-help').textContent.length > 20")
+    shot(page, "scripts")
+    page.click("#views button[data-view='transfer']")
+    shot(page, "transfer")
+    page.click("#views button[data-view='history']")
+    page.wait_for_selector("#history-init, #history-log")
+    shot(page, "history")
+    page.click("#btn-lang")
+    assert page.inner_text("#views button[data-view='files']") == "Files"
+    page.click("#btn-lang")
