@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from moddesk.kit.errors import ServiceError, register_codes
+from moddesk.xiangqi.placement import placement_problem
 
 RED, BLACK = 0, 1
 KING, ADVISOR, ELEPHANT, HORSE, ROOK, CANNON, PAWN = 1, 2, 3, 4, 5, 6, 7
@@ -221,20 +222,6 @@ SENSITIVE = tuple(
     )
     for sq in range(90)
 )
-# Legal squares per signed piece kind (used to validate FEN input).
-_PALACE = tuple(frozenset(sq for sq in range(90) if _in_palace(c, file_of(sq), rank_of(sq))) for c in (0, 1))
-_ELEPHANT_SQ = tuple(frozenset(dst for sq in range(90) for _, dst in ELEPHANT_MOVES[c][sq]) for c in (0, 1))
-_ADVISOR_SQ = tuple(frozenset(dst for sq in range(90) for dst in ADVISOR_MOVES[c][sq]) for c in (0, 1))
-_PAWN_SQ = tuple(
-    frozenset(
-        sq
-        for sq in range(90)
-        if not _own_half(c, rank_of(sq))
-        or (rank_of(sq) in ((3, 4) if c == RED else (5, 6)) and file_of(sq) % 2 == 0)
-    )
-    for c in (0, 1)
-)
-
 _rng = random.Random(0x58494E47)  # fixed seed: keys are stable across runs and processes
 # ZOBRIST[piece][sq]; negative pieces index from the end of the 15-entry list (Python indexing).
 ZOBRIST = [[_rng.getrandbits(64) for _ in range(90)] for _ in range(15)]
@@ -345,37 +332,22 @@ class Position:
         self._load(board, RED if side in ("w", "r") else BLACK, halfmove, fullmove)
 
     def _load(self, board: list[int], turn: int, halfmove: int, fullmove: int) -> None:
-        counts = [0] * 15
-        kings = [-1, -1]
-        for sq, p in enumerate(board):
-            if not p:
-                continue
-            counts[p] += 1
-            c = color_of(p)
-            kind = abs(p)
-            ok = (
-                (kind == KING and sq in _PALACE[c])
-                or (kind == ADVISOR and sq in _ADVISOR_SQ[c])
-                or (kind == ELEPHANT and sq in _ELEPHANT_SQ[c])
-                or (kind == PAWN and sq in _PAWN_SQ[c])
-                or kind in (HORSE, ROOK, CANNON)
+        problem = placement_problem(board)
+        if problem is not None:
+            raise XiangqiError(
+                "BAD_FEN",
+                problem[0],
+                hint="The position cannot arise in a game; check the FEN's piece placement.",
+                errorZh=problem[1],
             )
-            if not ok:
-                raise XiangqiError(
-                    "BAD_FEN",
-                    f"{'red' if c == RED else 'black'} {KIND_NAMES[kind]} cannot stand on {square_name(sq)}",
-                )
-            if kind == KING:
-                kings[c] = sq
-        for p in range(-7, 8):
-            if p and counts[p] > MAX_COUNT[abs(p)]:
-                side = "red" if p > 0 else "black"
-                raise XiangqiError("BAD_FEN", f"too many {side} {KIND_NAMES[abs(p)]}s ({counts[p]})")
-        if counts[KING] != 1 or counts[-KING] != 1:
-            raise XiangqiError("BAD_FEN", "each side needs exactly one king")
+        kings = [board.index(KING), board.index(-KING)]
         other = 1 - turn
         if is_attacked(board, kings[other], 1 if turn == RED else -1):
-            raise XiangqiError("BAD_FEN", "the side not to move is in check (or the kings face each other)")
+            raise XiangqiError(
+                "BAD_FEN",
+                "the side not to move is in check (or the kings face each other)",
+                errorZh="不该走棋的一方正被将军（或双方将帅照面）",
+            )
         self.board = board
         self.turn = turn
         self.kings = kings
