@@ -31,6 +31,7 @@ T = TypeVar("T")
 BLOCKING_PLAN_KINDS: dict[str, str] = {
     "script": "PLAN_PENDING",
     "import": "PLAN_PENDING",
+    "mod": "PLAN_PENDING",
     "export": "EXPORT_PLAN_PENDING",
 }
 

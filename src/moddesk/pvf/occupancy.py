@@ -16,7 +16,7 @@ from moddesk.pvf.errors import pvf_error
 if TYPE_CHECKING:
     from moddesk.pvf.service import PvfService
 
-WRITE_PLAN_KINDS = ("script", "import")
+WRITE_PLAN_KINDS = ("script", "import", "mod")
 
 
 def ensure_free_for_write_plan(service: PvfService) -> None:

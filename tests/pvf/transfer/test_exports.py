@@ -78,7 +78,9 @@ def test_memory_source_110usextend_layout(bench: Bench, tmp_path: Path) -> None:
         "priority": 100,
         "enabled": True,
         "types": {"equipment/weapon/w2.equ": 1, "equipment/weapon/w9.equ": 1},
+        "baseSha256": {"equipment/weapon/w2.equ": pack["baseSha256"]["equipment/weapon/w2.equ"]},
     }
+    assert len(pack["baseSha256"]["equipment/weapon/w2.equ"]) == 64, "w2 replaced a file; w9 is new"
     assert (root / "merge" / "equipment" / "equipment.lst").read_text() == "3\t`weapon/w9.equ`\n"
     assert "999" in (root / "pvf" / "equipment" / "weapon" / "w2.equ").read_text()
 
@@ -139,13 +141,15 @@ def test_115cn_mod_zip(bench: Bench, tmp_path: Path) -> None:
         names = archive.namelist()
         manifest = json.loads(archive.read("mod.json"))
     assert names[0] == "mod.json"
-    assert "pvf/equipment/equipment.lst" in names and "pvf/equipment/weapon/w9.equ" in names
+    assert "merge/equipment/equipment.lst" in names and "pvf/equipment/weapon/w9.equ" in names
+    assert "pvf/equipment/equipment.lst" not in names, "a list ships its changed entries, not the whole table"
     assert manifest["modId"] == "com.example.zip" and manifest["format"] == "115CN-mod"
     assert {e["path"] for e in manifest["entries"]} == {
         "equipment/equipment.lst",
         "equipment/weapon/w2.equ",
         "equipment/weapon/w9.equ",
     }
+    assert [e["path"] for e in manifest["entries"] if e.get("merge")] == ["equipment/equipment.lst"]
 
 
 def test_direct_export_of_a_deletion_writes_previous_content(bench: Bench, tmp_path: Path) -> None:

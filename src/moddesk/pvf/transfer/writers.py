@@ -37,7 +37,7 @@ FORMATS: list[dict[str, Any]] = [
     {
         "id": "110USextend",
         "mode": "mod",
-        "read": False,
+        "read": True,
         "write": True,
         "output": "<outputParent>/<name>-<version>/ with pack.json, pvf/ (whole files) and merge/ (.lst/.str entries)",
         "deletes": "not expressible: reported in skippedDeletes",
@@ -45,9 +45,9 @@ FORMATS: list[dict[str, Any]] = [
     {
         "id": "115CN-mod",
         "mode": "mod",
-        "read": False,
+        "read": True,
         "write": True,
-        "output": "<outputParent>/<name>-<version>.zip with a root mod.json (stable modId) and pvf/ payload",
+        "output": "<outputParent>/<name>-<version>.zip with a root mod.json (stable modId), pvf/ (whole files) and merge/ (.lst/.str entries)",
         "deletes": "not expressible: reported in skippedDeletes",
     },
 ]
@@ -92,6 +92,7 @@ class OutputEntry:
     source: str  # archive path it comes from ("" for package metadata)
     meta: bool = False  # package metadata: rebuilt by the service, never selectable
     depends_on: list[str] = field(default_factory=list)
+    base_sha256: str | None = None  # the file this change started from (a MOD reader's conflict check)
 
 
 @dataclass
@@ -184,7 +185,7 @@ def build_output(
             continue
         assert item.content is not None
         is_table = item.path.endswith((".lst", ".str"))
-        if fmt == "110USextend" and is_table:
+        if is_table:  # both MOD formats carry only new or changed entries, so MODs combine
             if not item.has_baseline:
                 warn(
                     "no-baseline",
@@ -200,7 +201,8 @@ def build_output(
         if isinstance(item.content, bytes) and fmt == "110USextend":
             warn("binary-skipped", item.path, "110USextend carries text only: this binary file is left out")
             continue
-        entries.append(OutputEntry(f"pvf/{item.path}", _bytes(item.content), item.path))
+        base = hashlib.sha256(_bytes(item.baseline)).hexdigest() if item.baseline is not None else None
+        entries.append(OutputEntry(f"pvf/{item.path}", _bytes(item.content), item.path, base_sha256=base))
         types[item.path] = _script_type(item.content) if isinstance(item.content, str) else 0
 
     # dependencies: a list entry needs the file it points at
@@ -228,6 +230,8 @@ def build_output(
             "priority": 100,
             "enabled": True,
             "types": dict(sorted(types.items())),
+            # moddesk's addition (other readers ignore it): the content each file replaced
+            "baseSha256": {e.source: e.base_sha256 for e in entries if e.base_sha256},
         }
         entries.append(
             OutputEntry(
@@ -243,9 +247,10 @@ def build_output(
             "entries": [
                 {
                     "path": e.source,
-                    "type": types.get(e.source, 0),
+                    **({"merge": True} if e.key.startswith("merge/") else {"type": types.get(e.source, 0)}),
                     "size": len(e.data),
                     "sha256": hashlib.sha256(e.data).hexdigest(),
+                    **({"baseSha256": e.base_sha256} if e.base_sha256 else {}),
                 }
                 for e in entries
             ],
@@ -267,6 +272,7 @@ def rebuild_meta(output: Output, chosen: list[OutputEntry], fmt: FormatId) -> li
     sources = {e.source for e in chosen}
     if fmt == "110USextend":
         data["types"] = {p: t for p, t in data["types"].items() if p in sources}
+        data["baseSha256"] = {p: h for p, h in data.get("baseSha256", {}).items() if p in sources}
     else:
         data["entries"] = [e for e in data["entries"] if e["path"] in sources]
     encoded = (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode()
