@@ -9,6 +9,8 @@ that type are indexed (the public RA3 corpora ship none, so such ids cannot be c
 
 from __future__ import annotations
 
+import bisect
+import difflib
 from collections import defaultdict
 
 from lsprotocol import types as lsp
@@ -36,6 +38,7 @@ class DiagnosticTable:
         self._generation = -1
         self._by_file: dict[str, list[Diagnostic]] = {}
         self._base_types: frozenset[str] = frozenset()
+        self._ids: dict[tuple[int, str | None], list[tuple[str, str]]] = {}
 
     def of(self, data: IndexData, shown: str) -> list[Diagnostic]:
         """Every index diagnostic located in one file (call with the index lock held)."""
@@ -49,6 +52,29 @@ class DiagnosticTable:
             self._base_types = frozenset(d.type for d in data.assets() if d.origin != "project")
             self._generation = data.generation
         return self._by_file.get(shown, [])
+
+    def near_miss(self, data: IndexData, type_name: str | None, ident: str) -> str | None:
+        """A mod asset of the wanted type whose id is a likely misspelling target of `ident`."""
+        if len(ident) < 4:
+            return None
+        key = (data.generation, type_name)
+        ids = self._ids.get(key)
+        if ids is None:
+            wanted = data.derived_types(data.canonical(type_name)) if type_name else None
+            ids = sorted(
+                {d.id.lower(): d.id for d in data.assets() if wanted is None or d.type in wanted}.items()
+            )
+            if len(self._ids) > 64:
+                self._ids.clear()
+            self._ids[key] = ids
+        stem = ident.lower()[: max(4, len(ident) // 2)]
+        at = bisect.bisect_left(ids, (stem, ""))
+        candidates: list[str] = []
+        while at < len(ids) and ids[at][0].startswith(stem) and len(candidates) < 200:
+            candidates.append(ids[at][1])
+            at += 1
+        close = difflib.get_close_matches(ident, candidates, n=1, cutoff=0.75)
+        return close[0] if close else None
 
     def base_indexed(self, type_name: str | None) -> bool:
         """True when base-game (SDK or manifest) assets of this type are indexed."""
@@ -147,6 +173,14 @@ def _unresolved(
             {"scope": "mod-local", "actualTypes": other},
             lsp.DiagnosticSeverity.Error,
             "REFERENCE_WRONG_TYPE",
+        )
+    near = table.near_miss(data, wanted, ref.target_id)
+    if near is not None:
+        return (
+            f"mod-local: {ref.value!r} ({wanted}) is not defined; did you mean {near!r}?",
+            {"scope": "mod-local", "didYouMean": near},
+            None,
+            "UNRESOLVED_REFERENCE",
         )
     if table.base_indexed(wanted) or any(table.base_indexed(t) for t in data.derived_types(wanted or "")):
         return (

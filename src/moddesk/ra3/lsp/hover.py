@@ -103,7 +103,7 @@ def _schema_doc(
     word = row[start:end]
     if not word:
         return None
-    offset = sum(len(x) + 1 for x in lines.lines[:line]) + start
+    offset = lines.offset(line, start)
     before = row[:start]
     if before.endswith(("<", "</")):
         ctx = context_at(text, offset)

@@ -6,7 +6,10 @@ an editor counts UTF-16 units, so a column after an astral character (emoji, rar
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def utf16_len(text: str) -> int:
@@ -52,7 +55,9 @@ class Lines:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lines = text.splitlines()
+        # LSP line breaks are exactly \n, \r\n and \r (str.splitlines also splits on \x0b, \u2028 …)
+        self.lines = _BREAK.split(text)
+        self.starts = [0] + [m.end() for m in _BREAK.finditer(text)]
 
     def line(self, number: int) -> str:
         """Zero-based line `number`, '' outside the document."""
@@ -65,3 +70,9 @@ class Lines:
     def index(self, line: int, units: int) -> int:
         """UTF-16 column -> code-point index on zero-based `line`."""
         return from_utf16(self.line(line), units)
+
+    def offset(self, line: int, index: int) -> int:
+        """Code-point offset into the whole text of (zero-based line, code-point index)."""
+        if line >= len(self.starts):
+            return len(self.text)
+        return self.starts[max(line, 0)] + min(index, len(self.line(line)))

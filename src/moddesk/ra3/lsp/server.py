@@ -231,9 +231,8 @@ def build_server(
             return None
         path, _shown, text = ls.document(params.text_document.uri)
         lines = Lines(text)
-        offset = sum(len(x) + 1 for x in lines.lines[: params.position.line]) + lines.index(
-            params.position.line, params.position.character
-        )
+        line = params.position.line
+        offset = lines.offset(line, lines.index(line, params.position.character))
         ctx = context_at(text, offset)
         xsd = ls.xsd()
         with ls.host.index.lock:
