@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from typing import Any
 
@@ -14,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from moddesk.kit.mcp import serve_http
+from moddesk.kit.mcp import result_payload, serve_http
 from moddesk.kit.selftest import build_server
 
 
@@ -48,11 +50,20 @@ async def _exercise(target: Any) -> None:
 
         stale = await client.call_tool("notes_add", {"text": "late", "expectedRevision": 0})
         assert stale.is_error
-        payload = stale.structured_content
-        assert payload is not None
+        # errors carry no structuredContent (the TypeScript SDK would check it against the
+        # outputSchema and throw); the error object is the text block, as JSON
+        assert stale.structured_content is None and len(stale.content) == 1
+        payload = json.loads(stale.content[0].text)
+        assert payload == result_payload(stale)
         assert payload["ok"] is False and payload["error"] == "STALE_NOTES"
         assert payload["revision"] == 3 and "retry" in payload["hint"]
-        assert stale.content[0].text.startswith("Error STALE_NOTES:")
+
+        # arguments the input schema rejects follow the same contract, naming the field path
+        bad = await client.call_tool("notes_list", {"limit": 0})
+        assert bad.is_error and bad.structured_content is None
+        refused = result_payload(bad)
+        assert refused["error"] == "INVALID_ARGUMENT" and refused["fields"][0]["path"] == "limit"
+        assert "hint" in refused and "pydantic" not in bad.content[0].text
 
         page = await client.call_tool("notes_list", {"limit": 2})
         assert page.structured_content is not None
@@ -61,8 +72,7 @@ async def _exercise(target: Any) -> None:
         rest = await client.call_tool("notes_list", {"limit": 2, "cursor": cursor})
         assert rest.structured_content is not None and rest.structured_content["notes"] == ["n2"]
         foreign = await client.call_tool("notes_list", {"limit": 3, "cursor": cursor})
-        assert foreign.is_error and foreign.structured_content is not None
-        assert foreign.structured_content["error"] == "INVALID_CURSOR"
+        assert foreign.is_error and result_payload(foreign)["error"] == "INVALID_CURSOR"
 
         counted = await client.call_tool("notes_count", {"steps": 8}, progress_callback=on_progress)
         await anyio.sleep(0.2)  # notifications may race the result over a real transport
@@ -73,7 +83,11 @@ async def _exercise(target: Any) -> None:
 
 
 def test_stdio_transport() -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "moddesk.kit.selftest", "stdio"])
+    # the SDK passes only a few safe variables to a stdio server; PYTHONPATH must reach it so the
+    # subprocess runs this checkout
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "moddesk.kit.selftest", "stdio"], env=dict(os.environ)
+    )
     anyio.run(_exercise, params)
 
 
@@ -176,7 +190,7 @@ def test_caller_scope_is_the_declared_client_name() -> None:
     assert caller_scope(None) == LOCAL_SCOPE
 
 
-def test_custom_error_text_keeps_the_structured_payload() -> None:
+def test_custom_error_text_renders_the_one_block() -> None:
     from moddesk.kit.errors import ServiceError
     from moddesk.kit.mcp import add_tool, new_server
 
@@ -201,5 +215,4 @@ def test_custom_error_text_keeps_the_structured_payload() -> None:
     result = anyio.run(main)
     assert result.is_error
     assert result.content[0].text == "ILLEGAL_MOVE; legal: h2e2"
-    assert result.structured_content["legalMoves"] == ["h2e2"]
-    assert result.structured_content["error"] == "ILLEGAL_MOVE"
+    assert result.structured_content is None

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from moddesk.kit.mcp import result_payload
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.demo import write_sample_archive
 from moddesk.pvf.serve import Workbench
@@ -45,7 +46,8 @@ async def ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
 async def fails(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     assert result.is_error, result.structured_content
-    payload = result.structured_content
+    assert result.structured_content is None  # errors are the JSON text block only
+    payload = result_payload(result)
     assert payload is not None and payload["ok"] is False and payload.get("hint")
     return dict(payload)
 
@@ -375,7 +377,7 @@ def test_editor_window_drafts_over_http(bench: Workbench, archive: Path) -> None
                 call = await client.call_tool(
                     "pvf_archive_save", {"workspaceId": ws, "expectedRevision": rev}
                 )
-                result.update(call.structured_content or {})
+                result.update(result_payload(call))
 
             async with anyio.create_task_group() as group:
                 group.start_soon(window, True)

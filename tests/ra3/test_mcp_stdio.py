@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from moddesk.kit.mcp import result_payload
 from moddesk.ra3 import endpoints
 from moddesk.ra3.demo import write_demo_mod
 from moddesk.ra3.endpoints import (
@@ -99,7 +100,7 @@ def _mcp(home: Path, project: Path) -> StdioServerParameters:
 
 async def _call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
-    payload = result.structured_content or {}
+    payload = result_payload(result)
     assert isinstance(payload, dict)
     return {
         "isError": bool(result.is_error),

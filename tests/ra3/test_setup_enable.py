@@ -14,6 +14,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from moddesk.kit.mcp import result_payload
 from moddesk.ra3.demo import write_demo_mod
 
 CLI = [sys.executable, "-m", "moddesk.ra3.cli"]
@@ -129,8 +130,7 @@ def test_enable_writes_every_client_config_launcher_and_skill(env: dict[str, str
         params = StdioServerParameters(command=str(launcher), args=entry["args"], env=env)
         async with Client(params, read_timeout_seconds=60) as client:
             result = await client.call_tool("get_status", {})
-            assert isinstance(result.structured_content, dict)
-            return result.structured_content
+            return result_payload(result)
 
     status = anyio.run(probe)
     assert status["index"]["projectDir"] == str(project) and status["index"]["state"] == "no_index"

@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from moddesk.kit.mcp import result_payload
 from moddesk.ra3 import endpoints
 from moddesk.ra3.endpoints import endpoint_path_for_project, read_endpoint_for_project
 from moddesk.ra3.mcp import LIVE_TIMEOUT_ENV
@@ -39,8 +40,7 @@ pytestmark = [
 
 async def _call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
-    assert isinstance(result.structured_content, dict)
-    return {"isError": bool(result.is_error), **result.structured_content}
+    return {"isError": bool(result.is_error), **result_payload(result)}
 
 
 def test_watch_real_mod_building_then_live_then_incremental(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
-from moddesk.kit.mcp import serve_http
+from moddesk.kit.mcp import result_payload, serve_http
 from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.mcp import build_server
 from moddesk.xiangqi.rpc import panel_link, rpc_routes
@@ -28,8 +29,9 @@ def fast_settings(tmp_path: Path) -> Settings:
 async def call(client: Client, name: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any], str]:
     result = await client.call_tool(name, args)
     assert len(result.content) == 1, "one text block per result"
-    assert result.structured_content is not None
-    return bool(result.is_error), result.structured_content, result.content[0].text  # type: ignore[union-attr]
+    # a success is structured; an error is the JSON error object in the text block only
+    assert (result.structured_content is None) == bool(result.is_error)
+    return bool(result.is_error), result_payload(result), result.content[0].text  # type: ignore[union-attr]
 
 
 async def game_flow(client: Client) -> None:
@@ -56,7 +58,12 @@ async def game_flow(client: Client) -> None:
     failed, err, text = await call(client, "xiangqi_move", {"move": "h7e7"})
     assert failed and err["ok"] is False and err["error"] == "NOT_YOUR_TURN"
     assert len(err["legalMoves"]) == 44 and err["errorZh"]
-    assert "legal moves (44)" in text and "h2e2=炮二平五" in text
+    assert json.loads(text) == err and '{"iccs":"h2e2","zh":"炮二平五"}' in text
+
+    # input the schema rejects keeps the game contract: code, field path, errorZh, legal moves
+    failed, err, _ = await call(client, "xiangqi_move", {"move": 12345})
+    assert failed and err["error"] == "INVALID_ARGUMENT" and err["errorZh"]
+    assert {f["path"].split(".")[0] for f in err["fields"]} == {"move"} and len(err["legalMoves"]) == 44
 
     prompt = await client.get_prompt("xiangqi", {"command": "move 炮二平五"})
     said = prompt.messages[0].content.text  # type: ignore[union-attr]
@@ -64,7 +71,7 @@ async def game_flow(client: Client) -> None:
 
     failed, err, text = await call(client, "xiangqi_move", {"move": "a9a5"})
     assert failed and err["error"] == "ILLEGAL_MOVE" and {"iccs": "h9g7", "zh": "马8进7"} in err["legalMoves"]
-    assert "h9g7=马8进7" in text
+    assert '{"iccs":"h9g7","zh":"马8进7"}' in text
     failed, err, _ = await call(client, "xiangqi_move", {"move": "knight to the moon"})
     assert failed and err["error"] == "BAD_NOTATION" and err["legalMoves"]
 

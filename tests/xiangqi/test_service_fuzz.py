@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from moddesk.kit.errors import ERROR_CODES, ServiceError
-from moddesk.kit.mcp import serve_http
+from moddesk.kit.mcp import result_payload, serve_http
 from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.mcp import build_server
 from moddesk.xiangqi.rpc import ENDPOINTS, dispatch, parse_command, rpc_routes
@@ -142,7 +142,10 @@ def test_tools_never_traceback(service: GameService, data: st.DataObject) -> Non
             result = await client.call_tool(name, args)
         text = result.content[0].text  # type: ignore[union-attr]
         assert "Traceback" not in text and "INTERNAL_ERROR" not in text
-        if result.is_error and result.structured_content is not None:
-            assert result.structured_content["error"] in ERROR_CODES
+        if result.is_error:
+            # every refusal, schema-level ones included, is the JSON error contract
+            assert result.structured_content is None
+            payload = result_payload(result)
+            assert payload["error"] in ERROR_CODES and payload["errorZh"], payload
 
     anyio.run(run)

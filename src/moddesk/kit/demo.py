@@ -9,7 +9,7 @@ import httpx
 from mcp import Client
 from rich.console import Console
 
-from moddesk.kit.mcp import serve_http
+from moddesk.kit.mcp import result_payload, serve_http
 from moddesk.kit.selftest import build_server
 
 
@@ -32,7 +32,7 @@ async def _exercise(url: str, console: Console) -> None:
         added = await client.call_tool("notes_add", {"text": "hello", "expectedRevision": revision})
         _check(not added.is_error, "notes_add succeeded")
         stale = await client.call_tool("notes_add", {"text": "again", "expectedRevision": revision})
-        payload: dict[str, Any] = stale.structured_content or {}
+        payload: dict[str, Any] = result_payload(stale)
         _check(stale.is_error and payload.get("error") == "STALE_NOTES", "stale revision is refused")
         console.print(f"stale write refused: {payload['error']} — hint: {payload['hint']}")
         counted = await client.call_tool("notes_count", {"steps": 20}, progress_callback=on_progress)

@@ -3,10 +3,14 @@
 Tools are plain typed functions (pydantic ``Field`` annotations for inputs, a pydantic model or
 ``dict`` return type for the ``outputSchema``). ``add_tool`` wraps each so that:
 
-* a result carries ``structuredContent`` plus ONE short text block (``text=`` renders it), not
-  the same JSON twice;
-* a ``ServiceError`` becomes the structured error payload ``{"ok": false, "error", "message",
-  "hint", …}`` with ``isError`` set, and a text block the model can act on;
+* a result carries ``structuredContent`` plus ONE text block (``text=`` renders it) that is a
+  complete, compact rendering: many clients hand the model only the text, so it is never cut;
+* a ``ServiceError`` becomes an ``isError`` result WITHOUT ``structuredContent`` whose text block is
+  the error object as JSON ``{"ok": false, "error", "message", "hint", …}``. The official
+  TypeScript SDK validates any ``structuredContent`` against the tool's ``outputSchema`` — error
+  results included — and throws ``-32602`` on a mismatch, so the model would never see the error;
+* arguments the input schema rejects (pydantic) become the same contract, ``INVALID_ARGUMENT``
+  with the field paths, instead of the SDK's raw validation text;
 * an unexpected exception is logged server-side and reported as ``INTERNAL_ERROR`` without
   internals.
 """
@@ -25,9 +29,10 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel
+from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
 
@@ -38,12 +43,71 @@ from moddesk.kit.ledger import LOCAL_SCOPE
 
 logger = logging.getLogger("moddesk.mcp")
 
-TEXT_LIMIT = 4000
+InvalidArgumentHook = Callable[[str, dict[str, Any], ServiceError], ServiceError]
 
 
-def new_server(name: str, instructions: str, **kwargs: Any) -> MCPServer:
-    """A new ``MCPServer`` with our version; ``kwargs`` go to ``MCPServer`` (e.g. ``lifespan``)."""
-    return MCPServer(name, version=__version__, instructions=instructions, **kwargs)
+class ToolServer(MCPServer):
+    """``MCPServer`` whose schema-level argument errors follow our error contract.
+
+    ``on_invalid_argument(tool, arguments, error)`` may enrich the ``INVALID_ARGUMENT`` error (the
+    xiangqi server adds ``errorZh`` and the legal moves).
+    """
+
+    on_invalid_argument: InvalidArgumentHook | None = None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            error = invalid_argument(cause)
+            if self.on_invalid_argument is not None:
+                error = self.on_invalid_argument(name, arguments, error)
+            return error_result(error, self._error_renderers.get(name, error_text))
+
+    @property
+    def _error_renderers(self) -> dict[str, Callable[[ServiceError], str]]:
+        renderers: dict[str, Callable[[ServiceError], str]] = self.__dict__.setdefault("_renderers", {})
+        return renderers
+
+
+def invalid_argument(exc: ValidationError) -> ServiceError:
+    """``INVALID_ARGUMENT`` naming every rejected field path (never the rejected values)."""
+    problems: list[dict[str, str]] = []
+    for err in exc.errors(include_url=False, include_input=False):
+        path = ".".join(str(part) for part in err["loc"])
+        problems.append({"path": path, "problem": err["msg"]})
+    names = sorted({p["path"].split(".")[0] for p in problems})
+    summary = "; ".join(f"{p['path']}: {p['problem']}" for p in problems[:6])
+    return ServiceError(
+        "INVALID_ARGUMENT",
+        f"invalid argument {', '.join(names)} — {summary}",
+        hint="Fix the named argument to match the tool's input schema and call again.",
+        fields=problems,
+    )
+
+
+def new_server(name: str, instructions: str, **kwargs: Any) -> ToolServer:
+    """A new ``ToolServer`` with our version; ``kwargs`` go to ``MCPServer`` (e.g. ``lifespan``)."""
+    return ToolServer(name, version=__version__, instructions=instructions, **kwargs)
+
+
+def result_payload(result: CallToolResult) -> dict[str, Any]:
+    """What a tool call answered, as a dict: the structured content of a success, the error object of
+    a failure (parsed from its text block — errors carry no ``structuredContent``)."""
+    if result.is_error:
+        block = result.content[0] if result.content else None
+        text = getattr(block, "text", "")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return {"ok": False, "error": "UNKNOWN", "message": text}
+        return value if isinstance(value, dict) else {"ok": False, "error": "UNKNOWN", "message": text}
+    return dict(result.structured_content or {})
 
 
 def _jsonable(value: Any) -> Any:
@@ -52,29 +116,24 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def compact_json(value: Any) -> str:
+    """One-line JSON without spaces, non-ASCII kept (Chinese costs fewer tokens unescaped)."""
+    return json.dumps(_jsonable(value), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def default_text(value: Any) -> str:
-    """A compact one-block rendering, cut at ``TEXT_LIMIT`` characters with a note."""
-    text = json.dumps(_jsonable(value), ensure_ascii=False, separators=(",", ":"), default=str)
-    if len(text) > TEXT_LIMIT:
-        return text[:TEXT_LIMIT] + " …[cut; the structured content has everything]"
-    return text
+    """The complete result as compact JSON — never cut: tools page large results instead."""
+    return compact_json(value)
 
 
 def error_text(error: ServiceError) -> str:
-    """What the model reads for a failure: code, message and how to recover."""
-    lines = [f"Error {error.code}: {error.message}"]
-    if error.hint:
-        lines.append(f"Hint: {error.hint}")
-    return "\n".join(lines)
+    """What the model reads for a failure: the error object as compact JSON (code, message, hint, …)."""
+    return compact_json(error.to_payload())
 
 
 def error_result(error: ServiceError, render: Callable[[ServiceError], str] = error_text) -> CallToolResult:
-    """The structured error payload as an ``isError`` tool result."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=render(error))],
-        structured_content=error.to_payload(),
-        is_error=True,
-    )
+    """An ``isError`` tool result: the error object in the text block, no ``structuredContent``."""
+    return CallToolResult(content=[TextContent(type="text", text=render(error))], is_error=True)
 
 
 def _success(value: Any, text: Callable[[Any], str]) -> CallToolResult:
@@ -180,6 +239,8 @@ def add_tool(
         description=description or inspect.getdoc(fn),
         annotations=annotations,
     )
+    if isinstance(server, ToolServer):
+        server._error_renderers[tool_name] = error_text
     # the SDK has no public accessor for a registered tool; its schemas are plain dicts
     tool = server._tool_manager.get_tool(tool_name)
     if tool is not None:

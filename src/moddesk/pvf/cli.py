@@ -80,13 +80,15 @@ async def _call_remote(url: str, tool: str, args: dict[str, Any]) -> dict[str, A
     """Call a tool of the running server, filling workspaceId from its workspace info."""
     from mcp import Client
 
+    from moddesk.kit.mcp import result_payload
+
     async with Client(url, read_timeout_seconds=600) as client:
         info = await client.call_tool("pvf_workspace_info", {})
-        workspace = (info.structured_content or {}).get("workspaceId")
+        workspace = result_payload(info).get("workspaceId")
         if workspace is None:
             raise ServiceError("NO_WORKSPACE", "the server has no archive open", hint="Open one there first.")
         result = await client.call_tool(tool, {"workspaceId": workspace, **args})
-        payload = result.structured_content or {}
+        payload = result_payload(result)
         if result.is_error:
             raise ServiceError(
                 payload.get("error", "INTERNAL_ERROR"), payload.get("message", ""), payload.get("hint")

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 from rich.console import Console
 
+from moddesk.kit.mcp import result_payload
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.service import PvfService
 
@@ -45,7 +46,7 @@ async def _walk(url: str, archive: Path, copy: Path, console: Console, service: 
 
     async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         result = await client.call_tool(tool, args)
-        payload = result.structured_content or {}
+        payload = result_payload(result)
         if result.is_error:
             raise RuntimeError(f"{tool} failed: {payload.get('error')}: {payload.get('message')}")
         return payload

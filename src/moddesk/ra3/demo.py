@@ -12,6 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from moddesk.kit.mcp import result_payload
+
 DEMO_SCHEMA = """<?xml version="1.0" encoding="utf-8"?>
 <xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xas="uri:ea.com:eala:asset:schema"
            xmlns="uri:ea.com:eala:asset" targetNamespace="uri:ea.com:eala:asset"
@@ -147,7 +149,7 @@ def _expect(condition: bool, what: str) -> None:
 
 async def _ask(client: Any, tool: str, **args: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
-    payload = result.structured_content
+    payload = result_payload(result)
     if not isinstance(payload, dict):
         raise DemoFailure(f"{tool} returned no structured content")
     if result.is_error:

@@ -12,7 +12,7 @@ import httpx
 from mcp import Client
 from rich.console import Console
 
-from moddesk.kit.mcp import serve_http
+from moddesk.kit.mcp import result_payload, serve_http
 from moddesk.xiangqi.cli import board_text
 from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.mcp import build_server
@@ -38,12 +38,12 @@ async def _play(url: str, console: Console) -> dict[str, Any]:
         httpx.AsyncClient(timeout=60) as person,
     ):
         new = await model.call_tool("xiangqi_new", {"side": "r"})
-        game = new.structured_content or {}
+        game = result_payload(new)
         session = game["sessionId"]
         console.print(f"model: xiangqi_new → session {session}, panel {game['panelUrl']}")
 
         refused = await model.call_tool("xiangqi_move", {"move": "h7e7"})
-        payload = refused.structured_content or {}
+        payload = result_payload(refused)
         _check(refused.is_error and payload.get("error") == "NOT_YOUR_TURN", "the model moved for the person")
         console.print(
             f"model tries to move first → {payload['error']} ({payload['errorZh']}), {len(payload['legalMoves'])} legal moves listed"
@@ -64,24 +64,22 @@ async def _play(url: str, console: Console) -> dict[str, Any]:
             console.print(f"person (RPC): {body['value']['played']}")
             if ply == 0:
                 wrong = await model.call_tool("xiangqi_move", {"move": "马8进9进", "sessionId": session})
-                info = wrong.structured_content or {}
+                info = result_payload(wrong)
                 _check(
                     wrong.is_error and bool(info.get("legalMoves")),
                     "a bad move was not refused with legalMoves",
                 )
                 console.print(f"model writes nonsense → {info['error']}; retries from legalMoves")
             hint = await model.call_tool("xiangqi_hint", {"count": 1, "sessionId": session})
-            best = (hint.structured_content or {})["candidates"][0]
+            best = result_payload(hint)["candidates"][0]
             played = await model.call_tool(
                 "xiangqi_move", {"move": best["zh"], "reason": "engine hint", "sessionId": session}
             )
             _check(not played.is_error, f"model move {best['zh']} failed: {played.content}")
-            console.print(
-                f"model (MCP): {(played.structured_content or {})['played']}  (hint score {best['score']})"
-            )
+            console.print(f"model (MCP): {result_payload(played)['played']}  (hint score {best['score']})")
 
         board = await model.call_tool("xiangqi_board", {"sessionId": session, "includeMoves": False})
-        final = board.structured_content or {}
+        final = result_payload(board)
         _check(final["plies"] == 2 * len(PERSON_MOVES), "the game lost a move")
         console.print(board_text(final))
         review = (await person.post(f"{rpc}/review", json={"sessionId": session})).json()

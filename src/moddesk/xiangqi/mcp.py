@@ -171,8 +171,8 @@ def render_text(value: dict[str, Any], ascii: bool = True) -> str:
     return "\n".join(parts)
 
 
-def error_text(error: ServiceError) -> str:
-    """The failure card: code, Chinese reason, hint, and the legal moves to pick from."""
+def error_card(error: ServiceError) -> str:
+    """The failure card of the prompt: code, Chinese reason, hint, and the legal moves to pick from."""
     payload = error.to_payload()
     lines = [f"Error {error.code}: {error.message}"]
     if payload.get("errorZh"):
@@ -299,6 +299,20 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         """Review the game: move record, per-move evaluation curve, turning points and the best alternatives."""
         return with_panel(service.review(sessionId, highlight))
 
+    def on_invalid_argument(tool: str, arguments: dict[str, Any], error: ServiceError) -> ServiceError:
+        """Schema-level refusals keep the game contract: errorZh, and for a move the legal moves."""
+        details: dict[str, Any] = {**error.details, "errorZh": "参数不合法"}
+        if tool == "xiangqi_move":
+            session = arguments.get("sessionId")
+            try:
+                value = service.board(session if isinstance(session, str) else None, include_moves=True)
+                details["legalMoves"] = value.get("legalMoves") or []
+            except ServiceError:
+                pass  # no game to list moves from; the error still names the argument
+        return ServiceError(error.code, error.message, error.hint, **details)
+
+    server.on_invalid_argument = on_invalid_argument
+
     with_board = render_text
     without_board = functools.partial(render_text, ascii=False)
 
@@ -323,7 +337,6 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
             read_only=read_only,
             destructive=destructive,
             text=text,
-            error_text=error_text,
         )
 
     @server.prompt(
@@ -336,7 +349,7 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
             endpoint, payload = parse_command(command)
             value = dispatch(service, endpoint, payload)
         except ServiceError as exc:
-            return f"[xiangqi] {error_text(exc)}"
+            return f"[xiangqi] {error_card(exc)}"
         if endpoint == "export":
             return f"[xiangqi export]\n{value['pgn']}"
         head = f"[xiangqi] the person ran `{command.strip()}`."

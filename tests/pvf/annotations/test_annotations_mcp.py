@@ -11,6 +11,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from moddesk.kit.mcp import result_payload
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.serve import Workbench
 from moddesk.pvf.service import PvfService
@@ -70,7 +71,8 @@ async def ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
 async def fails(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     assert result.is_error, result.structured_content
-    payload = result.structured_content
+    assert result.structured_content is None  # errors are the JSON text block only
+    payload = result_payload(result)
     assert payload is not None and payload["ok"] is False
     return dict(payload)
 

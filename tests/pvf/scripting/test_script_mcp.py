@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from moddesk.kit.mcp import serve_http
+from moddesk.kit.mcp import result_payload, serve_http
 from moddesk.pvf.mcp import build_server
 from moddesk.pvf.scripting.help import EXAMPLES
 from moddesk.pvf.scripting.runtime import ScriptLimits
@@ -21,7 +21,7 @@ from .test_script_service import make_archive
 
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
-    payload = result.structured_content or {}
+    payload = result_payload(result)
     assert not result.is_error, payload
     return payload
 
@@ -88,9 +88,8 @@ async def flow(url: str, ws: str, rev: int) -> None:
         stale = await client.call_tool(
             "pvf_script_run", {"workspaceId": ws, "expectedRevision": rev, "source": "1"}
         )
-        assert stale.is_error and stale.structured_content is not None
-        assert stale.structured_content["error"] == "STALE_WORKSPACE"
-        assert stale.structured_content["hint"]
+        assert stale.is_error and result_payload(stale)["error"] == "STALE_WORKSPACE"
+        assert result_payload(stale)["hint"]
 
 
 def test_script_tools_over_streamable_http(tmp_path: Path) -> None:

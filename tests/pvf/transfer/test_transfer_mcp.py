@@ -17,7 +17,7 @@ from mcp import Client
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import is_temp_name
-from moddesk.kit.mcp import serve_http
+from moddesk.kit.mcp import result_payload, serve_http
 from moddesk.pvf.mcp import build_server
 from moddesk.pvf.transfer.tools import register_transfer_tools
 
@@ -26,7 +26,7 @@ from .conftest import Bench
 
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
-    payload = result.structured_content or {}
+    payload = result_payload(result)
     assert not result.is_error, payload
     return payload
 
@@ -69,8 +69,7 @@ async def flow(url: str, bench: Bench, source_dir: Path, out: Path) -> None:
         refused = await client.call_tool(
             "pvf_export_execute", {"planId": plan["planId"], "outputParent": "relative/dir"}
         )
-        assert refused.is_error and refused.structured_content is not None
-        assert refused.structured_content["error"] == "INVALID_PATH"
+        assert refused.is_error and result_payload(refused)["error"] == "INVALID_PATH"
         done = await call(
             client,
             "pvf_export_execute",
