@@ -629,8 +629,11 @@ class Archive:
         self.write_bytes(path, data)
         return True
 
-    def encode_text(self, path: str, text: str) -> bytes:
-        """The bytes ``text`` compiles/encodes to when stored at ``path``."""
+    def encode_text(self, path: str, text: str, strings: StringSink | None = None) -> bytes:
+        """The bytes ``text`` compiles/encodes to when stored at ``path``.
+
+        ``strings`` replaces the archive's string table (a dry run interns into a throwaway sink).
+        """
         i = self._find(path)
         if self.family is Family.NKPI:
             kind = self._entry(i).kind if i is not None else nkpi_kind_for_new(path)
@@ -641,7 +644,9 @@ class Archive:
             if kind == "binary" and normalize_path(path) != STRINGTABLE_PATH:
                 kind = "script"
         if kind == "script":
-            return encode_tokens(compile_script(text, self.family, self.strings))
+            return encode_tokens(
+                compile_script(text, self.family, self.strings if strings is None else strings)
+            )
         if kind == "text":
             if self.family is Family.NKPI:
                 return text.encode("utf-16-le", errors="surrogatepass")

@@ -8,6 +8,10 @@ from moddesk.kit.errors import ServiceError, register_codes
 
 # code -> (what it means, what the caller should do next)
 PVF_ERRORS: dict[str, tuple[str, str]] = {
+    "TEXT_INVALID": (
+        "The text would not compile into the archive (script syntax, or a character its encoding lacks).",
+        "Fix the text at the line the message names, or import the file in raw mode.",
+    ),
     "NO_WORKSPACE": (
         "No archive is open.",
         "Open an archive first, using the workspaceEpoch from the workspace info.",

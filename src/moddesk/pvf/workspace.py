@@ -21,12 +21,24 @@ from typing import IO, Any
 from moddesk.kit.files import FileIdentity
 from moddesk.pvf.archive import Archive, PvfFormatError, normalize_path
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.format.encodings import NAME_ENCODING, encode_text
+from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.history import History
 
 # A content value in the overlay: text for text entries, bytes for raw entries, None = deleted.
 Content = str | bytes | None
 BASE = object()  # "the base archive's content" in a wanted-state mapping (checkout)
 HEX_PREVIEW = 64
+
+
+class _DrySink:
+    """A string table that accepts every string and keeps none (for ``text_problem``)."""
+
+    def intern(self, text: str) -> int:
+        return 0
+
+    def string_at(self, ref: int) -> str | None:
+        return None
 
 
 def describe_binary(data: bytes) -> dict[str, Any]:
@@ -272,8 +284,34 @@ class Workspace:
 
     # ------------------------------------------------------------------ editing
 
+    def text_problem(self, path: str, text: str) -> str | None:
+        """Why ``text`` could not be stored at ``path`` (it would make the archive unsavable), or None.
+
+        A dry run of what saving does: compile (scripts) or encode (text entries) into a throwaway
+        string table, and check a new entry's name is storable; nothing changes.
+        """
+        name = self._names.get(path, path)
+        try:
+            with self.lock:
+                if path not in self._names and self.archive.family is Family.CLASSIC:
+                    encode_text(name.lower(), NAME_ENCODING, path=name)
+                self.archive.encode_text(name, text, strings=_DrySink())
+        except PvfFormatError as exc:
+            return str(exc)
+        return None
+
+    def check_text(self, path: str, text: str) -> None:
+        """``TEXT_INVALID`` when ``text`` at ``path`` would make the archive unsavable."""
+        problem = self.text_problem(path, text)
+        if problem is not None:
+            raise pvf_error("TEXT_INVALID", f"{path}: {problem}", path=path)
+
     def apply(self, changes: Mapping[str, Content]) -> int:
-        """Put path → content (None deletes) into the overlay; one revision step."""
+        """Put path → content (None deletes) into the overlay; one revision step.
+
+        Text that would not compile is refused (``TEXT_INVALID``) before anything changes: nothing
+        the workspace accepts can make the archive unsavable.
+        """
         with self.lock:
             for raw_path, content in changes.items():
                 path = normalize_path(raw_path)
@@ -283,6 +321,8 @@ class Workspace:
                     raise pvf_error("INVALID_ARGUMENT", f"cannot delete {path}: no such entry")
                 if isinstance(content, str) and self.base_kind(path) == "binary":
                     raise pvf_error("INVALID_ARGUMENT", f"{path} is a binary entry; write bytes, not text")
+                if isinstance(content, str):
+                    self.check_text(path, content)
             for raw_path, content in changes.items():
                 self._set(normalize_path(raw_path), content)
             self.revision += 1

@@ -164,3 +164,28 @@ def test_failure_in_the_middle_writes_nothing(bench: Bench, tmp_path: Path) -> N
     assert bench.revision == rev
     ws = bench.service.workspace
     assert ws is not None and not any(ws.exists(f"many/f{i}.txt") for i in range(6))
+
+
+def test_text_that_does_not_compile_is_shown_per_file_and_never_applied(bench: Bench, tmp_path: Path) -> None:
+    folder = make_tree(tmp_path)
+    (folder / "weapon" / "creds.equ").write_text("[default]\naws_secret_access_key = AKIA\n")
+    prepared = bench.imports.prepare(bench.ws, [str(folder)], "")
+    assert prepared["invalid"] == 1
+    (bad,) = prepared["invalidItems"]
+    assert bad["target"] == "equipment/weapon/creds.equ" and "BAD_TEXT" in bad["error"]
+    items = {i["target"]: i for i in bench.imports.preview(prepared["planId"])["items"]}
+    assert "BAD_TEXT" in items["equipment/weapon/creds.equ"]["error"]
+    assert "error" not in items["equipment/weapon/new.equ"]
+    with pytest.raises(ServiceError) as caught:
+        bench.imports.apply(prepared["planId"], bench.revision, [bad["key"]])
+    assert caught.value.code == "TEXT_INVALID"
+    done = bench.imports.apply(prepared["planId"], bench.revision, [items["equipment/weapon/new.equ"]["key"]])
+    assert done["imported"] == 1
+    # and nothing else can put such text in: the workspace refuses it before it is accepted
+    ws = bench.service.workspace
+    assert ws is not None
+    with pytest.raises(ServiceError) as refused:
+        ws.apply({"equipment/weapon/w2.equ": "aws_secret_access_key = AKIA\n"})
+    assert refused.value.code == "TEXT_INVALID"
+    saved = bench.wait(bench.service.save(bench.ws, bench.revision))
+    assert saved["ok"] and saved["savedRevision"] == done["revision"]

@@ -68,6 +68,7 @@ class ImportItem:
     action: Literal["add", "overwrite"]
     data: bytes | None = None  # in memory, or None when spilled
     spill: Path | None = None
+    error: str | None = None  # text mode: why this file would not compile (it cannot be applied)
 
     def payload(self) -> bytes:
         if self.data is not None:
@@ -89,6 +90,7 @@ class ImportItem:
             "size": self.size,
             "sha256": self.sha256,
             "action": self.action,
+            **({"error": self.error} if self.error else {}),
         }
 
 
@@ -251,6 +253,11 @@ class ImportService:
             "add": sum(i.action == "add" for i in items),
             "overwrite": sum(i.action == "overwrite" for i in items),
         }
+        invalid = [
+            {"key": i.key, "source": i.source, "target": i.target, "error": i.error}
+            for i in items
+            if i.error is not None
+        ]
         return {
             "ok": True,
             "planId": plan.plan_id,
@@ -260,6 +267,9 @@ class ImportService:
             "totalBytes": sum(i.size for i in items),
             "counts": counts,
             "spilledToDisk": spill_dir is not None,
+            # text that would not compile: the first few here, every item's error in the preview
+            "invalid": len(invalid),
+            "invalidItems": invalid[:20],
             "expiresInSeconds": plan.describe()["expiresInSeconds"],
         }
 
@@ -305,7 +315,10 @@ class ImportService:
                     raise _refuse(
                         f"{target} is a binary entry; import {source} in raw mode", path=str(source)
                     )
+                # before the plan exists: a file that would not compile is marked, never applied
+                problem = ws.text_problem(target, data.decode("utf-8")) if mode == "text" else None
                 item = ImportItem(
+                    error=problem,
                     key="i_" + hashlib.sha256(target.encode()).hexdigest()[:16],
                     source=str(source),
                     target=target,
@@ -410,6 +423,14 @@ class ImportService:
             service.begin_write("import-apply", plan.workspace_id, expected_revision) as ws,
         ):
             chosen = [by_key[k] for k in dict.fromkeys(selected)]
+            broken = [i for i in chosen if i.error is not None]
+            if broken:
+                raise ServiceError(
+                    "TEXT_INVALID",
+                    f"{len(broken)} chosen items would not compile: {broken[0].target}: {broken[0].error}",
+                    hint="Leave them out of selectedKeys, fix the files and prepare again, or import them raw.",
+                    items=[{"key": i.key, "target": i.target, "error": i.error} for i in broken[:100]],
+                )
             blocked = [i for i in chosen if ws.exists(i.target) and i.key not in overwrite]
             if blocked:
                 raise ServiceError(
