@@ -56,7 +56,8 @@ def owner_tag() -> str:
 
 def temp_prefix(base: str, hidden: bool = True) -> str:
     """A name prefix for ``mkstemp``/``mkdtemp``: ``.<base>.moddesk-tmp-<pid>-<start>-``."""
-    return f"{'.' if hidden else ''}{base}{TEMP_MARKER}{owner_tag()}-"
+    # a long base is cut: the temp name must stay a valid file name wherever the target is one
+    return f"{'.' if hidden else ''}{base[:100]}{TEMP_MARKER}{owner_tag()}-"
 
 
 def temp_sibling(target: str | os.PathLike[str]) -> Path:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -195,3 +199,58 @@ def test_bad_names_are_refused(bench: Bench) -> None:
                 bench.ws, bench.revision, "selection", ["etc"], mode="mod", fmt="110USextend", name=name
             )
         assert caught.value.code == "INVALID_ARGUMENT", name
+
+
+def _export_fails(bench: Bench, parent: Path) -> ServiceError:
+    plan = bench.exports.prepare(bench.ws, bench.revision, "selection", ["equipment/weapon", "etc/blob.bin"])
+    with pytest.raises(ServiceError) as caught:
+        bench.exports.execute(plan["planId"], str(parent), "dump")
+    return caught.value
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX resource limits")
+def test_an_os_failure_is_export_failed_with_the_reason(bench: Bench, tmp_path: Path) -> None:
+    import resource
+
+    parent = out_dir(tmp_path)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16, hard))  # every file over 16 bytes fails: EFBIG
+    try:
+        error = _export_fails(bench, parent)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+    assert error.code == "EXPORT_FAILED" and "File too large" in error.message
+    assert error.details["errno"] == "EFBIG"
+    assert list(parent.iterdir()) == []  # nothing published, no temp left
+
+
+def test_a_read_only_folder_is_export_failed(bench: Bench, tmp_path: Path) -> None:
+    parent = out_dir(tmp_path)
+    if os.name == "posix" and os.geteuid() == 0:
+        # root ignores permission bits; the immutable flag still stops it (where chattr works)
+        if subprocess.run(["chattr", "+i", str(parent)], capture_output=True).returncode != 0:
+            pytest.skip("running as root without chattr: no way to make a read-only folder")
+        undo = ["chattr", "-i", str(parent)]
+    else:
+        parent.chmod(0o555)
+        undo = []
+    try:
+        error = _export_fails(bench, parent)
+    finally:
+        if undo:
+            subprocess.run(undo, check=True)
+        parent.chmod(0o755)
+    assert error.code == "EXPORT_FAILED"
+    assert any(
+        reason in error.message for reason in ("Permission denied", "Operation not permitted", "Read-only")
+    )
+    assert list(parent.iterdir()) == []
+
+
+def test_target_exists_names_real_parameters(bench: Bench, tmp_path: Path) -> None:
+    (out_dir(tmp_path) / "dump").mkdir()
+    error = _export_fails(bench, out_dir(tmp_path))
+    assert error.code == "TARGET_EXISTS"
+    assert error.hint is not None and "overwrite" not in error.hint.lower() and "outputName" in error.hint

@@ -9,6 +9,7 @@ the target and publishes it with no-overwrite semantics, so an existing target i
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -44,8 +45,26 @@ register_codes(
         "NOTHING_TO_EXPORT": "Nothing in the selection can be written in this format.",
         "WARNINGS_NOT_ACKNOWLEDGED": "The export has warnings that acknowledgedWarningIds does not cover.",
         "UNSUPPORTED_CONTENT": "Some content cannot be written in the chosen format or as a local file.",
+        "EXPORT_FAILED": "The export could not be written; the message gives the operating system's reason.",
     }
 )
+
+_TARGET_EXISTS_HINT = "Choose another outputName or outputParent; the existing one was not touched."
+
+
+def _export_failed(final: Path, exc: OSError) -> ServiceError:
+    """An OS failure while writing the export, by cause (read-only folder, disk full, denied …)."""
+    reason = exc.strerror or str(exc)
+    cause = errno.errorcode.get(exc.errno, "") if exc.errno is not None else ""
+    return ServiceError(
+        "EXPORT_FAILED",
+        f"could not write {final}: {reason}",
+        hint="Choose a folder you can write to (with free space), then execute the plan again.",
+        path=str(final),
+        reason=reason,
+        errno=cause or None,
+    )
+
 
 PREVIEW_BYTE_CAP = 48 * 1024
 _MOD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{2,63}$")
@@ -435,7 +454,12 @@ class ExportService:
     @staticmethod
     def _publish(plan: ExportPlan, final: Path, entries: list[OutputEntry]) -> int:
         if final.exists() or final.is_symlink():
-            raise pvf_error("TARGET_EXISTS", f"{final} already exists; nothing was written", path=str(final))
+            raise ServiceError(
+                "TARGET_EXISTS",
+                f"{final} already exists; nothing was written",
+                hint=_TARGET_EXISTS_HINT,  # export_execute has no overwrite switch: never suggest one
+                path=str(final),
+            )
         # remembered, so a restarted service finds what a killed export left in this folder
         remember_place(final.parent)
         sweep_stale([final.parent])
@@ -449,8 +473,10 @@ class ExportService:
             publish_no_overwrite(temp, final)
         except ServiceError as error:
             if error.code == "TARGET_EXISTS":
-                error.hint = "Choose another name or folder; the existing one was not touched."
+                error.hint = _TARGET_EXISTS_HINT
             raise
+        except OSError as exc:
+            raise _export_failed(final, exc) from exc
         finally:
             if temp.exists():
                 if temp.is_dir():
