@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from moddesk.kit.errors import ServiceError
-from moddesk.pvf.annotations import AnnotationDocs, parse_user_texts, user_rule_sources
+from moddesk.pvf.annotations import AnnotationDocs
+from moddesk.pvf.annotations.userrules import UserRules
 from moddesk.pvf.core import ServiceCore
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.history import History
@@ -29,12 +30,23 @@ class RecordsOps(ServiceCore):
     """History and annotation-doc operations over the open workspace."""
 
     annotations: AnnotationDocs
-    annotation_status: str
+    user_rules: UserRules | None
     _list_texts: ListTexts
 
-    def _init_records(self, rules_dir: Path | None) -> None:
-        self.annotations, self.annotation_status = load_annotations(rules_dir)
+    def _init_records(self, rules_dir: Path | None, watch_rules: bool = True) -> None:
+        self.annotations, self.user_rules = load_annotations(rules_dir)
+        if self.user_rules is not None and watch_rules:
+            self.user_rules.start_watch()
         self._list_texts = ListTexts()
+
+    @property
+    def annotation_status(self) -> str:
+        """Which rules serve, and which user rule files have problems."""
+        return "builtin" if self.user_rules is None else self.user_rules.status()
+
+    def _stop_records(self) -> None:
+        if self.user_rules is not None:
+            self.user_rules.stop()
 
     # ------------------------------------------------------------------ history
 
@@ -202,11 +214,11 @@ class _WorkspaceLookup:
         return self._ws.exists(normalize_path(path))
 
 
-def load_annotations(rules_dir: Path | None) -> tuple[AnnotationDocs, str]:
-    """The annotation docs with the user's rule files; invalid user rules fall back to the builtin."""
+def load_annotations(rules_dir: Path | None) -> tuple[AnnotationDocs, UserRules | None]:
+    """The annotation docs with the user's rule files, each file on its own (a bad one is skipped)."""
+    docs = AnnotationDocs()
     if rules_dir is None:
-        return AnnotationDocs(), "builtin"
-    try:
-        return AnnotationDocs(parse_user_texts(user_rule_sources(rules_dir))), f"builtin + user ({rules_dir})"
-    except ServiceError as exc:
-        return AnnotationDocs(), f"builtin only: user rules rejected ({exc.code}: {exc.message})"
+        return docs, None
+    rules = UserRules(rules_dir, docs)
+    rules.load()
+    return docs, rules

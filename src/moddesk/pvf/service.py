@@ -100,6 +100,7 @@ class PvfService(LifecycleOps, ReadOps, RecordsOps, BrowseOps):
         """Wait for a lifecycle commit to finish (it cannot be cancelled), then drop everything."""
         if self._lifecycle.acquire(timeout=timeout):
             self._lifecycle.release()
+        self._stop_records()
         for task_id in self.tasks.active():
             with contextlib.suppress(ServiceError):
                 self.tasks.cancel(task_id)

@@ -143,6 +143,11 @@ class AnnotationDocs:
         self._lists = ListCache()
 
     @property
+    def builtin(self) -> tuple[RuleDocument, ...]:
+        """The builtin rule documents (the layer user rules are checked against)."""
+        return self._builtin
+
+    @property
     def snapshot(self) -> Snapshot:
         """The active snapshot."""
         return self._snapshot
