@@ -166,3 +166,87 @@ def test_mod_symlinked_into_sdk_keeps_its_sdk(tmp_path: Path) -> None:
     assert SnapshotSource.load(real, home).data is not None
     with pytest.raises(Ra3Error, match="no snapshot"):
         SnapshotSource.load(tmp_path / "my mods", home)
+
+
+# --- Kane's Wrath / WrathEd layout, the project file, kept snapshots ------------------------------
+BUILDMOD = r"""@echo off
+rem compile every stream of the mod
+set WE=%~dp0..\WrathEd\WrathEd.exe
+"%WE%" -gameDefinition:"Kane's Wrath" -compile:Data\Static.xml -out:BuiltMod\data
+"%WE%" -gameDefinition:"Kane's Wrath" -compile:"C:\Mods\Tiberium Rising\Data\AdditionalMaps\MapMetaData_Global.xml"
+"%WE%" -compile:Data\AdditionalMaps\MapMetaData_GlobalOverrides.xml
+"%WE%" -compile:Data\WorldBuilder.xml
+"%WE%" -compile:Data\MapMetaData.xml
+"""
+
+
+def _wrathed_mod(root: Path) -> Path:
+    """A WrathEd-style mod outside any SDK: five entries named by BuildMod.bat, no Data/Mod.xml."""
+    mod = root / "Tiberium Rising"
+    _write(mod / "BuildMod.bat", BUILDMOD)
+    _write(
+        mod / "Data/Static.xml",
+        _doc("", '    <Include type="all" source="Units/Tank.xml"/>\n'),
+    )
+    _write(mod / "Data/Units/Tank.xml", _doc('  <GameObject id="KWTank"/>\n  <WeaponTemplate id="KWGun"/>\n'))
+    _write(mod / "Data/AdditionalMaps/MapMetaData_Global.xml", _doc('  <MpGameRules id="GlobalRules"/>\n'))
+    _write(
+        mod / "Data/AdditionalMaps/MapMetaData_GlobalOverrides.xml", _doc('  <MpGameRules id="Overrides"/>\n')
+    )
+    _write(mod / "Data/WorldBuilder.xml", _doc('  <GameObject id="WBOnly"/>\n'))
+    _write(mod / "Data/MapMetaData.xml", _doc('  <MpGameRules id="MapRules"/>\n'))
+    return mod
+
+
+def test_wrathed_entries_come_from_buildmod_bat(tmp_path: Path) -> None:
+    mod = _wrathed_mod(tmp_path)
+    assert find_project_root(mod / "Data" / "Units") == mod
+    cfg = detect_project(mod)
+    assert cfg.game == "kw"
+    assert [(e.stream, e.path.relative_to(mod).as_posix()) for e in cfg.entries] == [
+        ("static", "Data/Static.xml"),
+        ("global:MapMetaData_Global", "Data/AdditionalMaps/MapMetaData_Global.xml"),
+        ("global:MapMetaData_GlobalOverrides", "Data/AdditionalMaps/MapMetaData_GlobalOverrides.xml"),
+        ("entry:WorldBuilder", "Data/WorldBuilder.xml"),
+        ("global:MapMetaData", "Data/MapMetaData.xml"),
+    ]
+    (mod / "BuildMod.bat").unlink()  # the usual WrathEd set is found without the script too
+    assert len(detect_project(mod).entries) == 5
+
+
+def test_project_file_is_remembered_and_a_worse_build_keeps_the_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moddesk.ra3.index_cli import run_index
+    from moddesk.ra3.settings import read_settings
+    from moddesk.ra3.watch import WatchedProject
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("RA3MODXML_HOME", str(home))
+    sdk = tmp_path / "sdk"
+    write_sample_project(sdk)
+    schema = sdk / "Schemas/xsd/CnC3Types.xsd"
+    mod = _wrathed_mod(tmp_path / "mods")
+    first = run_index(mod, schema=schema, quiet=True)
+    saved = read_settings(mod)
+    assert saved is not None and saved.source is not None and saved.source.parent == home / "projects"
+    assert saved.game == "kw" and saved.schema == schema and len(saved.entries) == 5
+    assert first.data is not None and first.status().complete
+    write_snapshot(first.data, first.status(), replace=False)
+    # a later run with no options indexes the same way (the schema and entries come from the file)
+    again = run_index(mod, quiet=True)
+    assert again.config.schema_path == schema and again.status().complete
+    assert again.data is not None and again.data.stats()["assetCount"] == 6
+    # a run with other settings that finds less does not silently replace the snapshot
+    narrow = run_index(mod, entry=[Path("Data/WorldBuilder.xml")], quiet=True)
+    assert narrow.data is not None
+    with pytest.raises(Ra3Error) as kept:
+        write_snapshot(narrow.data, narrow.status(), replace=False)
+    assert kept.value.code == "SNAPSHOT_KEPT" and kept.value.details["changedSettings"] == ["entries"]
+    assert SnapshotSource.load(mod).data is not None
+    assert SnapshotSource.load(mod).data.stats()["assetCount"] == 6  # type: ignore[union-attr]
+    # `watch --entry` takes the same option; without it watch reads the project file
+    assert [
+        e.path.name for e in WatchedProject(mod, entries=[Path("Data/WorldBuilder.xml")]).config.entries
+    ] == ["WorldBuilder.xml"]
+    assert len(WatchedProject(mod).config.entries) == 5

@@ -34,13 +34,34 @@ def watch(
     ] = 5.0,
     snapshot: Annotated[bool, typer.Option(help="Write quiet-period snapshots")] = True,
     schema: Annotated[Path | None, typer.Option(help="Schema root (CnC3Types.xsd) to use")] = None,
+    sdk: Annotated[
+        Path | None, typer.Option(help="SDK root (default: moddesk-ra3.toml, else found above)")
+    ] = None,
+    entry: Annotated[
+        list[Path] | None, typer.Option("--entry", help="Entry document (repeatable; one project only)")
+    ] = None,
+    data_path: Annotated[
+        list[Path] | None, typer.Option("--data-path", help="Extra DATA: search root")
+    ] = None,
+    replace_snapshot: Annotated[
+        bool, typer.Option("--replace-snapshot", help="Replace a bigger snapshot built with other settings")
+    ] = False,
 ) -> None:
     """Index projects, keep the index live while files change, and serve it to MCP servers."""
     from moddesk.ra3.watch import run_watch
 
     try:
         run_watch(
-            projects, console=console, port=port, quiet_seconds=quiet, snapshots=snapshot, schema=schema
+            projects,
+            console=console,
+            port=port,
+            quiet_seconds=quiet,
+            snapshots=snapshot,
+            schema=schema,
+            sdk=sdk,
+            entries=entry,
+            data_paths=data_path,
+            replace_snapshot=replace_snapshot,
         )
     except ServiceError as exc:
         raise _fail(exc) from exc

@@ -15,6 +15,10 @@ CODES: dict[str, str] = {
     "SNAPSHOT_INVALID": "The snapshot file is corrupt or has an unsupported schemaVersion.",
     "MANIFEST_INVALID": "A compiled .manifest file is truncated or malformed.",
     "ASSET_NOT_FOUND": "No asset with that type and id is in the index.",
+    "SNAPSHOT_KEPT": "A bigger snapshot built with other settings was kept instead of being replaced.",
+    "PROJECT_FILE_INVALID": "The project file moddesk-ra3.toml cannot be read or holds a bad value.",
+    "PROJECT_FILE_UNWRITABLE": "The project file could not be written anywhere.",
+    "INCLUDE_OUTSIDE_ROOTS": "An include points outside the project, the SDK and the configured data paths.",
 }
 register_codes(CODES)
 

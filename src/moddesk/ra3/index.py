@@ -43,6 +43,7 @@ from moddesk.ra3.project import (
     OUTSIDE_ROOTS,
     ProjectConfig,
     Resolution,
+    clear_listing_cache,
     display_path,
     file_key,
     find_child,
@@ -280,6 +281,7 @@ class ModIndex:
                 self._publish(data, READY_XML, "xml")
             with paused_gc():
                 self._build_art(data, progress)
+            self._stamp_files(data)
             with self._lock:
                 self._publish(data, READY, "art")
                 self._building = False
@@ -346,6 +348,7 @@ class ModIndex:
         }
         data.streams = [e.stream for e in cfg.entries]
         data.roots = [str(p) for p in cfg.roots]
+        data.settings = cfg.settings_json()
         return data
 
     def _build_xml(self, progress: Callable[[BuildProgress], None] | None) -> IndexData:
@@ -749,6 +752,7 @@ class ModIndex:
             with paused_gc():
                 new_data = self._build_xml(None)
                 self._build_art(new_data, None)
+            self._stamp_files(new_data)
         with self._lock:
             if new_data is not None:
                 self._publish(new_data, READY, "art")
@@ -778,16 +782,21 @@ class ModIndex:
         graph may differ, so the caller re-walks it.
         """
         self._resolved.clear()  # a created or deleted file can change where sources resolve
+        clear_listing_cache()
         structural = False
         reparse: set[str] = set()
         arts: list[str] = []
         for path in changed:
             if path in self._records:
                 reparse.add(path)
+                if self._records[path][0] is None:
+                    structural = True  # it was missing: restored, it may satisfy includes again
             elif path in self._fragments:
                 self._fragments.pop(path, None)
                 reparse.update(self._includers.get(path, set()))
             elif path in self._art:
+                if _stamp(path) is None:
+                    structural = True  # an include target vanished
                 arts.append(path)
                 self._art.pop(path, None)
                 self._load_art(path)
@@ -798,6 +807,7 @@ class ModIndex:
             stamp = _stamp(path)
             if stamp is None:
                 structural = True
+                self._records[path] = (None, old)  # remembered as missing: its return is structural too
                 continue
             new = self._extract(path)
             self._records[path] = (stamp, new)
@@ -809,8 +819,41 @@ class ModIndex:
                 structural = True
         return structural, reparse, arts
 
+    def _stamp_files(self, data: IndexData) -> None:
+        """Record the stamp of every file this index read (snapshots compare them with the disk)."""
+        stamps: dict[str, tuple[int, int]] = {}
+        for path in self._walk_modes:
+            entry = self._records.get(path) or self._art.get(path) or self._fragments.get(path)
+            if entry is not None and entry[0] is not None:
+                stamps[self._show(path)] = entry[0]
+        data.file_stamps = stamps
+
+    def known_files_under(self, folder: str | Path) -> list[str]:
+        """Files this index has read under a folder (what a deleted or renamed folder held)."""
+        prefix = file_key(folder).rstrip(os.sep) + os.sep
+        with self._lock:
+            known = [*self._records, *self._fragments, *self._art]
+        return sorted({p for p in known if p.startswith(prefix)})
+
+    def changed_outside(self, root: str) -> list[str]:
+        """Files read from outside `root` (the SDK) whose stamp on disk differs from the one read."""
+        prefix = os.path.normcase(root).rstrip(os.sep) + os.sep
+        with self._lock:
+            known = [
+                (p, e[0]) for table in (self._records, self._fragments, self._art) for p, e in table.items()
+            ]
+        return [
+            p
+            for p, stamp in known
+            if not p.startswith(prefix) and p in self._walk_modes and _stamp(p) != stamp
+        ]
+
     def _patch(self, data: IndexData, reparse: set[str], arts: list[str]) -> None:
         """Apply re-extracted records and rescanned art to the published data in place (lock held)."""
+        for path in [*reparse, *arts]:
+            entry = self._records.get(path) or self._art.get(path)
+            if entry is not None and entry[0] is not None and path in self._walk_modes:
+                data.file_stamps[self._show(path)] = entry[0]
         touched = {self._show(p) for p in reparse}
         data.diagnostics = [d for d in data.diagnostics if d.file not in touched]
         for path in reparse:

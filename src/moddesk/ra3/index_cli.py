@@ -20,9 +20,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from moddesk.kit.errors import ServiceError
+from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.index import BuildProgress, ModIndex
-from moddesk.ra3.project import detect_project, find_project_root
+from moddesk.ra3.project import find_project_root
 from moddesk.ra3.query import QueryApi
+from moddesk.ra3.settings import configure
 from moddesk.ra3.snapshot import SnapshotSource, ra3_home, write_snapshot
 
 console = Console()
@@ -58,15 +60,15 @@ def _config(
 ) -> Any:
     if not project.is_dir():
         raise ServiceError("PROJECT_NOT_FOUND", f"{project} is not a folder")
-    root = project if entry else (find_project_root(project) or project)
-    return detect_project(
-        root,
-        sdk_dir=sdk,
-        schema_path=schema,
-        entries=entry,
-        extra_data_paths=data_path,
-        use_manifests=manifests,
+    root = Path(os.path.abspath(project)) if entry else (find_project_root(project) or project)
+    cfg, _saved, written = configure(
+        root, sdk=sdk, schema=schema, entries=entry, data_paths=data_path, use_manifests=manifests
     )
+    if written is not None:
+        err_console.print(
+            f"[dim]project file written: {written} (game {cfg.game}); edit it to change entries[/dim]"
+        )
+    return cfg
 
 
 def run_index(
@@ -185,6 +187,10 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option(help="Use builtmods manifests for reference includes")
         ] = True,
         snapshot: Annotated[bool, typer.Option("--snapshot/--no-snapshot", help="Write the snapshot")] = True,
+        replace_snapshot: Annotated[
+            bool,
+            typer.Option("--replace-snapshot", help="Replace a bigger snapshot built with other settings"),
+        ] = False,
         diagnostics: Annotated[int, typer.Option("--diagnostics", help="Diagnostics to list")] = 20,
         as_json: JsonOpt = False,
     ) -> None:
@@ -203,8 +209,16 @@ def register(app: typer.Typer) -> None:
             status = api.get_status()
             path = None
             if snapshot and index.data is not None:
-                path = write_snapshot(index.data, index.status())
-                status["snapshot"] = str(path)
+                try:
+                    path = write_snapshot(index.data, index.status(), replace=replace_snapshot)
+                    status["snapshot"] = str(path)
+                except Ra3Error as kept:
+                    if kept.code != "SNAPSHOT_KEPT":
+                        raise
+                    status["snapshotKept"] = {"message": kept.message, "hint": kept.hint, **kept.details}
+                    err_console.print(
+                        f"[yellow]{kept.code}[/yellow]: {kept.message}\n[dim]hint: {kept.hint}[/dim]"
+                    )
             diags = api.list_diagnostics(limit=max(1, diagnostics))
         except ServiceError as exc:
             raise _fail(exc) from exc

@@ -160,6 +160,11 @@ class IndexData:
         self.unknown_elements = 0
         self.unknown_by_file: dict[str, int] = {}
         self.roots: list[str] = []
+        self.settings: dict[str, Any] = {}
+        # display path -> (mtime_ns, size) of every file the index read: lets a snapshot tell it is stale
+        self.file_stamps: dict[
+            str, tuple[int, int]
+        ] = {}  # game, sdk, schema, entries, dataPaths the build used
         # (generation, summary) of what the index left out; computed by the query layer on demand
         self.skipped_cache: tuple[int, dict[str, tuple[int, int]]] | None = None
         self._canonical = {t.lower(): t for t in self.type_bases}

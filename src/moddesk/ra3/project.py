@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PureWindowsPath
+from typing import Any
 
 from lxml import etree
 
@@ -50,6 +51,18 @@ class ProjectConfig:
     # the folders resolution may read from (project, SDK, configured data paths); empty = search roots
     roots: list[Path] = field(default_factory=list)
     game: str | None = None
+    extra_data_paths: list[Path] = field(default_factory=list)
+    settings_file: Path | None = None
+
+    def settings_json(self) -> dict[str, Any]:
+        """The settings a build used (recorded in snapshots so a build with others is noticed)."""
+        return {
+            "game": self.game,
+            "sdk": str(self.sdk_dir) if self.sdk_dir else None,
+            "schema": str(self.schema_path) if self.schema_path else None,
+            "entries": [str(e.path) for e in self.entries],
+            "dataPaths": [str(p) for p in self.extra_data_paths],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +87,11 @@ def _listing_cached(directory: str, _stamp: int) -> dict[str, str]:
     except OSError:
         return {}
     return {n.lower(): n for n in sorted(names)}
+
+
+def clear_listing_cache() -> None:
+    """Forget cached folder listings (a folder changed twice within its mtime's resolution)."""
+    _listing_cached.cache_clear()
 
 
 def _listing(directory: str) -> dict[str, str]:
@@ -116,16 +134,72 @@ def file_key(path: Path | str) -> str:
 
 
 # --- detection --------------------------------------------------------------------------------
+PROJECT_FILE = "moddesk-ra3.toml"
+# what a Kane's Wrath / WrathEd mod's BuildMod.bat compiles, in order, when the script names nothing
+WRATHED_ENTRIES = (
+    "Data/Static.xml",
+    "Data/AdditionalMaps/MapMetaData_Global.xml",
+    "Data/AdditionalMaps/MapMetaData_GlobalOverrides.xml",
+    "Data/WorldBuilder.xml",
+    "Data/MapMetaData.xml",
+)
+_BAT_XML = re.compile(r"""(?i)([^\s"'=<>|:]+\.xml)\b""")
+_BAT_VAR = re.compile(r"%[^%\s]*%|%~[a-z]*\d")
+
+
 def is_project_root(directory: Path) -> bool:
-    """True when the folder holds Data/Mod.xml, a *.babproj, or Data/additionalmaps/mapmetadata_*.xml."""
+    """True for a mod folder: Data/Mod.xml, a *.babproj, mapmetadata_*.xml, a WrathEd layout
+    (BuildMod.bat or Data/Static.xml) or a moddesk-ra3.toml."""
     if not directory.is_dir():
         return False
-    data = find_child(directory, "data")
-    if data is not None and find_child(data, "mod.xml") is not None:
+    names = _listing(str(directory))
+    if PROJECT_FILE in names or "buildmod.bat" in names:
         return True
-    if any(n.endswith(".babproj") for n in _listing(str(directory))):
+    data = find_child(directory, "data")
+    if data is not None and (find_child(data, "mod.xml") is not None or find_child(data, "static.xml")):
+        return True
+    if any(n.endswith(".babproj") for n in names):
         return True
     return bool(data is not None and _map_metadata(data))
+
+
+def _wrathed_entries(project: Path) -> list[Path]:
+    """The XML files a WrathEd `BuildMod.bat` compiles (in its order), else the usual KW set present."""
+    bat = find_child(project, "buildmod.bat")
+    found: list[Path] = []
+    if bat is not None:
+        try:
+            text = bat.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        for line in text.splitlines():
+            if line.strip().lower().startswith(("rem ", "::")):
+                continue
+            for raw in _BAT_XML.findall(_BAT_VAR.sub("", line)):
+                parts = [p for p in raw.replace("\\", "/").split("/") if p not in ("", ".")]
+                # the longest tail that names a file in the mod (the script may use absolute paths)
+                for start in range(len(parts)):
+                    hit = resolve_case_insensitive(project, "/".join(parts[start:]))
+                    if hit is not None and hit.is_file():
+                        if file_key(hit) not in {file_key(p) for p in found}:
+                            found.append(hit)
+                        break
+    if not found:
+        for rel in WRATHED_ENTRIES:
+            hit = resolve_case_insensitive(project, rel)
+            if hit is not None and hit.is_file():
+                found.append(hit)
+    return found
+
+
+def detect_game(project: Path, sdk: Path | None, entries: list[Entry]) -> str:
+    """ra3 / cnc3 / kw from the layout (a guess the project file lets the person correct)."""
+    names = {e.path.name.lower() for e in entries}
+    if find_child(project, "buildmod.bat") is not None or ("static.xml" in names and "mod.xml" not in names):
+        return "kw"
+    if sdk is not None and find_child(sdk, "cnc3xml") is not None:
+        return "cnc3"
+    return "ra3"
 
 
 def find_project_root(start: Path, up: int = 12, down: int = 3) -> Path | None:
@@ -247,6 +321,7 @@ def detect_project(
     project = Path(os.path.abspath(project_dir))
     sdk = sdk_dir.resolve() if sdk_dir is not None else _find_sdk(project)
     cfg = ProjectConfig(project_dir=project, sdk_dir=sdk, use_manifests=use_manifests)
+    cfg.extra_data_paths = [Path(os.path.abspath(p)) for p in extra_data_paths or []]
     cfg.schema_path = schema_path.resolve() if schema_path is not None else _find_schema(project, sdk)
 
     bab_sources, bab_refs = _babproj(project)
@@ -268,6 +343,13 @@ def detect_project(
             if file_key(src) not in known:
                 known.add(file_key(src))
                 cfg.entries.append(Entry(f"babproj:{src.stem}", src))
+        if mod is None:
+            for i, src in enumerate(_wrathed_entries(project)):
+                if file_key(src) not in known:
+                    known.add(file_key(src))
+                    cfg.entries.append(Entry(_stream_name(project, src, i), src))
+            cfg.entries.sort(key=lambda e: e.stream != "static")  # the static stream first, like BAB
+    cfg.game = detect_game(project, sdk, cfg.entries)
 
     parent, grand = project.parent, project.parent.parent
     near = [grand] if sdk is None or file_key(sdk) != file_key(project) else []

@@ -255,6 +255,7 @@ def run_enable(
     if not _confirm(console, yes):
         return None
     outcomes = apply_enable(plan)
+    _remember_settings(folder, console)
     for outcome in outcomes:
         if outcome.action == "skip-modified":
             console.print(
@@ -264,6 +265,24 @@ def run_enable(
         f"enabled {plan.project}; start `moddesk ra3 watch {plan.project}` for live answers", highlight=False
     )
     return plan
+
+
+def _remember_settings(folder: Path, console: Console) -> None:
+    """Write the project file the first time, so every later index / watch indexes the same way."""
+    from moddesk.ra3.project import find_project_root
+    from moddesk.ra3.settings import configure
+
+    root = find_project_root(folder) if folder.is_dir() else None
+    if root is None:
+        return
+    cfg, _saved, written = configure(root, remember="project")
+    if written is not None:
+        entries = ", ".join(e.path.name for e in cfg.entries)
+        console.print(
+            f"project file: {written} (game {cfg.game}, entries {entries}); edit it to change how the mod is indexed",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 # -- disable -------------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ import gzip
 import json
 import os
 import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from moddesk.ra3.parse import DefineSite, Diagnostic, RefSite
 from moddesk.ra3.project import project_slug
 
 SCHEMA_VERSION = 1
+MAX_CHANGED_LISTED = 50
 _MODE_VALUES = {v: k for k, v in MODE_NAMES.items()}
 
 
@@ -163,6 +166,8 @@ def to_snapshot(data: IndexData, status: IndexStatus) -> dict[str, Any]:
         "unknownElements": data.unknown_elements,
         "unknownElementsByFile": data.unknown_by_file,
         "roots": data.roots,
+        "settings": data.settings,
+        "fileStamps": [[path, stamp[0], stamp[1]] for path, stamp in sorted(data.file_stamps.items())],
     }
 
 
@@ -243,6 +248,8 @@ def from_snapshot(doc: dict[str, Any]) -> tuple[IndexData, IndexStatus]:
         data.unknown_elements = int(doc.get("unknownElements", 0))
         data.unknown_by_file = {str(k): int(v) for k, v in (doc.get("unknownElementsByFile") or {}).items()}
         data.roots = [str(r) for r in doc.get("roots", [])]
+        data.settings = dict(doc.get("settings") or {})
+        data.file_stamps = {str(p): (int(m), int(s)) for p, m, s in doc.get("fileStamps", [])}
         status = IndexStatus(
             state=str(doc.get("state") or READY),
             complete=bool(doc["complete"]),
@@ -264,8 +271,56 @@ def from_snapshot(doc: dict[str, Any]) -> tuple[IndexData, IndexStatus]:
     return data, status
 
 
-def write_snapshot(data: IndexData, status: IndexStatus, home: Path | None = None) -> Path:
-    """Write `current` atomically, keeping the old one as `previous`; returns the path."""
+def read_meta(current: Path) -> dict[str, Any] | None:
+    """The sidecar of a snapshot file, None when absent or unreadable."""
+    try:
+        meta = json.loads(meta_path(current).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def check_replace(data: IndexData, home: Path | None = None) -> None:
+    """Refuse (SNAPSHOT_KEPT) to replace a snapshot built with other settings by a smaller index.
+
+    A run with the wrong entries or no schema must not silently throw away a good snapshot; the same
+    settings always replace (the mod really changed).
+    """
+    old = read_meta(snapshot_path(data.project_dir, home))
+    if old is None:
+        return
+    old_settings = old.get("settings")
+    if old_settings == data.settings:
+        return
+    old_assets = int((old.get("stats") or {}).get("assetCount") or 0)
+    new_assets = data.stats()["assetCount"]
+    if new_assets >= old_assets:
+        return
+    changed = sorted(
+        k
+        for k in set(old_settings or {}) | set(data.settings)
+        if (old_settings or {}).get(k) != data.settings.get(k)
+    )
+    raise Ra3Error(
+        "SNAPSHOT_KEPT",
+        f"kept the existing snapshot ({old_assets} assets) instead of replacing it with this build "
+        f"({new_assets} assets), which used other settings ({', '.join(changed) or 'unknown before'})",
+        hint="fix the settings (moddesk-ra3.toml, --entry, --schema, --sdk), or pass --replace-snapshot",
+        kept=old_assets,
+        built=new_assets,
+        changedSettings=changed,
+    )
+
+
+def write_snapshot(
+    data: IndexData, status: IndexStatus, home: Path | None = None, *, replace: bool = True
+) -> Path:
+    """Write `current` atomically, keeping the old one as `previous`; returns the path.
+
+    `replace=False` first checks `check_replace` (SNAPSHOT_KEPT instead of losing a better snapshot).
+    """
+    if not replace:
+        check_replace(data, home)
     current = snapshot_path(data.project_dir, home)
     current.parent.mkdir(parents=True, exist_ok=True)
     with paused_gc():
@@ -289,6 +344,7 @@ def write_snapshot(data: IndexData, status: IndexStatus, home: Path | None = Non
             "incomplete",
             "stale",
             "stats",
+            "settings",
         )
     }
     meta["snapshot"] = str(current)
@@ -352,11 +408,13 @@ def list_snapshots(home: Path | None = None) -> list[dict[str, Any]]:
 class SnapshotSource:
     """A read-only index source backed by a loaded snapshot (what the MCP server falls back to)."""
 
-    def __init__(self, data: IndexData, status: IndexStatus) -> None:
+    def __init__(self, data: IndexData, status: IndexStatus, *, recheck_seconds: float = 1.0) -> None:
         self._data = data
         self._status = status
         self.project_dir = status.project_dir
         self.lock = threading.RLock()
+        self._recheck = recheck_seconds
+        self._checked: tuple[float, list[str]] | None = None
 
     @classmethod
     def load(cls, project_dir: str | Path, home: Path | None = None) -> SnapshotSource:
@@ -369,10 +427,40 @@ class SnapshotSource:
         """The snapshot's index."""
         return self._data
 
+    def changed_files(self) -> list[str]:
+        """Files whose stamp on disk differs from the one the snapshot was built from (rechecked at
+        most once per `recheck_seconds`: a stat per indexed file)."""
+        now = time.monotonic()
+        if self._checked is not None and now - self._checked[0] < self._recheck:
+            return self._checked[1]
+        changed: list[str] = []
+        root = self._data.project_dir
+        for shown, stamp in self._data.file_stamps.items():
+            full = shown if os.path.isabs(shown) else os.path.join(root, shown)
+            try:
+                st = os.stat(full)
+                now_stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                now_stamp = None
+            if now_stamp != stamp:
+                changed.append(shown)
+        self._checked = (now, changed)
+        return changed
+
     def status(self) -> IndexStatus:
-        """The status recorded when the snapshot was written (source = snapshot)."""
-        return self._status
+        """The recorded status (source = snapshot), `stale` with the changed files when the disk moved on."""
+        changed = self.changed_files()
+        if not changed:
+            return self._status
+        return replace(
+            self._status,
+            state="stale",
+            stale=True,
+            complete=False,
+            final=False,
+            changed_files=changed[:MAX_CHANGED_LISTED],
+        )
 
     def wait_until_final(self, timeout: float) -> bool:
-        """A snapshot never changes: final iff it was written final."""
-        return self._status.is_final
+        """A snapshot never changes: final iff it was written final and the disk has not moved on."""
+        return self.status().is_final

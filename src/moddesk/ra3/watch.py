@@ -29,10 +29,12 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.leftovers import sweep_stale
 from moddesk.ra3.endpoints import EndpointPublisher, normalize_project_dir, project_root, ra3_home
+from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.index import BuildProgress, ModIndex
 from moddesk.ra3.live import LiveServer, ProjectRegistry, dispatch, query_verbs
-from moddesk.ra3.project import ProjectConfig, detect_project, is_project_root
+from moddesk.ra3.project import ProjectConfig, find_project_root, is_project_root
 from moddesk.ra3.query import QueryApi
+from moddesk.ra3.settings import configure
 from moddesk.ra3.setup import is_enabled
 from moddesk.ra3.snapshot import write_snapshot
 
@@ -45,11 +47,43 @@ MAX_WAIT_SECONDS = 120.0
 ENDPOINT_REFRESH_SECONDS = 5.0
 
 
+DEFAULT_RECONCILE_SECONDS = 2.0
+
+
 def _relevant(change: watchfiles.Change, path: str) -> bool:
     name = os.path.basename(path)
     if name.startswith(".") or "moddesk-tmp" in name:
         return False  # editors' and our own temp files
-    return os.path.splitext(name)[1].lower() in WATCHED_SUFFIXES
+    ext = os.path.splitext(name)[1].lower()
+    # folders have no watched suffix: a created, deleted or renamed folder must still get through
+    return ext in WATCHED_SUFFIXES or ext == "" or os.path.isdir(path)
+
+
+def _watched_file(name: str) -> bool:
+    return not name.startswith(".") and os.path.splitext(name)[1].lower() in WATCHED_SUFFIXES
+
+
+def scan_tree(root: str) -> dict[str, tuple[int, int]]:
+    """(mtime_ns, size) of every watched file under `root`: the cheap reconciliation pass."""
+    out: dict[str, tuple[int, int]] = {}
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not entry.name.startswith("."):
+                        stack.append(entry.path)
+                elif _watched_file(entry.name):
+                    st = entry.stat()
+                    out[os.path.normcase(entry.path)] = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                continue
+    return out
 
 
 @dataclass
@@ -77,14 +111,26 @@ class WatchedProject:
         on_progress: Callable[[str, BuildProgress], None] | None = None,
         on_event: Callable[[str, str], None] | None = None,
         index_factory: Callable[[ProjectConfig, Path], ModIndex] | None = None,
+        sdk: Path | None = None,
+        entries: list[Path] | None = None,
+        data_paths: list[Path] | None = None,
+        replace_snapshot: bool = False,
     ) -> None:
         given = Path(project_dir).expanduser()
         if not given.is_dir():
             raise ServiceError("PROJECT_NOT_FOUND", f"{given} is not a folder")
-        # the same root `moddesk ra3 index` and the MCP server pick, so names and snapshots agree
-        folder = Path(project_root(given))
+        # the same root `moddesk ra3 index` and the MCP server pick, so names and snapshots agree;
+        # found lexically, so a mod symlinked into <sdk>/Mods still sees its SDK
+        folder = Path(os.path.abspath(given)) if entries else (find_project_root(given) or given)
+        folder = Path(os.path.abspath(folder))
         self._project_dir = normalize_project_dir(folder)
-        self.config = detect_project(folder, schema_path=schema_path)
+        self.config, _saved, self.settings_written = configure(
+            folder, sdk=sdk, schema=schema_path, entries=entries, data_paths=data_paths
+        )
+        self.watch_root = os.path.normcase(str(self.config.project_dir))
+        self.replace_snapshot = replace_snapshot
+        self._tree: dict[str, tuple[int, int]] = {}
+        self._tree_lock = threading.Lock()
         make_index = index_factory or (lambda config, cache: ModIndex(config, cache_dir=cache))
         self.index = make_index(self.config, ra3_home() / "cache")  # schema model cache
         self.peers: Callable[[], list[dict[str, Any]]] = lambda: [self.status()]
@@ -125,6 +171,7 @@ class WatchedProject:
     def _work(self) -> None:
         # Every mutation of the index (build, update) and every snapshot write happens on this one
         # thread, so a snapshot never races an update and needs no lock that would block queries.
+        self._rescan()  # the baseline reconciliation compares against: taken before the build reads
         try:
             self.index.build(self._progress)
             self._on_event(self.project_dir, f"indexed: {self._stats_line()}")
@@ -149,6 +196,42 @@ class WatchedProject:
                 self._write_snapshot()
             if _STOP in jobs:
                 return
+
+    def _rescan(self) -> dict[str, tuple[int, int]]:
+        tree = scan_tree(self.watch_root)
+        with self._tree_lock:
+            old, self._tree = self._tree, tree
+        return old
+
+    def reconcile(self) -> list[str]:
+        """Compare the disk with what was last seen (mtime/size scan); queue whatever differs.
+
+        Heals any event the watcher missed (an editor's rename dance, a burst that overflowed the OS
+        queue, a folder moved in); returns the paths found changed.
+        """
+        with self._tree_lock:
+            before = dict(self._tree)
+        after = scan_tree(self.watch_root)
+        # files the index read outside the project (the SDK) are compared with its own stamps
+        changed = [p for p in set(before) | set(after) if before.get(p) != after.get(p)]
+        changed += self.index.changed_outside(self.watch_root)
+        with self._tree_lock:
+            self._tree = after
+        if changed:
+            self._queue(set(changed))
+        return sorted(changed)
+
+    def _expand(self, paths: set[str]) -> set[str]:
+        """Folder events become the files under them: now on disk, or known to the index before."""
+        out: set[str] = set()
+        for path in paths:
+            if os.path.isdir(path):
+                out.update(scan_tree(path))
+            elif _watched_file(os.path.basename(path)):
+                out.add(path)
+            else:  # a deleted or renamed-away folder (or a file we do not index): what did it hold?
+                out.update(self.index.known_files_under(path))
+        return out
 
     def _apply(self, paths: set[str]) -> None:
         try:
@@ -181,9 +264,21 @@ class WatchedProject:
 
     def files_changed(self, paths: Iterable[str]) -> None:
         """Watcher callback: mark the index stale now, re-index in the worker."""
-        batch = set(paths)
+        batch = self._expand(set(paths))
         if not batch:
             return
+        with self._tree_lock:  # the next reconciliation must not report what was just seen again
+            for path in batch:
+                key = os.path.normcase(path)
+                try:
+                    st = os.stat(path)
+                    if key.startswith(self.watch_root + os.sep):
+                        self._tree[key] = (st.st_mtime_ns, st.st_size)
+                except OSError:
+                    self._tree.pop(key, None)
+        self._queue(batch)
+
+    def _queue(self, batch: set[str]) -> None:
         self.index.mark_dirty(batch)
         with self._timer_lock:  # a change cancels the pending quiet-period snapshot
             if self._timer is not None:
@@ -213,7 +308,7 @@ class WatchedProject:
         if data is None or not status.is_final or self.snapshot.build_id == status.build_id:
             return  # not final, or this build is already saved
         try:
-            path = write_snapshot(data, status)
+            path = write_snapshot(data, status, replace=self.replace_snapshot)
             self.snapshot = SnapshotInfo(
                 path=str(path),
                 written_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -222,6 +317,10 @@ class WatchedProject:
                 history=[*self.snapshot.history, status.build_id],
             )
             self._on_event(self.project_dir, f"snapshot written: {path}")
+        except Ra3Error as kept:
+            self.snapshot.error = kept.message
+            self.snapshot.build_id = status.build_id  # do not retry this build
+            self._on_event(self.project_dir, f"snapshot NOT written: {kept.message} ({kept.hint})")
         except Exception as exc:
             logger.exception("snapshot of %s failed", self.project_dir)
             self.snapshot.error = f"{type(exc).__name__}: {exc}"
@@ -280,9 +379,16 @@ class Watcher:
         schema_path: Path | None = None,
         on_progress: Callable[[str, BuildProgress], None] | None = None,
         on_event: Callable[[str, str], None] | None = None,
+        sdk: Path | None = None,
+        entries: list[Path] | None = None,
+        data_paths: list[Path] | None = None,
+        replace_snapshot: bool = False,
+        reconcile_seconds: float = DEFAULT_RECONCILE_SECONDS,
     ) -> None:
         if not project_dirs:
             raise ServiceError("INVALID_ARGUMENT", "name at least one project folder")
+        if entries and len(project_dirs) > 1:
+            raise ServiceError("INVALID_ARGUMENT", "--entry names the entries of one project: watch one")
         self.projects = [
             WatchedProject(
                 p,
@@ -291,9 +397,14 @@ class Watcher:
                 snapshots=snapshots,
                 on_progress=on_progress,
                 on_event=on_event,
+                sdk=sdk,
+                entries=entries,
+                data_paths=data_paths,
+                replace_snapshot=replace_snapshot,
             )
             for p in project_dirs
         ]
+        self.reconcile_seconds = reconcile_seconds
         self.registry = ProjectRegistry()
         for project in self.projects:
             self.registry.add(project)
@@ -305,6 +416,7 @@ class Watcher:
         self._refresh_thread = threading.Thread(
             target=self._keep_published, name="ra3-endpoints", daemon=True
         )
+        self._reconcile_thread = threading.Thread(target=self._reconcile, name="ra3-reconcile", daemon=True)
 
     def start(self) -> Watcher:
         """Serve, publish the endpoint files, build, and watch (all in the background)."""
@@ -317,7 +429,20 @@ class Watcher:
             project.start()
         self._watch_thread.start()
         self._refresh_thread.start()
+        if self.reconcile_seconds > 0:
+            self._reconcile_thread.start()
         return self
+
+    def _reconcile(self) -> None:
+        # the safety net under the OS events: a cheap mtime/size scan heals anything they missed
+        while not self._stop.wait(self.reconcile_seconds):
+            for project in self.projects:
+                if project.index.data is None:
+                    continue  # the first build is still running; its baseline was taken before it
+                try:
+                    project.reconcile()
+                except OSError:
+                    logger.exception("reconciliation of %s failed", project.project_dir)
 
     def _keep_published(self) -> None:
         # another indexer of the same project may exit and remove "its" file: put ours back
@@ -331,13 +456,13 @@ class Watcher:
         key = os.path.normcase(path)
         best: WatchedProject | None = None
         for project in self.projects:
-            root = project.project_dir.rstrip(os.sep) + os.sep
-            if key.startswith(root) and (best is None or len(root) > len(best.project_dir)):
+            root = project.watch_root.rstrip(os.sep) + os.sep
+            if key.startswith(root) and (best is None or len(root) > len(best.watch_root)):
                 best = project
         return best
 
     def _watch(self) -> None:
-        roots = [p.project_dir for p in self.projects]
+        roots = [p.watch_root for p in self.projects]
         try:
             for changes in watchfiles.watch(
                 *roots,
@@ -364,6 +489,8 @@ class Watcher:
         removed = self.publisher.withdraw()
         self._watch_thread.join(5.0)
         self._refresh_thread.join(5.0)
+        if self._reconcile_thread.is_alive():
+            self._reconcile_thread.join(5.0)
         for project in self.projects:
             project.stop()
         self.server.stop()
@@ -393,6 +520,10 @@ def run_watch(
     quiet_seconds: float = DEFAULT_QUIET_SECONDS,
     snapshots: bool = True,
     schema: Path | None = None,
+    sdk: Path | None = None,
+    entries: list[Path] | None = None,
+    data_paths: list[Path] | None = None,
+    replace_snapshot: bool = False,
 ) -> None:
     """The `moddesk ra3 watch` command: progress bars, event lines, run until a signal."""
     progress = Progress(
@@ -445,12 +576,25 @@ def run_watch(
         schema_path=schema,
         on_progress=on_progress,
         on_event=on_event,
+        sdk=sdk,
+        entries=entries,
+        data_paths=data_paths,
+        replace_snapshot=replace_snapshot,
     )
     with progress:
         watcher.start()
         console.print(f"live query API: {watcher.server.url} (token in the endpoint files)", highlight=False)
         for path in sorted(watcher.publisher.written):
             console.print(f"endpoint file: {path}", highlight=False, soft_wrap=True)
+        for project in watcher.projects:
+            cfg = project.config
+            console.print(
+                f"{project.project_dir}: game {cfg.game}, entries "
+                + ", ".join(e.path.name for e in cfg.entries)
+                + (f", settings {cfg.settings_file}" if cfg.settings_file else ""),
+                highlight=False,
+                soft_wrap=True,
+            )
         for project in watcher.projects:
             if not project.looks_like_project:
                 console.print(
