@@ -86,7 +86,7 @@ def hover_markdown(
     if not parts:
         return None
     status = host.index.status()
-    if status.stale or not status.complete:
+    if status.stale or not status.is_final:
         parts.append(f"_index {status.state}: answered from build {status.build_id}, an update is pending_")
     return "\n\n".join(parts)
 
