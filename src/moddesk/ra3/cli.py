@@ -108,9 +108,28 @@ def enable(
         str | None, typer.Option(help="user or project config (default: each client's usual one)")
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking")] = False,
+    editor: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--editor", help="vscode, neovim, helix: configure the editor's LSP client (repeatable)"
+        ),
+    ] = None,
 ) -> None:
-    """One-step setup: stable launcher, MCP client configs (with consent) and the Agent Skill."""
+    """One-step setup: stable launcher, MCP client configs (with consent) and the Agent Skill.
+
+    With --editor (and no --client) only the editors' language-server configs are written.
+    """
     from moddesk.ra3.setup import run_enable
+
+    if editor:
+        from moddesk.ra3.lsp.editors import run_enable_editors
+
+        try:
+            run_enable_editors(project, editor, yes=yes, console=console)
+        except ServiceError as exc:
+            raise _fail(exc) from exc
+        if not client:
+            return
 
     if scope not in (None, "user", "project"):
         raise _fail(ServiceError("INVALID_ARGUMENT", f"--scope must be user or project, not {scope!r}"))
