@@ -35,7 +35,7 @@ from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD, de
 from moddesk.pvf.format.encodings import (
     NAME_ENCODING,
     decode_bytes,
-    detect_region,
+    detect_region_scored,
     encode_text,
     region_encoding,
 )
@@ -115,6 +115,7 @@ class Archive:
         self._paths: list[str] = []
         self._lookup: dict[str, int] | None = None
         self._region = region
+        self._region_confidence: float | None = None
         self._strings: StringTable | None = None
         self._links: dict[int, str] | None = None
         self._str_files: dict[str, dict[str, str]] = {}
@@ -218,8 +219,16 @@ class Archive:
                         samples = StringTable.parse(raw, "latin-1").raw[:5000]
                     except PvfFormatError:
                         samples = []
-                self._region = detect_region(samples) if samples else "tw"
+                self._region, self._region_confidence = (
+                    detect_region_scored(samples) if samples else ("tw", 0.0)
+                )
         return self._region
+
+    @property
+    def region_confidence(self) -> float | None:
+        """How sure the region detection is (0..1); None when the region was given or is NKPI's."""
+        _ = self.region
+        return self._region_confidence
 
     @property
     def encoding(self) -> str:
@@ -230,6 +239,8 @@ class Archive:
     def version(self) -> dict[str, object]:
         """Version facts: format, family, region, classic file version / NKPI padding and guard."""
         info: dict[str, object] = {"format": self.format, "family": self.family.value, "region": self.region}
+        if self.region_confidence is not None:
+            info["regionConfidence"] = self.region_confidence  # detected, not given
         if self._classic is not None:
             info["fileVersion"] = self._classic.version
             info["guid"] = self._classic.guid.decode("latin-1")
@@ -456,6 +467,20 @@ class Archive:
             end = off + align4(sizes[i])
         if batch:
             yield from flush()
+
+    def entry_problems(self, path: str | ArchiveEntry) -> list[str]:
+        """Problems of one stored entry (classic: its data checksum), empty when sound or edited.
+
+        Reading never fails on a checksum (the client does not appear to check it; spec §1.6), so
+        ``cat``/``read`` call this to warn that the bytes they show may be damaged.
+        """
+        i = path.index if isinstance(path, ArchiveEntry) else self._require(path)
+        if self._classic is None or i >= self._source_count or i in self._overlay:
+            return []
+        assert self._src is not None
+        if not classic_fmt.block_checksum_ok(self._src, self._classic, i):
+            return [f"{self._paths[i]}: stored data checksum does not match (the data may be damaged)"]
+        return []
 
     def is_script(self, path: str | ArchiveEntry) -> bool:
         """Whether the entry is a token script (classic: B0 D0 magic; NKPI: data type 1)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -64,11 +65,20 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
 
 
 ArchiveArg = Annotated[Path, typer.Argument(help="Script.pvf archive", exists=True, dir_okay=False)]
+RegionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--region",
+        help="classic text code page: tw, cn, kr, jp, utf8 (default: detected from stringtable.bin)",
+    ),
+]
 
 
-def info(archive: ArchiveArg, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def info(
+    archive: ArchiveArg, as_json: Annotated[bool, typer.Option("--json")] = False, region: RegionOption = None
+) -> None:
     """Show an archive's format, region, version and size (reads only the directory)."""
-    with _format_errors(), Archive.open(archive) as pvf:
+    with _format_errors(), Archive.open(archive, region=region) as pvf:
         kinds: dict[str, int] = {}
         for e in pvf.entries:
             kinds[e.kind] = kinds.get(e.kind, 0) + 1
@@ -94,11 +104,12 @@ def ls(
     pattern: Annotated[str, typer.Argument(help="glob over archive paths, e.g. 'equipment/**/*.equ'")] = "*",
     long: Annotated[bool, typer.Option("--long", "-l", help="show size and kind")] = False,
     limit: Annotated[int, typer.Option(help="stop after this many (0 = all)")] = 0,
+    region: RegionOption = None,
 ) -> None:
     """List entries (optionally filtered by a glob; case-insensitive)."""
     glob = normalize_path(pattern)
     shown = 0
-    with _format_errors(), Archive.open(archive) as pvf:
+    with _format_errors(), Archive.open(archive, region=region) as pvf:
         out = sys.stdout
         for e in pvf.entries:
             if glob != "*" and not fnmatch.fnmatchcase(normalize_path(e.path), glob):
@@ -113,19 +124,43 @@ def cat(
     archive: ArchiveArg,
     path: Annotated[str, typer.Argument(help="entry path inside the archive")],
     raw: Annotated[bool, typer.Option("--raw", help="write the decoded bytes instead of text")] = False,
+    region: RegionOption = None,
 ) -> None:
     """Print one entry: scripts as #PVF_File text, .str as text; --raw for bytes."""
-    with _format_errors(), Archive.open(archive) as pvf:
+    with _format_errors(), Archive.open(archive, region=region) as pvf:
+        for problem in pvf.entry_problems(path):  # shown, not fatal: the bytes may still be useful
+            err_console.print(f"[yellow]warning[/yellow]: {escape(problem)}")
         if raw:
             sys.stdout.buffer.write(pvf.read(path))
             return
         sys.stdout.write(pvf.read_text(path))
 
 
+#: Characters no file system takes in a name (Windows' reserved set plus controls).
+_UNSAFE_NAME_CHARS = frozenset('<>:"|?*')
+
+
+def _safe_part(part: str) -> str:
+    """A path component any file system accepts: undecodable name bytes (CP949 surrogate escapes),
+    control and reserved characters become ``%XX`` (the original path stays in the manifest)."""
+    out: list[str] = []
+    for ch in part:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # a raw byte that was not valid CP949
+            out.append(f"%{code - 0xDC00:02X}")
+        elif code < 0x20 or code == 0x7F or ch in _UNSAFE_NAME_CHARS or 0xD800 <= code <= 0xDFFF:
+            out.append(f"%{code:02X}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _safe_relpath(path: str) -> Path:
-    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    parts = [_safe_part(p) for p in path.replace("\\", "/").split("/") if p not in ("", ".", "..")]
     if not parts:
-        raise PvfFormatError("NOT_FOUND", "entry has no usable file name", path=path)
+        raise PvfFormatError(
+            "NOT_FOUND", "entry has no usable file name", path=path.encode("ascii", "replace").decode()
+        )
     return Path(*parts)
 
 
@@ -134,48 +169,78 @@ def extract(
     out: Annotated[Path, typer.Argument(help="new folder to create (must not exist)")],
     pattern: Annotated[str, typer.Option(help="only entries matching this glob")] = "*",
     raw: Annotated[bool, typer.Option("--raw", help="write decoded bytes, not text")] = False,
+    region: RegionOption = None,
 ) -> None:
-    """Extract entries into a new folder (scripts as UTF-8 text); the folder appears only when complete."""
-    from moddesk.kit.files import publish_no_overwrite
+    """Extract entries into a new folder (scripts as UTF-8 text); the folder appears only when complete.
 
+    Names that are not valid CP949 or hold characters a file system refuses are written with
+    ``%XX`` escapes and listed; the manifest keeps every original path, so ``pack`` restores them.
+    On any failure nothing is published and the staging folder is removed.
+    """
     if out.exists():
         err_console.print(f"[red]TARGET_EXISTS[/red]: {escape(str(out))} already exists")
         raise typer.Exit(2)
     out.parent.mkdir(parents=True, exist_ok=True)
-    glob = normalize_path(pattern)
-    with _format_errors(), Archive.open(archive) as pvf, _progress("extract") as progress:
+    with _format_errors(), Archive.open(archive, region=region) as pvf, _progress("extract") as progress:
         staging = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=out.parent))
-        manifest: dict[str, object] = {"format": pvf.format, "region": pvf.region, "files": []}
-        files: list[dict[str, object]] = []
-        seen: set[str] = set()
-        for entry, data in pvf.iter_bytes(progress):
-            if glob != "*" and not fnmatch.fnmatchcase(normalize_path(entry.path), glob):
-                continue
-            rel = _safe_relpath(entry.path)
-            key = str(rel).lower()
-            n = 1
-            while key in seen:  # duplicate paths exist in real archives
-                rel = rel.with_name(f"{rel.name}.dup{n}")
-                key, n = str(rel).lower(), n + 1
-            seen.add(key)
-            mode = "raw"
-            payload = data
-            if not raw and entry.kind != "binary":
-                try:
-                    payload = pvf.render(entry.path, data).encode("utf-8", errors="surrogateescape")
-                    mode = "text"
-                except PvfFormatError:
-                    payload = data
-            target = staging / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(payload)
-            files.append(
-                {"path": entry.path, "file": rel.as_posix(), "mode": mode, "dataType": entry.data_type}
+        try:
+            files, escaped = _extract_into(pvf, staging, out, normalize_path(pattern), raw, progress)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            err_console.print(
+                f"[red]WRITE_FAILED[/red]: {escape(exc.strerror or str(exc))}; nothing was extracted"
             )
-        manifest["files"] = files
-        (staging / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
-        publish_no_overwrite(staging, out)
-    console.print(f"extracted {len(files)} files to {escape(str(out))}")
+            raise typer.Exit(2) from None
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    for original, written in escaped[:20]:
+        err_console.print(f"[yellow]escaped name[/yellow] {escape(ascii(original))} → {escape(written)}")
+    if len(escaped) > 20:
+        err_console.print(f"… {len(escaped) - 20} more escaped names (see {MANIFEST})")
+    console.print(f"extracted {files} files to {escape(str(out))}")
+
+
+def _extract_into(
+    pvf: Archive, staging: Path, out: Path, glob: str, raw: bool, progress: Callable[[int, int], None]
+) -> tuple[int, list[tuple[str, str]]]:
+    """Write the entries into ``staging``, then publish it as ``out``; (file count, escaped names)."""
+    from moddesk.kit.files import publish_no_overwrite
+
+    manifest: dict[str, object] = {"format": pvf.format, "region": pvf.region, "files": []}
+    files: list[dict[str, object]] = []
+    escaped: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for entry, data in pvf.iter_bytes(progress):
+        if glob != "*" and not fnmatch.fnmatchcase(normalize_path(entry.path), glob):
+            continue
+        rel = _safe_relpath(entry.path)
+        key = str(rel).lower()
+        n = 1
+        while key in seen:  # duplicate paths exist in real archives
+            rel = rel.with_name(f"{rel.name}.dup{n}")
+            key, n = str(rel).lower(), n + 1
+        seen.add(key)
+        if rel.as_posix() != entry.path.replace("\\", "/").strip("/"):
+            escaped.append((entry.path, rel.as_posix()))
+        mode = "raw"
+        payload = data
+        if not raw and entry.kind != "binary":
+            try:
+                payload = pvf.render(entry.path, data).encode("utf-8", errors="surrogateescape")
+                mode = "text"
+            except PvfFormatError:
+                payload = data
+        target = staging / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(payload)
+        files.append({"path": entry.path, "file": rel.as_posix(), "mode": mode, "dataType": entry.data_type})
+    manifest["files"] = files
+    # undecodable name bytes are kept as \udcXX escapes, which only ASCII JSON can carry
+    text = json.dumps(manifest, ensure_ascii=bool(escaped), indent=1)
+    (staging / MANIFEST).write_text(text, encoding="utf-8")
+    publish_no_overwrite(staging, out)
+    return len(files), escaped
 
 
 def _walk(folder: Path) -> Iterator[Path]:

@@ -15,6 +15,7 @@ from moddesk.pvf.format.crypto import (
     classic_decrypt_many,
     classic_encrypt,
     crc32_seeded,
+    name_hash,
 )
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.source import ByteSource
@@ -49,12 +50,33 @@ class ClassicDirectory:
 
 
 def guid_plausible(guid: bytes) -> bool:
-    """Whether ``guid`` can be a classic header's GUID: non-empty printable ASCII (real files: 36 chars).
+    """Whether ``guid`` looks like a classic header's GUID: non-empty printable ASCII (real files: 36 chars).
 
-    This is what tells a classic header from zeros or other garbage, whose first i32 (the GUID
-    length) is often 0 and whose "GUID" is not text.
+    A GUID that is not (a damaged byte, another tool's header) is still read when the directory
+    behind it proves the header right (:func:`first_entry_verifies`): the game and every peer
+    reader (pvfUtility, pvf-parser-ts, godof, DNF_pvf_python) skip the GUID without looking at it.
     """
     return bool(guid) and all(0x20 <= b < 0x7F for b in guid)
+
+
+def guid_problem(guid: bytes) -> str | None:
+    """The warning for a GUID that is not printable ASCII, or None."""
+    if guid_plausible(guid):
+        return None
+    bad = [f"{i}:{b:#04x}" for i, b in enumerate(guid) if not 0x20 <= b < 0x7F]
+    shown = ", ".join(bad[:8]) + (" …" if len(bad) > 8 else "")
+    return f"the GUID holds {len(bad)} byte(s) that are not printable ASCII ({shown}); read leniently as the peers do"
+
+
+def first_entry_verifies(src: ByteSource, guid_len: int, tree_len: int, tree_crc: int, count: int) -> bool:
+    """Whether the first directory entry decrypts to a name whose hash matches (garbage never does)."""
+    if count <= 0 or tree_len < 20:
+        return False
+    head = classic_decrypt(src.read(20 + guid_len, min(tree_len, 1024) & ~3), tree_crc)
+    h, n = struct.unpack_from("<Ii", head, 0)
+    if not 0 < n <= len(head) - 20:
+        return False
+    return bool(name_hash(head[8 : 8 + n]) == h)
 
 
 def empty_directory() -> ClassicDirectory:
@@ -81,11 +103,15 @@ def read_classic_directory(src: ByteSource) -> ClassicDirectory:
     if not 0 <= guid_len <= MAX_GUID_LEN:
         raise PvfFormatError("BAD_HEADER", f"GUID length {guid_len} is not plausible", offset=0)
     guid = src.read(4, guid_len, what="GUID")
-    if not guid_plausible(guid):
-        raise PvfFormatError("BAD_HEADER", "the GUID is empty or not printable ASCII text", offset=4)
+    if not guid:
+        raise PvfFormatError("BAD_HEADER", "the GUID is empty", offset=4)
     version, tree_len, tree_crc, count = struct.unpack(
         "<iiIi", src.read(4 + guid_len, 16, what="classic header")
     )
+    problems: list[str] = []
+    warning = guid_problem(guid)
+    if warning is not None:
+        problems.append(warning)
     base = 20 + guid_len + tree_len
     if tree_len < 0 or tree_len % 4 or base > size:
         raise PvfFormatError(
@@ -94,7 +120,6 @@ def read_classic_directory(src: ByteSource) -> ClassicDirectory:
     if count < 0 or count * 20 > tree_len:
         raise PvfFormatError("BAD_HEADER", f"file count {count} does not fit a {tree_len}-byte directory")
     tree = classic_decrypt(src.read(20 + guid_len, tree_len, what="directory"), tree_crc)
-    problems: list[str] = []
     if crc32_seeded(tree, count) != tree_crc:
         problems.append("directory checksum does not match crc32(tree, count)")
     names: list[bytes] = []
@@ -138,6 +163,14 @@ def read_classic_block(src: ByteSource, d: ClassicDirectory, index: int) -> byte
     size = int(d.sizes[index])
     block = src.read(d.base + int(d.offsets[index]), align4(size), what=f"entry {index}")
     return classic_decrypt(block, int(d.crcs[index]))[:size]
+
+
+def block_checksum_ok(src: ByteSource, d: ClassicDirectory, index: int) -> bool:
+    """Whether entry ``index``'s plaintext (padding zeroed) matches its stored checksum (spec §1.4)."""
+    size = int(d.sizes[index])
+    block = src.read(d.base + int(d.offsets[index]), align4(size), what=f"entry {index}")
+    plain = classic_decrypt(block, int(d.crcs[index]))[:size]
+    return crc32_seeded(plain + b"\0" * (align4(size) - size), int(d.hashes[index])) == int(d.crcs[index])
 
 
 def decrypt_run(data: bytes, lengths: list[int], checksums: list[int]) -> bytes:

@@ -6,7 +6,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from moddesk.pvf.format.classic import MAX_GUID_LEN, guid_plausible
+from moddesk.pvf.format.classic import MAX_GUID_LEN, first_entry_verifies, guid_plausible
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.nkpi import PAGED110, NkpiHeader, NkpiVariant, probe_header, unsupported_paged110
 from moddesk.pvf.format.source import ByteSource
@@ -34,16 +34,18 @@ def _classic_plausible(src: ByteSource) -> bool:
     (guid_len,) = struct.unpack("<i", src.read(0, 4))
     if not 0 < guid_len <= MAX_GUID_LEN or 20 + guid_len > src.size:
         return False
-    if not guid_plausible(src.read(4, guid_len)):
-        return False
     fields: tuple[int, int, int, int] = struct.unpack("<iiIi", src.read(4 + guid_len, 16))
-    _version, tree_len, _crc, count = fields
-    return (
+    _version, tree_len, crc, count = fields
+    fits = (
         tree_len >= 0
         and tree_len % 4 == 0
         and 20 + guid_len + tree_len <= src.size
         and 0 <= count * 20 <= tree_len
     )
+    if not fits:
+        return False
+    # a damaged GUID is accepted when the directory proves the header (peers never check the GUID)
+    return guid_plausible(src.read(4, guid_len)) or first_entry_verifies(src, guid_len, tree_len, crc, count)
 
 
 def detect(src: ByteSource, *, path: Path | None = None) -> Detection:

@@ -64,20 +64,44 @@ def _frequent_score(text: str, region: str) -> int:
 
 
 def detect_region(samples: list[bytes]) -> str:
-    """The region whose code page decodes every sample and yields the most frequent characters.
+    """The most likely region of string-table samples (see :func:`detect_region_scored`)."""
+    return detect_region_scored(samples)[0]
 
-    Misdecoded text is valid but made of rare characters, so counting each code page's
-    most frequent characters separates Big5, GBK, CP949 and CP932 on real string tables.
+
+def detect_region_scored(samples: list[bytes]) -> tuple[str, float]:
+    """(region, confidence 0..1) of string-table samples.
+
+    UTF-8 first (``pack --region utf8`` archives; pvfUtility's ``EncodingType.UTF8``): legacy CJK
+    bytes almost never form valid multi-byte UTF-8, so text that decodes strictly and has
+    multi-byte characters is UTF-8 — confidence grows with how many it has. Otherwise, the region
+    whose code page decodes every sample and yields the most frequent characters wins: misdecoded
+    text is valid but made of rare characters, so counting each code page's most frequent
+    characters separates Big5, GBK, CP949 and CP932 on real string tables; the confidence is the
+    winner's share of frequent characters against the runner-up. ASCII-only samples cannot tell
+    (``tw``, pvfUtility's default, with confidence 0).
     """
-    best, best_score = "tw", -1
     blob = b"\n".join(samples)
+    if blob.isascii():
+        return "tw", 0.0
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        wide = sum(1 for ch in text if not ch.isascii())
+        return "utf8", round(min(1.0, 0.5 + wide / 40), 3)
+    scores: dict[str, int] = {}
     # Hangul bytes also decode as frequent GBK hanzi, so Korean wins ties against Chinese
     for region in ("tw", "kr", "cn", "jp"):
         try:
-            text = blob.decode(REGION_ENCODINGS[region])
+            decoded = blob.decode(REGION_ENCODINGS[region])
         except UnicodeDecodeError:
             continue
-        score = _frequent_score(text, region)
-        if score > best_score:
-            best, best_score = region, score
-    return best
+        scores[region] = _frequent_score(decoded, region)
+    if not scores:
+        return "tw", 0.0
+    ranked = sorted(scores.items(), key=lambda kv: -kv[1])  # stable: ties keep the order above
+    best, best_score = ranked[0]
+    runner = ranked[1][1] if len(ranked) > 1 else 0
+    confidence = best_score / (best_score + runner) if best_score else 0.0
+    return best, round(confidence, 3)

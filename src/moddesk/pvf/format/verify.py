@@ -84,6 +84,7 @@ def verify_nkpi(src: ByteSource, d: NkpiDirectory, progress: ProgressFn | None =
             p.add("hash", "HASH unique-name set differs from the file table's names")
     except PvfFormatError as exc:
         p.add("hash", f"HASH section unreadable: {exc.message}")
+    _nkpi_layout(d, p)
     total = d.header.group_count
     for c in range(total):
         try:
@@ -93,3 +94,38 @@ def verify_nkpi(src: ByteSource, d: NkpiDirectory, progress: ProgressFn | None =
         if progress is not None and (c % 256 == 0 or c + 1 == total):
             progress(c + 1, total)
     return p.result()
+
+
+def _nkpi_layout(d: NkpiDirectory, p: _Problems) -> None:
+    """Rows inside their chunk, and no two rows sharing part of a chunk (as the classic check does).
+
+    A partial overlap means a size or offset was corrupted — e.g. a DataSize grown by 40 reads the
+    next file's first bytes as its own. Two rows with the very same range are reported too, worded
+    apart: no known writer deduplicates NKPI data, and a damaged offset that happens to land on a
+    row of the same size would otherwise read another file's bytes silently.
+    """
+    rows = d.rows
+    if not len(rows):
+        return
+    chunk = rows["chunk"].astype(np.int64)
+    start = rows["offset"].astype(np.int64)
+    size = rows["size"].astype(np.int64)
+    inside = (chunk >= 0) & (chunk < d.header.group_count) & (start >= 0) & (size >= 0)
+    limit = np.where(inside, d.original_sizes[np.clip(chunk, 0, max(len(d.original_sizes) - 1, 0))], 0)
+    for i in np.flatnonzero(~inside | (start + size > limit))[:MAX_LISTED].tolist():
+        p.add(
+            "bounds",
+            f"row {i}: {int(size[i])} bytes at {int(start[i])} of chunk {int(chunk[i])} are outside it",
+        )
+    live = np.flatnonzero(inside & (size > 0))
+    order = live[np.lexsort((start[live], chunk[live]))]
+    c, a, z = chunk[order], start[order], start[order] + size[order]
+    same = (c[1:] == c[:-1]) & (a[1:] < z[:-1])
+    shared = (a[1:] == a[:-1]) & (z[1:] == z[:-1])
+    for j in np.flatnonzero(same).tolist():
+        i, k = int(order[j]), int(order[j + 1])
+        if shared[j]:
+            p.add("overlap", f"row {k} overlaps row {i}: both read the same bytes of chunk {int(c[j])}")
+        else:
+            where = f"chunk {int(c[j])} bytes {int(a[j + 1])}..{int(z[j])}"
+            p.add("overlap", f"row {k} overlaps row {i} in {where}")

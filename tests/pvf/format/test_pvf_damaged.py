@@ -1,0 +1,233 @@
+"""Damaged archives read the way the game and the peer tools read them, with every damage reported.
+
+* A classic GUID with non-ASCII bytes: pvfUtility (PvfPack.Core.cs OpenPvfPack), pvf-parser-ts
+  (modelIO.ts openImpl), godof (header.go) and DNF_pvf_python (pvfReader.py) read guidLen bytes and
+  never look at them — moddesk reads the archive too, with a warning in ``info``.
+* NKPI rows that overlap in a chunk (a corrupted DataSize): ``verify`` reports them as the classic
+  overlap check does; the fuzz below proves a mutated file table is refused, reported or harmless.
+* A classic data-area bit flip: ``cat`` warns (checksum), ``verify`` reports.
+* ``extract`` of names that are not valid CP949 or that no file system accepts: escaped, reported,
+  restored by ``pack``; a failing extract publishes nothing and leaves no staging folder.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from moddesk.pvf.archive import Archive
+from moddesk.pvf.format.errors import ERROR_CODES, PvfFormatError
+from moddesk.pvf.format.nkpi import HEADER_SIZE
+from moddesk.pvf.generate import generate_archive
+
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "moddesk", "pvf", *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+@lru_cache(maxsize=4)
+def _generated(fmt: str) -> bytes:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "g.pvf"
+        generate_archive(p, fmt=fmt, files=60, seed=3)
+        return p.read_bytes()
+
+
+def _contents(data: bytes) -> dict[str, bytes]:
+    with Archive.from_bytes(data) as pvf:
+        return {e.path: pvf.read(e) for e in pvf.entries}
+
+
+# ------------------------------------------------------------------------------------ classic GUID
+
+
+def _with_guid(data: bytes, guid: bytes) -> bytes:
+    (old_len,) = struct.unpack_from("<i", data, 0)
+    return struct.pack("<i", len(guid)) + guid + data[4 + old_len :]
+
+
+def test_a_non_ascii_guid_byte_is_read_with_a_warning(tmp_path: Path) -> None:
+    original = _generated("classic")
+    damaged = bytearray(original)
+    damaged[4 + 7] = 0xE9  # one GUID byte turned into a Latin-1 letter
+    with Archive.from_bytes(bytes(damaged)) as pvf:
+        assert pvf.format == "classic"
+        assert any("GUID" in p and "0xe9" in p for p in pvf.problems)
+    assert _contents(bytes(damaged)) == _contents(original)
+    path = tmp_path / "guid.pvf"
+    path.write_bytes(bytes(damaged))
+    info = _cli("info", str(path), "--json")
+    assert info.returncode == 0, info.stderr
+    facts = json.loads(info.stdout)
+    assert facts["format"] == "classic" and any("GUID" in p for p in facts["problems"])
+    # saving keeps the GUID bytes as they were
+    with Archive.open(path) as pvf:
+        pvf.write_bytes("new.txt", b"x")
+        out = tmp_path / "saved.pvf"
+        pvf.write_copy(out)
+    assert out.read_bytes()[4:40] == bytes(damaged[4:40])
+
+
+@FUZZ
+@given(st.binary(min_size=1, max_size=64))
+def test_any_guid_bytes_read_the_same_entries(guid: bytes) -> None:
+    original = _generated("classic")
+    assert _contents(_with_guid(original, guid)) == _contents(original)
+
+
+def test_garbage_with_a_high_byte_guid_is_still_not_an_archive() -> None:
+    junk = struct.pack("<i", 36) + bytes(range(0x80, 0xA4)) + b"\x10\x00\x00\x00" * 4 + b"\xaa" * 64
+    try:
+        Archive.from_bytes(junk)
+    except PvfFormatError as exc:
+        assert exc.code in {"UNKNOWN_FORMAT", "BAD_HEADER"}
+    else:  # pragma: no cover - the assertion below explains the failure
+        raise AssertionError("garbage opened as an archive")
+
+
+# ------------------------------------------------------------------------------------- NKPI layout
+
+
+def _row_field(data: bytearray, row: int, field: int) -> int:
+    return int(struct.unpack_from("<i", data, HEADER_SIZE + 24 * row + 4 * field)[0])
+
+
+def _set_row_field(data: bytearray, row: int, field: int, value: int) -> None:
+    struct.pack_into("<i", data, HEADER_SIZE + 24 * row + 4 * field, value)
+
+
+def _followed_row(data: bytes) -> int:
+    """A row with a non-empty row right after it in the same chunk."""
+    with Archive.from_bytes(data) as pvf:
+        count = len(pvf)
+    raw = bytearray(data)
+    ends = {}
+    for r in range(count):
+        ends[(_row_field(raw, r, 2), _row_field(raw, r, 3))] = r
+    for r in range(count):
+        nxt = ends.get((_row_field(raw, r, 2), _row_field(raw, r, 3) + _row_field(raw, r, 4)))
+        if nxt is not None and _row_field(raw, nxt, 4) > 40 and _row_field(raw, r, 4) > 0:
+            return r
+    raise AssertionError("no adjacent rows")
+
+
+def test_nkpi_verify_reports_a_data_size_grown_into_the_next_file(tmp_path: Path) -> None:
+    data = bytearray(_generated("90US"))
+    row = _followed_row(bytes(data))
+    _set_row_field(data, row, 4, _row_field(data, row, 4) + 40)
+    with Archive.from_bytes(bytes(data)) as pvf:
+        problems = pvf.verify()
+    assert any("overlaps" in p for p in problems), problems
+    path = tmp_path / "grown.pvf"
+    path.write_bytes(bytes(data))
+    run = _cli("verify", str(path))
+    assert run.returncode == 1 and "overlaps" in run.stdout
+
+
+@FUZZ
+@given(st.sampled_from(["90US", "90CN"]), st.data())
+def test_mutated_nkpi_rows_are_refused_reported_or_harmless(fmt: str, data: st.DataObject) -> None:
+    original = _generated(fmt)
+    with Archive.from_bytes(original) as pvf:
+        count = len(pvf)
+    raw = bytearray(original)
+    row = data.draw(st.integers(0, count - 1))
+    field = data.draw(st.sampled_from([2, 3, 4]))  # chunk, offset, grown size
+    delta = data.draw(st.integers(1, 5000)) * (1 if field == 4 else data.draw(st.sampled_from([1, -1])))
+    _set_row_field(raw, row, field, _row_field(raw, row, field) + delta)
+    try:
+        with Archive.from_bytes(bytes(raw)) as pvf:
+            problems = pvf.verify()
+            if problems:
+                return  # reported
+            # nothing reported: then nothing may read differently (no silent wrong data)
+            got = {e.path: pvf.read(e) for e in pvf.entries}
+    except PvfFormatError as exc:
+        assert exc.code in ERROR_CODES
+        return
+    assert got == _contents(original)
+
+
+# ------------------------------------------------------------------------------- classic checksums
+
+
+def test_cat_warns_when_a_classic_entry_checksum_does_not_match(tmp_path: Path) -> None:
+    pvf = Archive.new("classic", region="cn")
+    pvf.write_text("equipment/a.equ", "#PVF_File\n[grade]\n\t74\n[price]\n\t1000\n")
+    pvf.write_bytes("other.bin", b"\x01" * 64)
+    path = tmp_path / "flip.pvf"
+    pvf.save_as(path)
+    pvf.close()
+    with Archive.open(path) as pvf:
+        assert pvf.entry_problems("equipment/a.equ") == []
+        d = pvf._classic
+        assert d is not None
+        i = pvf.namelist().index("equipment/a.equ")
+        where = d.base + int(d.offsets[i]) + 8
+    raw = bytearray(path.read_bytes())
+    raw[where] ^= 0x10  # one bit of the encrypted data area
+    path.write_bytes(bytes(raw))
+    run = _cli("cat", str(path), "equipment/a.equ")
+    assert "checksum does not match" in run.stderr
+    with Archive.open(path) as pvf:
+        assert pvf.entry_problems("equipment/a.equ")
+        assert any("checksum" in p for p in pvf.verify())
+        assert pvf.entry_problems("other.bin") == []
+
+
+# -------------------------------------------------------------------------------------- extracting
+
+
+def test_extract_escapes_names_that_are_not_cp949_and_pack_restores_them(tmp_path: Path) -> None:
+    pvf = Archive.new("classic", region="cn")
+    bad = b"equipment/\xff\xfeweird.equ".decode("cp949", errors="surrogateescape")
+    pvf.write_text(bad, "#PVF_File\n[grade]\n\t7\n")
+    pvf.write_text("equipment/ok.equ", "#PVF_File\n[grade]\n\t8\n")
+    pvf.write_bytes("odd/a<b>:c?.bin", b"\x00\x01")
+    source = tmp_path / "names.pvf"
+    pvf.save_as(source)
+    pvf.close()
+    out = tmp_path / "out"
+    run = _cli("extract", str(source), str(out))
+    assert run.returncode == 0, run.stderr
+    assert "escaped name" in run.stderr
+    assert (out / "equipment" / "%FF%FEweird.equ").read_text("utf-8").startswith("#PVF_File")
+    assert (out / "odd" / "a%3Cb%3E%3Ac%3F.bin").read_bytes() == b"\x00\x01"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["names.pvf", "out"]  # no staging left
+    again = tmp_path / "again.pvf"
+    packed = _cli("pack", str(out), str(again), "--format", "classic", "--region", "cn")
+    assert packed.returncode == 0, packed.stderr
+    with Archive.open(source) as a, Archive.open(again) as b:
+        assert sorted(a.namelist()) == sorted(b.namelist())
+        assert b.read_text(bad) == a.read_text(bad)
+
+
+def test_a_failing_extract_publishes_nothing_and_leaves_no_staging(tmp_path: Path) -> None:
+    pvf = Archive.new("classic", region="cn")
+    pvf.write_text("equipment/fine.equ", "#PVF_File\n[grade]\n\t1\n")
+    pvf.write_bytes("x/" + "n" * 300 + ".bin", b"1")  # longer than any file system's name limit
+    source = tmp_path / "long.pvf"
+    pvf.save_as(source)
+    pvf.close()
+    out = tmp_path / "out"
+    run = _cli("extract", str(source), str(out))
+    assert run.returncode == 2
+    assert "WRITE_FAILED" in run.stderr and "Traceback" not in run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["long.pvf"]
