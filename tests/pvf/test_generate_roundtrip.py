@@ -157,3 +157,19 @@ def test_extract_then_pack_keeps_the_logical_content(
                 assert rebuilt.read_text(name) == original.read_text(name), name
             except Exception:
                 assert rebuilt.read(name) == original.read(name), name
+
+
+@pytest.mark.parametrize(("region", "marker"), [("tw", "擊"), ("jp", "撃"), ("kr", "격"), ("cn", "击")])
+def test_each_region_generates_text_in_its_own_script(tmp_path: Path, region: str, marker: str) -> None:
+    from moddesk.pvf.format.encodings import region_encoding
+
+    target = tmp_path / f"{region}.pvf"
+    generate_archive(target, fmt="classic", files=80, seed=2, region=region)
+    with Archive.open(target) as pvf:
+        assert pvf.verify() == [] and pvf.region == region  # detected back from the string table
+        texts = [pvf.read_text(n) for n in pvf.namelist() if n.endswith((".equ", ".skl", ".stk", ".str"))]
+    joined = "".join(texts)
+    assert marker in joined
+    joined.encode(region_encoding(region))  # every character exists in the region's code page
+    if region == "kr":
+        assert sum("\uac00" <= c <= "\ud7a3" for c in joined) > 100  # Hangul, not hanja

@@ -40,9 +40,10 @@ from moddesk.pvf.format.crypto import (
     name_hashes,
 )
 from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD
-from moddesk.pvf.format.encodings import NAME_ENCODING, region_encoding
+from moddesk.pvf.format.encodings import NAME_ENCODING, encode_text, region_encoding
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.strings import StringPools
+from moddesk.pvf.generate_locale import localize
 
 __all__ = ["GenerateResult", "generate_archive", "plan_paths"]
 
@@ -389,6 +390,7 @@ class _World:
     seed: int
     templates: dict[tuple[str, int], tuple[bytes, list[int]]] = field(default_factory=dict)
     draws: list[tuple[int, int, int, int]] = field(default_factory=list)
+    region: str = "cn"
 
 
 def _records(world: _World, f: PlannedFile) -> list[tuple[int, str]]:
@@ -437,8 +439,8 @@ def _content(world: _World, number: int, f: PlannedFile, links: bool) -> bytes:
         return s.to_bytes()
     ids = [p.id for p in world.plan if p.kind == ("equ" if f.id == 0 else "stk")]
     lines = [f"// {f.path}"] + [f"name_{i}>{MATERIALS[i % 12]}{PHRASES[i % 10]}项链" for i in ids]
-    text = "\r\n".join(lines)
-    return text.encode(world.encoding) if world.classic else text.encode("utf-16-le")
+    text = localize("\r\n".join(lines), world.region)
+    return encode_text(text, world.encoding) if world.classic else text.encode("utf-16-le")
 
 
 def _draws(seed: int, files: int) -> list[tuple[int, int, int, int]]:
@@ -463,9 +465,9 @@ def generate_archive(
     target = Path(out)
     with _atomic_file(target) as f:
         if fmt == CLASSIC:
-            strings = _generate_classic(f, plan, seed, region_encoding(region), progress)
+            strings = _generate_classic(f, plan, seed, region, progress)
         else:
-            strings = _generate_nkpi(f, plan, seed, nkpi_fmt.VARIANTS[fmt], progress, target.parent)
+            strings = _generate_nkpi(f, plan, seed, nkpi_fmt.VARIANTS[fmt], progress, target.parent, region)
     return GenerateResult(
         target, fmt, len(plan) + (1 if fmt == CLASSIC else 0), target.stat().st_size, strings
     )
@@ -491,8 +493,9 @@ def _atomic_file(target: Path) -> Iterator[BinaryIO]:
 
 
 def _generate_classic(
-    f: BinaryIO, plan: list[PlannedFile], seed: int, encoding: str, progress: ProgressFn | None
+    f: BinaryIO, plan: list[PlannedFile], seed: int, region: str, progress: ProgressFn | None
 ) -> int:
+    encoding = region_encoding(region)
     table: dict[str, int] = {}
     raw: list[bytes] = []
 
@@ -500,11 +503,11 @@ def _generate_classic(
         i = table.get(s)
         if i is None:
             i = table[s] = len(raw)
-            raw.append(s.encode(encoding))
+            raw.append(encode_text(localize(s, region), encoding))
         return i
 
     intern("[name]")  # index 0 is "[name]" in real tables
-    world = _World(True, encoding, intern, plan, seed, draws=_draws(seed, len(plan)))
+    world = _World(True, encoding, intern, plan, seed, draws=_draws(seed, len(plan)), region=region)
     names = [p.path.encode(NAME_ENCODING) for p in plan] + [b"stringtable.bin"]
     hashes = name_hashes(names)
     order = np.argsort(hashes, kind="stable")
@@ -590,9 +593,14 @@ def _generate_nkpi(
     variant: nkpi_fmt.NkpiVariant,
     progress: ProgressFn | None,
     spool_dir: Path,
+    region: str = "cn",
 ) -> int:
     pools = StringPools.new(ascii_in_utf8=variant is nkpi_fmt.STANDARD)
-    world = _World(False, "utf-16-le", pools.intern, plan, seed, draws=_draws(seed, len(plan)))
+
+    def intern(s: str) -> int:
+        return pools.intern(localize(s, region))
+
+    world = _World(False, "utf-16-le", intern, plan, seed, draws=_draws(seed, len(plan)), region=region)
     magic = MAGIC_MAIN
     rows = np.zeros(len(plan), dtype=nkpi_fmt.ROW_DTYPE)
     grpi: list[tuple[int, int]] = []
