@@ -88,6 +88,11 @@ class TaskContext:
         for listener in listeners:
             listener(done, total, message)
 
+    def count_dropped(self, lines: int) -> None:
+        """Count log lines dropped before they reached this task (e.g. by a worker's own cap)."""
+        with self._lock:
+            self._task.dropped_lines += max(0, lines)
+
     def log(self, line: str) -> None:
         """Append a log line; lines and the total are capped, and what is dropped is counted."""
         encoded = line.encode("utf-8", "replace")
@@ -97,7 +102,7 @@ class TaskContext:
         with self._lock:
             task = self._task
             if len(task.logs) >= MAX_LOG_LINES or task.log_bytes + len(encoded) > MAX_LOG_BYTES:
-                task.dropped_lines += 1
+                task.dropped_lines += line.count("\n") + 1  # every line of it, not one per call
                 return
             task.logs.append(line)
             task.log_bytes += len(encoded)

@@ -171,3 +171,38 @@ def test_fileset_changes_are_refused_over_mcp(
         scripts.apply(status["planId"], rev, ["none"], caller="mcp")
     assert caught.value.code == "UNSUPPORTED_CHANGE"
     assert "filesets" in caught.value.message
+
+
+def test_plan_size_limits_have_their_own_code(tmp_path: Path) -> None:
+    from moddesk.pvf.scripting.runtime import ScriptLimits
+
+    path = make_archive(tmp_path / "Limits.pvf")
+    service = PvfService()
+    opened = wait(service, service.open(str(path), service.epoch))
+    ws, rev = opened["workspaceId"], opened["revision"]
+    many = 'for (let i = 0; i < 8; i++) pvf.createFile(`new/f${i}.equ`, 1, "#PVF_File\\n[name]\\n`x`\\n");'
+    big = 'pvf.createFile("new/big.equ", 1, "#PVF_File\\n[name]\\n`" + "y".repeat(5000) + "`\\n");'
+    for source, limits, words in [
+        (many, ScriptLimits(max_plan_files=5), "more than 5 files"),
+        (big, ScriptLimits(max_plan_bytes=4000), "the limit is 4000"),
+    ]:
+        scripts = ScriptService(service, limits)
+        started = scripts.run(ws, rev, source)
+        status = service.tasks.wait(started["taskId"], 60)
+        assert status["state"] == "failed"
+        assert status["error"]["error"] == "PLAN_TOO_LARGE" and words in status["error"]["message"]
+        assert service.plans.pending("script") is None
+    within = ScriptService(service, ScriptLimits(max_plan_files=8))
+    assert wait(service, within.run(ws, rev, many))["changes"]["add"] == 8
+
+
+def test_logs_dropped_counts_every_line(opened: tuple[PvfService, ScriptService, str, int, Path]) -> None:
+    from moddesk.pvf.scripting.runtime import ScriptLimits
+
+    service, _, ws, rev, _ = opened
+    scripts = ScriptService(service, ScriptLimits(max_log_lines=100))
+    started = scripts.run(ws, rev, "for (let i = 0; i < 15100; i++) pvf.log(`line ${i}`);")
+    status = service.tasks.wait(started["taskId"], 120)
+    assert status["state"] == "succeeded", status.get("error")
+    assert status["logsTotal"] == 101  # 100 lines and the note saying how many were dropped
+    assert status["logsDropped"] == 15000

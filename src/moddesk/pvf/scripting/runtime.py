@@ -40,6 +40,8 @@ class ScriptLimits:
     max_log_lines: int = 5000
     max_line_bytes: int = 4000
     max_log_bytes: int = 1 << 20
+    max_plan_files: int = 20_000  # files one run may change
+    max_plan_bytes: int = 64 << 20  # new bytes (text + binary copies) one run may bring
 
     def job(self) -> dict[str, Any]:
         return {
@@ -51,6 +53,8 @@ class ScriptLimits:
                 "maxLogLines": self.max_log_lines,
                 "maxLineBytes": self.max_line_bytes,
                 "maxLogBytes": self.max_log_bytes,
+                "maxPlanFiles": self.max_plan_files,
+                "maxPlanBytes": self.max_plan_bytes,
             },
         }
 

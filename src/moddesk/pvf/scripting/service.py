@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.ledger import LOCAL_SCOPE
+from moddesk.kit.memory import return_freed_memory
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.occupancy import editors_prepared, ensure_free_for_write_plan
@@ -40,6 +41,7 @@ register_codes(
         "SCRIPT_TOO_LARGE": "The script source is over 1 MiB.",
         "DEPENDENCY_MISSING": "A chosen change needs another change of the plan that was not chosen.",
         "TASK_NOT_OWNED": "The task was started by another caller.",
+        "PLAN_TOO_LARGE": "One run's change set is over the plan limits (files changed, new bytes).",
     }
 )
 
@@ -216,6 +218,8 @@ class ScriptService:
         )
         run.outcome = outcome.state
         if outcome.logs_dropped:
+            # the worker dropped them: count each one, so logsDropped is exact
+            ctx.count_dropped(outcome.logs_dropped)
             ctx.log(f"[{outcome.logs_dropped} log lines dropped: the log limit was reached]")
         if outcome.state == "cancelled":
             ctx.check_cancelled()
@@ -229,6 +233,14 @@ class ScriptService:
     def _failure(outcome: ScriptOutcome) -> ServiceError:
         error = outcome.error or {}
         where = f" at line {error['line']}" if error.get("line") else ""
+        if str(error.get("message", "")).find("PLAN_TOO_LARGE:") >= 0:
+            return ServiceError(
+                "PLAN_TOO_LARGE",
+                f"{error['message'].split('PLAN_TOO_LARGE: ', 1)[1]}{where}; no changes were kept",
+                hint="Change fewer files (or smaller ones) per run, applying each plan before the next.",
+                state=outcome.state,
+                diagnostics=[error],
+            )
         return ServiceError(
             "SCRIPT_FAILED",
             f"{error.get('message', outcome.state)}{where}; no changes were kept",
@@ -351,6 +363,7 @@ class ScriptService:
 
     def discard(self, plan_id: str) -> dict[str, Any]:
         self.service.plans.discard("script", plan_id)
+        return_freed_memory()  # a big plan's texts go back to the OS, not only to Python's heap
         return {"ok": True, "planId": plan_id, "discarded": True}
 
     def apply(

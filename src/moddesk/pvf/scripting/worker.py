@@ -50,16 +50,55 @@ class HostError(Exception):
     """A refusal from the parent; becomes a JS Error with this message."""
 
 
-class Transaction:
-    """The run's isolated change set over the frozen snapshot the parent serves."""
+PLAN_TOO_LARGE = "PLAN_TOO_LARGE"
 
-    def __init__(self, channel: Channel) -> None:
+
+def _change_bytes(change: dict[str, Any] | None) -> int:
+    """New bytes a change brings: its text (UTF-8) or the size of a binary copy."""
+    if change is None or change["kind"] == "delete":
+        return 0
+    text = change.get("text")
+    return len(text.encode("utf-8", "surrogatepass")) if text is not None else int(change.get("size", 0))
+
+
+class Transaction:
+    """The run's isolated change set over the frozen snapshot the parent serves.
+
+    Its size is bounded (changed files and new bytes per plan): one script must not grow the shared
+    service by gigabytes. A change past a limit is refused with ``PLAN_TOO_LARGE``.
+    """
+
+    def __init__(self, channel: Channel, max_files: int = 20_000, max_bytes: int = 64 << 20) -> None:
         self.channel = channel
+        self.max_files = max_files
+        self.max_bytes = max_bytes
+        self.plan_bytes = 0
         self._listing: dict[str, tuple[int, int]] | None = None
         self._text_cache: dict[str, str] = {}
         self.changes: dict[str, dict[str, Any]] = {}
         self.filesets: dict[str, list[str]] = {}
         self.scanned: set[str] = set()
+
+    def _put(self, path: str, change: dict[str, Any] | None) -> None:
+        """Set (or with None drop) the change of ``path``, within the plan limits."""
+        previous = self.changes.get(path)
+        size = self.plan_bytes - _change_bytes(previous) + _change_bytes(change)
+        files = len(self.changes) + (1 if change is not None and previous is None else 0)
+        if change is not None and (size > self.plan_bytes and size > self.max_bytes):
+            raise HostError(
+                f"{PLAN_TOO_LARGE}: this change would bring the plan to {size} new bytes; "
+                f"the limit is {self.max_bytes}. Split the work into several runs."
+            )
+        if change is not None and previous is None and files > self.max_files:
+            raise HostError(
+                f"{PLAN_TOO_LARGE}: the plan would change more than {self.max_files} files. "
+                "Split the work into several runs."
+            )
+        self.plan_bytes = size
+        if change is None:
+            self.changes.pop(path, None)
+        else:
+            self.changes[path] = change
 
     # ------------------------------------------------------------------ listing
     def listing(self) -> dict[str, tuple[int, int]]:
@@ -118,13 +157,13 @@ class Transaction:
             raise HostError(f"{path!r} is a binary file; its text cannot be set")
         previous = self.changes.get(path)
         if previous is not None and previous["kind"] == "add":
-            previous.update(text=text, copyFrom=None)
+            self._put(path, {**previous, "text": text, "copyFrom": None})
             return
         original = self.channel.ask("read", path) if kind in (1, 3) else None
         if original == text:
-            self.changes.pop(path, None)  # writing the same text back is no change
+            self._put(path, None)  # writing the same text back is no change
             return
-        self.changes[path] = {"kind": "modify", "type": kind, "text": text}
+        self._put(path, {"kind": "modify", "type": kind, "text": text})
 
     def create(self, path: str, kind: int, text: str) -> list[Any]:
         path = normalize_path(path)
@@ -132,7 +171,7 @@ class Transaction:
             raise HostError("createFile makes script (1) or unicode text (3) files")
         if self.exists(path):
             raise HostError(f"{path!r} already exists")
-        self.changes[path] = {"kind": "add", "type": kind, "text": text}
+        self._put(path, {"kind": "add", "type": kind, "text": text})
         return self.row(path)
 
     def copy(self, source: str, target: str, overwrite: bool) -> list[Any]:
@@ -148,7 +187,7 @@ class Transaction:
             change["text"] = self.read(source)
         else:
             change.update(copyFrom=source, size=self.row(source)[3], text=None)
-        self.changes[target] = change
+        self._put(target, change)
         return self.row(target)
 
     def delete(self, path: str) -> bool:
@@ -156,9 +195,9 @@ class Transaction:
         if not self.exists(path):
             return False
         if path in self.listing():
-            self.changes[path] = {"kind": "delete", "type": self.listing()[path][0]}
+            self._put(path, {"kind": "delete", "type": self.listing()[path][0]})
         else:
-            del self.changes[path]
+            self._put(path, None)
         return True
 
     def counts(self) -> list[int]:
@@ -170,11 +209,15 @@ class Host:
 
     def __init__(self, channel: Channel, job: dict[str, Any]) -> None:
         self.channel = channel
-        self.tx = Transaction(channel)
+        self.limits = job.get("limits", {})
+        self.tx = Transaction(
+            channel,
+            max_files=int(self.limits.get("maxPlanFiles", 20_000)),
+            max_bytes=int(self.limits.get("maxPlanBytes", 64 << 20)),
+        )
         self.docs = bridge.Documents(Family(job.get("family", "classic")))
         self.log_lines = 0
         self.log_bytes = 0
-        self.limits = job.get("limits", {})
         self.ops: dict[str, Callable[..., Any]] = {
             "files": self.tx.rows,
             "find": self._find,
