@@ -32,7 +32,7 @@ def test_ranges_are_utf16_and_lines_are_one_based_with_crlf() -> None:
     docs = make_docs()
     crlf = WEAPON_TEXT.replace("\n", "\r\n")
     out = explain(docs, crlf)
-    editor_text = WEAPON_TEXT  # the editor normalises CRLF to LF
+    editor_text = crlf  # ranges are offsets in the text read_file returns: CRLF kept
     name = _by_rule(out, "wpn.name")[0]
     assert _js_slice(editor_text, name["range"]["start"], name["range"]["end"]) == "`Blade 🗡 of 火`"
     assert (name["startLine"], name["startColumn"]) == (4, 2)
@@ -44,8 +44,13 @@ def test_ranges_are_utf16_and_lines_are_one_based_with_crlf() -> None:
     for ann in out["annotations"]:
         if ann.get("rawValue") and ann["type"] not in ("image", "placeholder"):
             assert _js_slice(editor_text, ann["range"]["start"], ann["range"]["end"]) == ann["rawValue"]
-    # CRLF and LF texts give the same text revision only if identical after normalisation.
-    assert out["textRevision"] == explain(docs)["textRevision"]
+    # the LF text is another text: other offsets, another text revision, the same lines
+    lf = explain(docs)
+    assert out["textRevision"] != lf["textRevision"]
+    lf_name = _by_rule(lf, "wpn.name")[0]
+    assert _js_slice(WEAPON_TEXT, lf_name["range"]["start"], lf_name["range"]["end"]) == "`Blade 🗡 of 火`"
+    assert lf_name["range"]["start"] == name["range"]["start"] - 3  # three CRLFs before it
+    assert (lf_name["startLine"], lf_name["startColumn"]) == (name["startLine"], name["startColumn"])
 
 
 def test_enum_labels_keep_string_keys() -> None:

@@ -88,7 +88,11 @@ def test_extensions_filter_with_unknown_applicability_for_globs() -> None:
     docs = make_docs()
     items = {i["ruleId"]: i for i in docs.search(pvf_version="90CN", extensions=[".wpn"], limit=100)["items"]}
     assert items["wpn.price"]["applicability"] == "matched"
-    assert items["wpn.code"]["applicability"] == "matched"  # "weapon/**/*.wpn" provably needs .wpn
+    # "weapon/**/*.wpn" needs .wpn but also the weapon folder: a query by extension cannot tell
+    assert items["wpn.code"]["applicability"] == "unknown"
+    # given the file, it is decided
+    coded = docs.search(pvf_version="90CN", file_path="weapon/sword/blade.wpn", limit=100)["items"]
+    assert {i["ruleId"]: i for i in coded}["wpn.code"]["applicability"] == "matched"
     assert "ptn.price" not in items
     dirs = {
         i["ruleId"]: i

@@ -423,9 +423,10 @@ class AnnotationDocs:
         self, snap: Snapshot, path: str, text: str, text_rev: str, version: str | None
     ) -> tuple[ScriptView, EngineResult]:
         key = (snap.revision, path, text_rev, version)
+        normalized = normalize_newlines(text)
         with self._lock:
             hit = self._explained_cache.get(key)
-            if hit is not None and hit[0].text == text:
+            if hit is not None and hit[0].text == normalized:
                 self._explained_cache.move_to_end(key)
                 return hit
         view = parse_script(text)
@@ -486,10 +487,10 @@ class AnnotationDocs:
         if start_line is not None and end_line is not None and end_line < start_line:
             raise _bad("endLine must not be before startLine")
         norm_path = normalize_archive_path(file_path)
-        normalized = normalize_newlines(text)
+        # ranges are offsets in this very text (CRLF kept, as read_file returns it), so the
+        # revision is of this text too: the same content with other newlines is another text
         text_rev = (
-            text_revision
-            or "text-" + hashlib.sha256(normalized.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+            text_revision or "text-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
         )
         identity = {
             "tool": "explain",
@@ -512,7 +513,7 @@ class AnnotationDocs:
                 raise _stale_rules(snap.revision)
             start = position["o"]
 
-        view, result = self._explained(snap, norm_path, normalized, text_rev, pvf_version)
+        view, result = self._explained(snap, norm_path, text, text_rev, pvf_version)
         hits = result.hits
         if sect is not None:
             chosen = [s for s in view.sections if s.key == sect.casefold()]

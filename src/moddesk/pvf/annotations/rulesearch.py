@@ -9,6 +9,7 @@ from typing import Any
 
 from moddesk.pvf.annotations.engine import ancestor_directories, section_path_matches
 from moddesk.pvf.annotations.pathmatch import glob_literal_extension, glob_match
+from moddesk.pvf.search import normalize_path
 from moddesk.pvf.annotations.snapshot import LAYER_ORDER, Entry, Snapshot
 
 SUMMARY_CHARS = 512
@@ -191,15 +192,26 @@ def summarize(text: str) -> tuple[str, bool]:
     return text[:cut] + "…", True
 
 
+def _any_folder(glob: str) -> bool:
+    """True when a glob puts no condition on the folder (``*.lst``, ``**/*.lst``)."""
+    return all(part == "**" for part in normalize_path(glob).split("/")[:-1])
+
+
 def extension_verdict(rule_exts: Sequence[str], glob: str | None, wanted: Sequence[str]) -> bool | None:
-    """True: provably applies; False: may apply (unknown); None: provably does not."""
+    """True: provably applies; False: may apply (unknown); None: provably does not.
+
+    A query by extension says nothing about folders: a glob that also restricts the folder
+    (``skill/*.lst``) applies to some files of that extension only, so it is "unknown".
+    """
     if rule_exts:
         if not any(e in wanted for e in rule_exts):
             return None
-        return glob is None or glob_literal_extension(glob) is not None
+        return glob is None or (glob_literal_extension(glob) is not None and _any_folder(glob))
     if glob is None:
         return True
     literal = glob_literal_extension(glob)
     if literal is None:
         return False
-    return True if literal in wanted else None
+    if literal not in wanted:
+        return None
+    return _any_folder(glob)

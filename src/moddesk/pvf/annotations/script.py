@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from moddesk.pvf.document import Document, Value
@@ -115,12 +116,27 @@ class ParseWarning:
     end: int
 
 
-class Positions:
-    """Maps Python string indexes to UTF-16 offsets and 1-based line/column (UTF-16 units)."""
+def crlf_positions(original: str) -> list[int]:
+    """Indexes, in the newline-normalised text, of each LF that was a CRLF in ``original``."""
+    return [m.start() - k for k, m in enumerate(re.finditer("\r\n", original))]
 
-    def __init__(self, text: str) -> None:
+
+class Positions:
+    """Maps Python string indexes to UTF-16 offsets and 1-based line/column (UTF-16 units).
+
+    The parse runs on newline-normalised text; ``crlf`` (see ``crlf_positions``) maps offsets
+    back to the text as read (``read_file`` keeps CRLF), so ``range`` counts each CRLF as two
+    units. Lines and columns are the same either way.
+    """
+
+    def __init__(self, text: str, crlf: Sequence[int] = ()) -> None:
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self._astral = [m.start() for m in _ASTRAL_RE.finditer(text)] if not text.isascii() else []
+        self._crlf = list(crlf)
+
+    def original(self, index: int) -> int:
+        """UTF-16 offset of ``index`` in the text as read (CRLF kept)."""
+        return self.utf16(index) + bisect.bisect_left(self._crlf, index)
 
     def utf16(self, index: int) -> int:
         """UTF-16 offset of the Python index ``index``."""
@@ -150,7 +166,7 @@ class Positions:
         start_line, start_col = self.line_col(start)
         end_line, end_col = self.line_col(end)
         return {
-            "range": {"start": self.utf16(start), "end": self.utf16(end)},
+            "range": {"start": self.original(start), "end": self.original(end)},
             "startLine": start_line,
             "startColumn": start_col,
             "endLine": end_line,
@@ -202,6 +218,7 @@ def parse_script(text: str) -> ScriptView:
     paths and occurrences agree with the script API); text that parser rejects (``BAD_TEXT``)
     is still explained through a tolerant tokenizer, with a ``bad-text`` warning.
     """
+    crlf = crlf_positions(text)
     text = normalize_newlines(text)
     try:
         document = Document.parse(text)
@@ -209,8 +226,11 @@ def parse_script(text: str) -> ScriptView:
         view = tolerant_parse(text)
         at = exc.offset if exc.offset is not None and 0 <= exc.offset <= len(text) else 0
         view.warnings.insert(0, ParseWarning("bad-text", f"{exc.message}; tokens read tolerantly", at, at))
-        return view
-    return _view_from_document(text, document)
+    else:
+        view = _view_from_document(text, document)
+    if crlf:
+        view.positions = Positions(text, crlf)
+    return view
 
 
 def _document_token(value: Value) -> Token:
