@@ -171,6 +171,7 @@ function hover(e) {
 // ------------------------------------------------------------------ drafts
 let reportTimer = 0;
 function edited() {
+  $("#tooltip").hidden = true;
   const tab = current(); if (!tab || tab.readonly) return;
   tab.text = el.ta.value;
   const dirty = tab.text !== tab.saved;
@@ -249,7 +250,7 @@ export function init() {
     h("div", { id: "editor-col" }, h("div", { id: "draft-bar" }, el.state, el.saveDraft, el.discard), el.conflict, el.wrap), el.panel);
   root.append(el.tabs, el.empty, el.body);
   el.ta.addEventListener("input", edited);
-  el.ta.addEventListener("scroll", sync);
+  el.ta.addEventListener("scroll", () => { sync(); $("#tooltip").hidden = true; });
   el.ta.addEventListener("mousemove", hover);
   el.ta.addEventListener("mouseleave", () => { $("#tooltip").hidden = true; });
   el.ta.addEventListener("keydown", (e) => { if ((e.ctrlKey || e.metaKey) && e.key === "s") { e.preventDefault(); saveDraft(); } });

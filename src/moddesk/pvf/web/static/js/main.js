@@ -95,7 +95,8 @@ async function start() {
   $("#btn-lang").addEventListener("click", () => { i18n.toggle(); $("#btn-lang").textContent = i18n.getLang() === "zh" ? "EN" : "中文"; emit("lang"); });
   for (const b of document.querySelectorAll("#views button")) b.addEventListener("click", () => showView(b.dataset.view));
   const modules = ["archive", "tree", "editor", "search", "activity", "scripts", "transfer", "history", "settings"];
-  for (const name of modules) (await import(`./${name}.js`)).init();
+  const loaded = await Promise.all(modules.map((name) => import(`./${name}.js`)));  // fetched in parallel
+  for (const module of loaded) module.init();
   // other tools on the page (tests, benchmarks, a future "reveal in page" link) open files this way
   window.addEventListener("pvf-open", (e) => emit("open-file", typeof e.detail === "string" ? { path: e.detail } : e.detail));
   await refreshInfo();
