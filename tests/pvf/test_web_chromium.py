@@ -18,6 +18,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from moddesk.kit.mcp import result_payload
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.generate import generate_archive
 from moddesk.pvf.serve import Workbench
@@ -131,7 +132,7 @@ def in_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 async def tool(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(name, args)
-    payload = dict(result.structured_content or {})
+    payload = dict(result_payload(result))
     payload["isError"] = result.is_error
     return payload
 
@@ -213,6 +214,23 @@ def test_open_browse_search_hover_edit_save(page: Any, bench: Workbench, archive
     assert _eventually(lambda: not bench.service.info()["sourceDirty"], 30)
     with Archive.open(archive) as reread:
         assert reread.read_text(equ).split("\n")[grade_line - 1] == saved_value
+
+    # another program changes the file on disk: Save says so in words and offers the ways out
+    page.fill("#code", page.input_value("#code").replace("[grade]\n\t7", "[grade]\n\t8", 1))
+    page.click("#btn-save-draft")
+    page.wait_for_selector("#draft-state[data-dirty='false']")
+    with archive.open("ab") as handle:
+        handle.write(b"\0")
+    page.click("#btn-save")
+    page.wait_for_selector("#notice .code:text('SOURCE_CHANGED')")
+    assert "磁盘" in page.inner_text("#notice")
+    shot(page, "source-changed")
+    copy = archive.with_name("copy of it.pvf")
+    page.once("dialog", lambda dialog: dialog.accept(str(copy)))
+    page.click("#notice .actions button:text('另存为…')")
+    assert _eventually(copy.exists, 30)
+    with Archive.open(copy) as reread:
+        assert reread.read_text(equ).split("\n")[grade_line - 1].startswith("\t8")
 
 
 def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> bool:
@@ -339,7 +357,15 @@ def test_views_render(page: Any, bench: Workbench, archive: Path) -> None:
     page.wait_for_function("() => document.querySelector('#script-help').textContent.length > 20")
     shot(page, "scripts")
     page.click("#views button[data-view='transfer']")
+    page.fill("#export-paths", "skill/gunnerskill.lst")
+    page.click("#export-prepare")
+    page.wait_for_selector("#export-execute")
+    out = archive.parent / "exports"
+    out.mkdir(exist_ok=True)
+    page.fill("#export-output", str(out))
     shot(page, "transfer")
+    page.click("#export-execute")
+    assert _eventually(lambda: any(out.rglob("gunnerskill.lst")), 30)
     page.click("#views button[data-view='history']")
     page.wait_for_selector("#history-init, #history-log")
     shot(page, "history")

@@ -43,13 +43,16 @@ function exportForm() {
     result.replaceChildren(h("div", { class: "muted" }, `${plan.planId} · ${preview.total ?? preview.entries?.length ?? ""}`),
       h("table", { class: "grid" }, ...(preview.entries || []).slice(0, 200).map((e) => h("tr", {}, h("td", {}, e.entryKey), h("td", {}, e.source || ""), h("td", {}, e.size)))),
       ...acks,
+      (preview.missingDependencies || []).length ? h("div", { class: "warn" }, `${t("transfer.missing")}: ${preview.missingDependencies.length} (${preview.missingDependencies.slice(0, 5).join(", ")}…)`) : null,
       h("div", { class: "field" }, h("span", {}, t("transfer.output")), output),
       h("button", { class: "primary", id: "export-execute", onclick: execute }, t("transfer.execute")),
       h("button", { onclick: async () => { await attempt(() => op("exportDiscard", { planId: plan.planId })); result.replaceChildren(); await refreshInfo(); } }, t("transfer.discard")));
   };
   const execute = async () => {
     const acknowledged = [...result.querySelectorAll("input[data-warning]:checked")].map((b) => b.dataset.warning);
-    const res = await attempt(() => op("exportExecute", { planId: plan.planId, outputParent: output.value.trim(), acknowledgedWarningIds: acknowledged }));
+    // a direct export writes a new folder named by the name field; MOD formats name their own output
+    const outputName = format.value ? null : (name.value.trim() || `export-${plan.revision}`);
+    const res = await attempt(() => op("exportExecute", { planId: plan.planId, outputParent: output.value.trim(), outputName, acknowledgedWarningIds: acknowledged }));
     if (res) { notice(`${t("common.ok")}: ${res.outputPath}`, [], "info"); result.replaceChildren(); await refreshInfo(); }
   };
   return h("section", { class: "panel" }, h("h2", {}, t("transfer.export")),
