@@ -116,6 +116,7 @@ async def _event_stream(service: PvfService, window: str) -> AsyncIterator[str]:
             pending = service.drafts.pending(window)
             state = {
                 "prepare": pending,
+                "frozen": service.drafts.frozen,
                 "info": await anyio.to_thread.run_sync(service.info),
                 "activity": await anyio.to_thread.run_sync(call, service, "activity", {}),
             }
@@ -123,7 +124,7 @@ async def _event_stream(service: PvfService, window: str) -> AsyncIterator[str]:
                 text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
                 if last.get(name) != text:
                     last[name] = text
-                    if name != "prepare" or value:
+                    if name != "prepare" or value:  # an empty prepare list needs no answer
                         yield f"event: {name}\ndata: {text}\n\n"
     finally:
         if listener in service.listeners:

@@ -73,8 +73,8 @@ function onEvent(name, data) {
     // a lifecycle operation or an apply asks every editor: answer with the real draft state
     emit("frozen", true);
     for (const operationId of data) windowCall(`${state.windowId}/ack`, { operationId, dirty: draftCheck() });
-    setTimeout(() => emit("frozen", false), 300);
-  } else emit(name, data);
+  } else if (name === "frozen") emit("frozen", data); // editing waits until the operation ends
+  else emit(name, data);
 }
 
 // ------------------------------------------------------------------ views
