@@ -33,6 +33,7 @@ async def _exercise(target: Any) -> None:
         assert listing.annotations is not None and listing.annotations.read_only_hint is True
         assert tools["notes_add"].annotations is not None
         assert tools["notes_add"].annotations.read_only_hint is False
+        assert tools["notes_add"].annotations.destructive_hint is False
         assert listing.output_schema is not None
         assert "notes" in listing.output_schema["properties"]
         # pydantic's generated titles are stripped: they restate names and cost tokens in every chat

@@ -272,3 +272,48 @@ def test_inspector_over_stdio(tools: NodeTools, tmp_path: Path) -> None:
         command, "--method", "tools/call", "--tool-name", "xiangqi_move", "--tool-arg", "move=h2e2"
     )
     _refused(done, "xiangqi_move", "NO_GAME")
+
+
+# ----------------------------------------------------------------------------------- tool-list budget
+
+
+@pytest.mark.external
+def test_tool_lists_fit_the_token_budget(tools: NodeTools, tmp_path: Path) -> None:
+    """What each server's tools/list costs in every conversation (cl100k, offline js-tiktoken ranks)."""
+    import anyio
+
+    from moddesk.kit.tokens import TOOL_LIST_BUDGET, compact, count_tokens, tool_list
+    from moddesk.pvf.mcp import DEFAULT_TOOLSETS, TOOLSETS, build_workbench_server
+    from moddesk.pvf.service import PvfService
+    from moddesk.ra3.mcp import Ra3Backend
+    from moddesk.ra3.mcp import build_server as ra3_server
+    from moddesk.xiangqi.game import GameService
+    from moddesk.xiangqi.mcp import build_server as xiangqi_server
+    from moddesk.xiangqi.store import Settings
+
+    assert count_tokens(["hello world"]) == [2]  # the real cl100k ranks, not an estimate
+    games = GameService(Settings(db_path=tmp_path / "g.db"))
+    servers = {
+        "pvf (default toolsets)": build_workbench_server(PvfService(), DEFAULT_TOOLSETS),
+        "ra3": ra3_server(Ra3Backend(tmp_path)),
+        "xiangqi": xiangqi_server(games),
+    }
+    lists = {name: anyio.run(tool_list, server) for name, server in servers.items()}
+    counts = dict(zip(lists, count_tokens([compact(v) for v in lists.values()]), strict=True))
+    games.close()
+    assert all(n <= TOOL_LIST_BUDGET for n in counts.values()), counts
+    # the default pvf list still teaches the seed flow: search, read, script, save, export
+    names = {t["name"] for t in lists["pvf (default toolsets)"]}
+    assert {
+        "pvf_search",
+        "pvf_read_file",
+        "pvf_script_run",
+        "pvf_archive_save",
+        "pvf_export_execute",
+    } <= names
+    # every toolset enabled costs more, and stays reachable for a person who turns them on
+    everything = anyio.run(tool_list, build_workbench_server(PvfService(), TOOLSETS))
+    assert (
+        len(everything) > len(names)
+        and count_tokens([compact(everything)])[0] > counts["pvf (default toolsets)"]
+    )

@@ -40,7 +40,8 @@ async def game_flow(client: Client) -> None:
     read_only = {n for n, t in tools.items() if t.annotations is not None and t.annotations.read_only_hint}
     assert read_only == {"xiangqi_board"}
     for tool in tools.values():
-        assert tool.output_schema is not None and "revision" in tool.output_schema["properties"], tool.name
+        # no outputSchema: it was 73% of the list's tokens, and the text block carries everything
+        assert tool.output_schema is None, tool.name
         assert len(tool.description or "") < 200
     assert "includeMoves" in tools["xiangqi_board"].input_schema["properties"]
     prompts = {p.name for p in (await client.list_prompts()).prompts}

@@ -54,6 +54,8 @@ class ToolServer(MCPServer):
     """
 
     on_invalid_argument: InvalidArgumentHook | None = None
+    # publish outputSchemas (add_tool's default); False for servers whose text blocks carry everything
+    output_schemas: bool = True
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -91,9 +93,14 @@ def invalid_argument(exc: ValidationError) -> ServiceError:
     )
 
 
-def new_server(name: str, instructions: str, **kwargs: Any) -> ToolServer:
-    """A new ``ToolServer`` with our version; ``kwargs`` go to ``MCPServer`` (e.g. ``lifespan``)."""
-    return ToolServer(name, version=__version__, instructions=instructions, **kwargs)
+def new_server(name: str, instructions: str, *, output_schemas: bool = True, **kwargs: Any) -> ToolServer:
+    """A new ``ToolServer`` with our version; ``kwargs`` go to ``MCPServer`` (e.g. ``lifespan``).
+
+    ``output_schemas=False``: no tool of this server publishes an ``outputSchema`` (see ``add_tool``).
+    """
+    server = ToolServer(name, version=__version__, instructions=instructions, **kwargs)
+    server.output_schemas = output_schemas
+    return server
 
 
 def result_payload(result: CallToolResult) -> dict[str, Any]:
@@ -192,17 +199,37 @@ def _wrap(
     return wrapper
 
 
-def compact_schema(schema: Any) -> Any:
-    """The schema without pydantic's generated ``title`` strings (they restate the names).
+def compact_schema(schema: Any, inputs: bool = False) -> Any:
+    """The schema without pydantic's generated ``title`` strings (they restate the names); for an
+    input schema (``inputs=True``) also without the ``anyOf [X, null]`` + ``default: null`` wrapping
+    of an optional argument: it is simply ``X``, not required.
 
-    Tool lists are paid for in every conversation; titles are a third of their bytes. A
-    property that is itself called ``title`` maps to a schema (a dict), so it is kept.
+    Tool lists are paid for in every conversation; both are a large share of their tokens. A
+    property that is itself called ``title`` maps to a schema (a dict), so it is kept. The server
+    still accepts an explicit ``null`` for such an argument. Output schemas keep their nulls: the
+    values are really null, and clients validate results against them.
     """
     if isinstance(schema, dict):
-        return {k: compact_schema(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+        out = {
+            k: compact_schema(v, inputs)
+            for k, v in schema.items()
+            if not (k == "title" and isinstance(v, str))
+        }
+        return _unwrap_optional(out) if inputs else out
     if isinstance(schema, list):
-        return [compact_schema(v) for v in schema]
+        return [compact_schema(v, inputs) for v in schema]
     return schema
+
+
+def _unwrap_optional(schema: dict[str, Any]) -> dict[str, Any]:
+    branches = schema.get("anyOf")
+    if not (isinstance(branches, list) and "default" in schema and schema["default"] is None):
+        return schema
+    kept = [b for b in branches if b != {"type": "null"}]
+    if len(kept) != 1 or len(kept) == len(branches) or not isinstance(kept[0], dict):
+        return schema
+    rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
+    return {**kept[0], **rest}
 
 
 def add_tool(
@@ -218,17 +245,21 @@ def add_tool(
     description: str | None = None,
     text: Callable[[Any], str] = default_text,
     error_text: Callable[[ServiceError], str] = error_text,
+    output_schema: bool = True,
 ) -> None:
     """Register ``fn`` as a tool with honest annotations and our result/error shapes.
 
     ``text`` renders the one text block of a success; ``error_text`` that of a failure (e.g. to
-    list the legal moves a model can retry with).
+    list the legal moves a model can retry with). ``output_schema=False`` publishes no
+    ``outputSchema`` (results still carry ``structuredContent``): where the schema costs more tokens
+    in every tools/list than it gives, since the text block already has everything.
     """
+    # idempotentHint when it is the default (false) and the title (it is
+    # the tool's own title) are left out: tools/list is paid for in every conversation
     annotations = ToolAnnotations(
-        title=title,
         read_only_hint=read_only,
         destructive_hint=False if read_only else destructive,
-        idempotent_hint=True if read_only else idempotent,
+        idempotent_hint=True if read_only or idempotent else None,
         open_world_hint=open_world,
     )
     tool_name = name or fn.__name__
@@ -244,9 +275,11 @@ def add_tool(
     # the SDK has no public accessor for a registered tool; its schemas are plain dicts
     tool = server._tool_manager.get_tool(tool_name)
     if tool is not None:
-        tool.parameters = compact_schema(tool.parameters)
+        tool.parameters = compact_schema(tool.parameters, inputs=True)
         metadata = tool.fn_metadata
-        if metadata.output_schema is not None:
+        if not (output_schema and getattr(server, "output_schemas", True)):
+            metadata.output_schema = None  # also stops the SDK validating our structuredContent
+        elif metadata.output_schema is not None:
             metadata.output_schema = compact_schema(metadata.output_schema)
 
 

@@ -101,8 +101,15 @@ def serve(
     archive: Annotated[Path | None, typer.Argument(help="archive to open at start")] = None,
     port: Annotated[int | None, typer.Option(help="port on 127.0.0.1 (default: the saved setting)")] = None,
     open_page: Annotated[bool, typer.Option("--open", help="open the page in the browser")] = False,
+    toolsets: Annotated[
+        str | None,
+        typer.Option(
+            help="tool families for the model: scripts,export,import,annotations or all (core always)"
+        ),
+    ] = None,
 ) -> None:
     """Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
+    from moddesk.pvf.mcp import parse_toolsets
     from moddesk.pvf.serve import Workbench, client_config, load_settings
 
     with _errors():
@@ -113,7 +120,8 @@ def serve(
                 "the MCP endpoint is disabled",
                 hint="Enable it with `moddesk pvf mcp --enable`.",
             )
-        bench = Workbench(port=settings.port if port is None else port)
+        chosen = settings.toolsets if toolsets is None else parse_toolsets(toolsets)
+        bench = Workbench(port=settings.port if port is None else port, toolsets=chosen)
         if archive is not None:
             opened = bench.open_at_start(archive)
             console.print(
@@ -137,20 +145,27 @@ def mcp(
         bool | None, typer.Option("--enable/--disable", help="switch the MCP endpoint on or off")
     ] = None,
     port: Annotated[int | None, typer.Option(help="preferred port of `moddesk pvf serve`")] = None,
+    toolsets: Annotated[
+        str | None,
+        typer.Option(help="tool families the model gets: scripts,export,import,annotations or all"),
+    ] = None,
 ) -> None:
-    """Show or change the persisted MCP settings (enabled, port)."""
+    """Show or change the persisted MCP settings (enabled, port, toolsets)."""
+    from moddesk.pvf.mcp import parse_toolsets
     from moddesk.pvf.serve import McpSettings, client_config, load_settings, save_settings
 
     with _errors():
         settings = load_settings()
-        if enable is not None or port is not None:
+        if enable is not None or port is not None or toolsets is not None:
             settings = McpSettings(
-                settings.enabled if enable is None else enable, settings.port if port is None else port
+                settings.enabled if enable is None else enable,
+                settings.port if port is None else port,
+                settings.toolsets if toolsets is None else parse_toolsets(toolsets),
             )
             where = save_settings(settings)
             console.print(f"saved to {escape(str(where))}")
     state = "enabled" if settings.enabled else "disabled"
-    console.print(f"MCP endpoint {state}, port {settings.port}")
+    console.print(f"MCP endpoint {state}, port {settings.port}, toolsets {','.join(settings.toolsets)}")
     if settings.enabled:
         console.print(client_config(f"http://127.0.0.1:{settings.port}/mcp"), markup=False, highlight=False)
 

@@ -23,7 +23,7 @@ from moddesk.kit.files import atomic_write_text
 from moddesk.kit.http import LoopbackServer
 from moddesk.kit.leftovers import sweep_remembered, sweep_stale, system_temp_dir
 from moddesk.kit.mcp import serve_http
-from moddesk.pvf.mcp import build_workbench_server
+from moddesk.pvf.mcp import DEFAULT_TOOLSETS, TOOLSETS, build_workbench_server, parse_toolsets
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.web.routes import PAGE_PATH, web_routes
 
@@ -34,10 +34,11 @@ MCP_PATH = "/mcp"
 
 @dataclass(frozen=True)
 class McpSettings:
-    """Whether the MCP endpoint is on and which port it prefers."""
+    """Whether the MCP endpoint is on, which port it prefers, and the tool families it offers."""
 
     enabled: bool = True
     port: int = DEFAULT_PORT
+    toolsets: tuple[str, ...] = DEFAULT_TOOLSETS
 
 
 def settings_path() -> Path:
@@ -76,7 +77,14 @@ def load_settings(path: Path | None = None) -> McpSettings:
         raise _config_invalid(target, "mcp.enabled must be true or false")
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise _config_invalid(target, "mcp.port must be a whole number from 0 to 65535")
-    return McpSettings(enabled, port)
+    toolsets = section.get("toolsets", list(DEFAULT_TOOLSETS))
+    if not isinstance(toolsets, list) or not all(isinstance(t, str) for t in toolsets):
+        raise _config_invalid(target, "mcp.toolsets must be a list of names")
+    try:
+        chosen = parse_toolsets(toolsets)
+    except ServiceError as exc:
+        raise _config_invalid(target, exc.message) from exc
+    return McpSettings(enabled, port, chosen)
 
 
 def _config_invalid(path: Path, problem: str) -> ServiceError:
@@ -101,6 +109,7 @@ def save_settings(settings: McpSettings, path: Path | None = None) -> Path:
         document["mcp"] = section
     section["enabled"] = settings.enabled
     section["port"] = settings.port
+    section["toolsets"] = list(settings.toolsets)
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, tomlkit.dumps(document))
     return target
@@ -198,11 +207,16 @@ def sweep_leftovers() -> list[Path]:
 class Workbench:
     """The service plus its MCP endpoint and window routes on a loopback port (0 = any free port)."""
 
-    def __init__(self, service: PvfService | None = None, port: int = DEFAULT_PORT) -> None:
+    def __init__(
+        self,
+        service: PvfService | None = None,
+        port: int = DEFAULT_PORT,
+        toolsets: tuple[str, ...] = TOOLSETS,
+    ) -> None:
         self.swept = sweep_leftovers()
         self.service = service or PvfService(rules_dir=rules_dir(), index_cache=index_cache_dir())
         routes = window_routes(self.service) + web_routes(self.service, lambda: self.url)
-        self.server: LoopbackServer = serve_http(build_workbench_server(self.service), port, routes)
+        self.server: LoopbackServer = serve_http(build_workbench_server(self.service, toolsets), port, routes)
 
     @property
     def url(self) -> str:

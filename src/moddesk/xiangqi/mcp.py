@@ -210,7 +210,7 @@ class MoveCoords(BaseModel):
 
 def build_server(service: GameService, panel_url: Callable[[str], str | None] | None = None) -> MCPServer:
     """An ``MCPServer`` whose tools play as the opponent and whose prompt acts for the person."""
-    server = new_server("moddesk-xiangqi", INSTRUCTIONS)
+    server = new_server("moddesk-xiangqi", INSTRUCTIONS, output_schemas=False)
     link = panel_url or (lambda _session: None)
 
     def with_panel(value: dict[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ def settings_ops(mcp_url: Callable[[], str]) -> dict[str, Callable[[Args], Any]]
         }
 
     def write(a: Args) -> dict[str, Any]:
-        wanted = McpSettings(a.flag("enabled"), a.number("port"))
+        wanted = McpSettings(a.flag("enabled"), a.number("port"), load_settings().toolsets)
         if not 0 <= wanted.port <= 65535:
             raise ServiceError("INVALID_ARGUMENT", "port must be 0..65535", field="port")
         where = save_settings(wanted)
