@@ -3,6 +3,8 @@ move) and against hoixiangqi (Debian hoichess, xboard protocol, same sudden-deat
 when installed; colours alternate; prints the score and an Elo difference with a 95% error bar.
 
 Run: .venv/bin/python benchmarks/xiangqi_match.py [--quick] [--games N] [--movetime S] [--elo 1350,1800]
+     .venv/bin/python benchmarks/xiangqi_match.py --levels 1,5,10 --elo 1350,1500,1800 --games 2
+     (the local opponent's levels, moddesk.xiangqi.levels, instead of the full engine: the level table)
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import time
 
 from moddesk.xiangqi.board import START_FEN, Move, Position, parse_square
 from moddesk.xiangqi.engines import open_engine
+from moddesk.xiangqi.levels import choose_move
 from moddesk.xiangqi.rules import game_status
 from moddesk.xiangqi.search import Searcher
 
 
-def play_game(engine_path: str, elo: int, ours_red: bool, movetime: float, max_plies: int) -> float:
-    """One game; returns our score (1 win, 0.5 draw, 0 loss)."""
+def play_game(
+    engine_path: str, elo: int, ours_red: bool, movetime: float, max_plies: int, level: int | None = None
+) -> float:
+    """One game; returns our score (1 win, 0.5 draw, 0 loss). ``level``: play as that local-opponent level."""
     pos = Position(START_FEN)
     moves: list[str] = []
     searcher = Searcher()
@@ -35,7 +40,12 @@ def play_game(engine_path: str, elo: int, ours_red: bool, movetime: float, max_p
                     return 0.5
                 return 1.0 if (status.winner == 0) == ours_red else 0.0
             our_turn = (pos.turn == 0) == ours_red
-            if our_turn:
+            if our_turn and level is not None:
+                chosen = choose_move(pos, level, movetime, history=[*pos.key_history(), pos.key])
+                if chosen is None:
+                    return 0.0
+                iccs = chosen
+            elif our_turn:
                 result = searcher.search(pos, time_limit=movetime, history=[*pos.key_history(), pos.key])
                 if result.best_move is None:
                     return 0.0
@@ -164,6 +174,21 @@ def elo_estimate(scores: list[float]) -> tuple[float, float, float]:
     return elo(mean), elo(mean - 1.96 * se), elo(mean + 1.96 * se)
 
 
+def level_table(
+    path: str, our_levels: list[int], elos: list[int], games: int, movetime: float, plies: int
+) -> None:
+    """The score of each local-opponent level against each UCI_Elo (colours alternate)."""
+    print(f"level table: {games} games per cell, {movetime} s/move, adjudicated draw at {plies} plies")
+    for level in our_levels:
+        cells = []
+        for elo in elos:
+            start = time.perf_counter()
+            scores = [play_game(path, elo, i % 2 == 0, movetime, plies, level) for i in range(games)]
+            w, d, lost = scores.count(1.0), scores.count(0.5), scores.count(0.0)
+            cells.append(f"vs {elo}: +{w} ={d} -{lost} ({time.perf_counter() - start:.0f} s)")
+        print(f"level {level:2d}  " + "  ".join(cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2 games at one level, 0.05 s per move")
@@ -171,6 +196,9 @@ def main() -> None:
     parser.add_argument("--movetime", type=float, default=0.1, help="seconds per move for both engines")
     parser.add_argument("--elo", default="1350,1800", help="comma-separated UCI_Elo levels")
     parser.add_argument("--max-plies", type=int, default=160)
+    parser.add_argument(
+        "--levels", default="", help="comma-separated local-opponent levels (1-10) to measure"
+    )
     args = parser.parse_args()
     path = shutil.which("fairy-stockfish") or "/usr/games/fairy-stockfish"
     if not os.path.exists(path):
@@ -180,6 +208,9 @@ def main() -> None:
     games, movetime = args.games, args.movetime
     if args.quick:
         levels, games, movetime = levels[:1], 2, 0.05
+    if args.levels:
+        level_table(path, [int(x) for x in args.levels.split(",")], levels, games, movetime, args.max_plies)
+        return
     for elo in levels:
         start = time.perf_counter()
         scores = [play_game(path, elo, i % 2 == 0, movetime, args.max_plies) for i in range(games)]

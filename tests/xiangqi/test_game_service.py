@@ -275,7 +275,9 @@ def test_external_uci_engine_for_hints_and_local_opponent(tmp_path: Path) -> Non
         if os.environ.get("MODDESK_REQUIRE_EXTERNAL") == "1":
             pytest.fail(f"{FAIRY} is required (MODDESK_REQUIRE_EXTERNAL=1)")
         pytest.skip(f"{FAIRY} not installed")
-    svc = GameService(settings(tmp_path, engine=f"uci:{FAIRY}", think_time=0.2, hint_time=0.3))
+    svc = GameService(
+        settings(tmp_path, engine=f"uci:{FAIRY}", opponent_engine="engine", think_time=0.2, hint_time=0.3)
+    )
     try:
         value = svc.new("hero", "r", "local")
         assert value["opponent"]["engine"] == f"uci:{FAIRY}"
@@ -313,7 +315,7 @@ def test_engine_crash_reports_ai_failed(tmp_path: Path) -> None:
     script = tmp_path / "broken engine.py"
     script.write_text(BROKEN_ENGINE, encoding="utf-8")
     command = f'uci:"{sys.executable}" "{script}"'
-    svc = GameService(settings(tmp_path, engine=command))
+    svc = GameService(settings(tmp_path, engine=command, opponent_engine="engine"))
     try:
         value = svc.new("hero", "r", "local")
         svc.move("hero", "h2e2")
@@ -408,3 +410,17 @@ def test_restart_watchdog_recovers_without_a_read(tmp_path: Path) -> None:
         assert second.state(value["sessionId"])["plies"] == 2
     finally:
         second.close()
+
+
+def test_local_opponent_levels(tmp_path: Path) -> None:
+    svc = GameService(settings(tmp_path, engine="builtin", think_time=0.05))
+    try:
+        value = svc.new("hero", "r", "local", level=1)
+        assert value["opponent"]["level"] == 1 and "1 级" in value["opponent"]["label"]
+        svc.move("hero", "h2e2")
+        answered = svc.wait_idle(value["sessionId"], 20)
+        assert answered["plies"] == 2 and answered["history"][1]["side"] == "b"
+        assert svc.new("hero", "r", "local")["opponent"]["level"] == 5  # the settings' default
+        assert error_of(svc.new, "hero", "r", "local", level=11).code == "INVALID_ARGUMENT"
+    finally:
+        svc.close()

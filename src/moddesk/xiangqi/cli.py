@@ -376,11 +376,17 @@ def new(
     max_plies: Annotated[
         int | None, typer.Option("--max-plies", help="Plies before the game is drawn.")
     ] = None,
+    level: Annotated[
+        int | None,
+        typer.Option("--level", min=1, max=10, help="Local opponent: 1 beginner .. 10 full strength."),
+    ] = None,
 ) -> dict[str, Any]:
     """Start a new game."""
     payload: dict[str, Any] = {"side": side, "opponent": opponent}
     if max_plies is not None:
         payload["maxPlies"] = max_plies
+    if level is not None:
+        payload["level"] = level
     return payload
 
 

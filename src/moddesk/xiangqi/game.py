@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi import board as xb
-from moddesk.xiangqi import notation, rules
+from moddesk.xiangqi import levels, notation, rules
 from moddesk.xiangqi.errors import GameError
 from moddesk.xiangqi.review import Analyst, candidates, evaluation_summary, make_analyst
 from moddesk.xiangqi.store import GameRecord, GameStore, OpponentKind, Settings, Side
@@ -366,7 +366,7 @@ class GameService:
         try:
             record = self._load(session)
             game = self._game(record)
-            result = self.engine.best_move(game, self.settings.think_time, stop)
+            result = self._opponent_move(record, game, stop)
         except Exception as exc:  # the engine may be an external process: report, never crash the server
             logger.exception("engine move failed for %s", session)
             self._engine_failed(session, revision, str(exc))
@@ -384,6 +384,16 @@ class GameService:
                 self._set_message(record, reason)
         except ServiceError as exc:
             logger.info("engine move for %s dropped: %s", session, exc)
+
+    def _opponent_move(self, record: GameRecord, game: Game, stop: threading.Event) -> str:
+        """The local opponent plays at its level on the builtin search; the model's stand-in uses the engine."""
+        level = record.opponent.get("level")
+        if record.opponent["kind"] != "local" or self.settings.opponent_engine == "engine" or not level:
+            return self.engine.best_move(game, self.settings.think_time, stop)
+        move = levels.choose_move(game.pos, int(level), self.settings.think_time, stop, game.keys())
+        if move is None:
+            raise GameError("ENGINE_FAILED", "the engine found no move", hint="The game may be over.")
+        return move
 
     def _engine_failed(self, session: str, revision: int, detail: str) -> None:
         with self._mutate(session) as record:
@@ -447,6 +457,7 @@ class GameService:
         max_plies: int | None = None,
         client: dict[str, Any] | None = None,
         fen: str | None = None,
+        level: int | None = None,
     ) -> dict[str, Any]:
         """Start a game. ``side`` is the person's side; a tool call (actor opponent) plays ``model`` by default."""
         hero: Side = side or self.settings.hero
@@ -458,8 +469,11 @@ class GameService:
                 "model": (client or {}).get("model"),
                 "label": "当前会话模型",
             }
+        elif self.settings.opponent_engine == "engine":
+            info |= {"engine": self.engine.name, "label": f"本地引擎（{self.engine.label}）"}
         else:
-            info |= {"engine": self.engine.name, "label": "本地引擎"}
+            lv = levels.check_level(level or self.settings.level)
+            info |= {"engine": "builtin", "level": lv, "label": f"本地引擎 {lv} 级（{levels.LABELS_ZH[lv]}）"}
         start = Game.replay(fen or xb.START_FEN, [], self.settings.rule_set, self.settings.no_capture_limit)
         record = GameRecord(
             session_id=secrets.token_hex(8),
@@ -671,7 +685,7 @@ class GameService:
             lines = self.engine.analyse(game, self.settings.hint_time, max(1, min(count, 10)), depth)
             value["candidates"] = candidates(game, lines)
             value["evaluation"] = evaluation_summary(game, lines)
-            value["engine"] = self.engine.name
+            value["engine"] = self.engine.label
         return value
 
     def review(

@@ -230,9 +230,12 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         maxPlies: Annotated[
             int | None, Field(ge=1, le=2000, description="plies before the game is drawn")
         ] = None,
+        level: Annotated[
+            int | None, Field(ge=1, le=10, description="local opponent's strength, 1 beginner .. 10 full")
+        ] = None,
     ) -> dict[str, Any]:
         """Start a new game and make it the current one. Returns the full projection and the panel URL for the person."""
-        return with_panel(service.new("opponent", side, opponent, maxPlies, client=_client(ctx)))
+        return with_panel(service.new("opponent", side, opponent, maxPlies, client=_client(ctx), level=level))
 
     def xiangqi_board(
         includeMoves: Annotated[

@@ -161,7 +161,8 @@ def parse_coords(pos: Position, value: Mapping[str, Any]) -> Move:
             if not 0 <= v < 90:
                 raise XiangqiError("BAD_NOTATION", f"'{key}' index {v} is outside 0..89")
             squares.append(v)
-        elif isinstance(v, str) and v.strip().isdigit() and len(v.strip()) <= 2:
+        elif isinstance(v, str) and v.strip().isascii() and v.strip().isdigit() and len(v.strip()) <= 2:
+            # isdigit() alone admits superscripts like "¹" that int() refuses
             squares.append(int(v.strip()))
         elif isinstance(v, str):
             squares.append(parse_square(v))

@@ -7,6 +7,7 @@ and PV, an evaluation summary, and a move-by-move review with turning points).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,10 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi import board as xb
-from moddesk.xiangqi import engines, notation
+from moddesk.xiangqi import detect, engines, notation
 
 if TYPE_CHECKING:
     from moddesk.xiangqi.game import Game
+
+logger = logging.getLogger("moddesk.xiangqi.review")
 
 MATE_CP = 30000  # centipawn stand-in for "mate" on the evaluation curve
 TURNING_SWING = 150  # centipawns: a move that swings the evaluation this much is a turning point
@@ -44,13 +47,24 @@ class Analyst:
     """Best move and MultiPV analysis from the builtin search or an external engine."""
 
     def __init__(self, spec: str = "builtin") -> None:
-        self.spec = spec
-        self.name = spec
+        resolved = detect.resolve_engine(spec)
+        self.spec = resolved
+        self.name = resolved
+        self.label = "builtin"  # what the person is shown: the engine's own name ("Fairy-Stockfish 14")
         self._lock = threading.Lock()  # an external engine process answers one request at a time
         self._external: Any = None
-        if spec.startswith("uci:"):
-            self._external = engines.open_engine(spec[4:])
-        elif spec != "builtin":
+        if resolved.startswith("uci:"):
+            try:
+                self._external = engines.open_engine(resolved[4:])
+            except ServiceError:
+                if spec != "auto":
+                    raise
+                # a detected engine that does not start is skipped, not fatal: the builtin one answers
+                logger.warning("detected engine %s did not start; using the builtin engine", resolved)
+                self.spec = self.name = "builtin"
+                return
+            self.label = self._external.name
+        elif resolved != "builtin":
             raise ServiceError(
                 "CONFIG_INVALID", f"unknown engine {spec!r}", hint='Use "builtin" or "uci:/path/to/engine".'
             )
@@ -240,7 +254,7 @@ def review_game(
         "curve": [{"ply": i, "scoreRed": s} for i, s in enumerate(scores)],
         "turningPoints": turning,
         "secondsPerPosition": round(per_position, 3),
-        "engine": analyst.name,
+        "engine": analyst.label,
     }
     if highlight == "all":
         result["moves"] = entries

@@ -110,6 +110,7 @@ def dispatch(service: GameService, endpoint: str, payload: dict[str, Any]) -> di
             side,  # type: ignore[arg-type]
             opponent,  # type: ignore[arg-type]
             _opt_int(payload, "maxPlies", 1, 2000),
+            level=_opt_int(payload, "level", 1, 10),
         )
     if endpoint == "review":
         highlight = _opt_str(payload, "highlight", ("turning", "all")) or "turning"
@@ -153,10 +154,15 @@ def parse_command(text: str) -> tuple[str, dict[str, Any]]:
                 payload["side"] = word[0]
             elif word in ("model", "local"):
                 payload["opponent"] = word
+            elif word.lower().startswith("level") and word[5:].lstrip("=").isdigit():
+                payload["level"] = int(word[5:].lstrip("="))
             elif word.isdigit():
                 payload["maxPlies"] = int(word)
             else:
-                raise _bad(f"new does not understand {word!r}", hint="new [r|b] [model|local] [maxPlies]")
+                raise _bad(
+                    f"new does not understand {word!r}",
+                    hint="new [r|b] [model|local] [level=1..10] [maxPlies]",
+                )
         return "new", payload
     if verb == "hint":
         return "hint", {"count": int(rest[0])} if rest and rest[0].isdigit() else {}

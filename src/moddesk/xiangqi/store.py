@@ -38,9 +38,15 @@ class Settings(BaseModel):
         default=0, ge=0, description="Model moves per game; after that the engine plays for it (0 = no limit)"
     )
     engine: str = Field(
-        default="builtin",
-        description='"builtin" or "uci:/path/to/engine" for hints, review and the local opponent',
+        default="auto",
+        description='"auto" (the strongest installed engine: Pikafish, Fairy-Stockfish, else builtin), '
+        '"builtin" or "uci:/path/to/engine" for hints and review',
     )
+    opponent_engine: Literal["builtin", "engine"] = Field(
+        default="builtin",
+        description="The local opponent: builtin (plays at the chosen level) or engine (the hint engine, full strength)",
+    )
+    level: int = Field(default=5, ge=1, le=10, description="Default level 1-10 of the local opponent")
     think_time: float = Field(default=1.0, gt=0, le=60, description="Seconds per move for the local opponent")
     hint_time: float = Field(default=1.0, gt=0, le=60, description="Seconds per hint search")
     review_time: float = Field(default=0.1, gt=0, le=10, description="Seconds per position in a review")

@@ -184,7 +184,8 @@ function renderSide(v) {
   else if (v.turn === v.hero) status = t("yourTurn");
   else status = t("thinking");
   $("status").textContent = status;
-  $("opponent").textContent = v.opponent.kind === "model" ? t("opponentModel") : t("opponentLocal");
+  $("opponent").textContent = v.opponent.kind === "model" ? t("opponentModel")
+    : t("opponentLocal") + (v.opponent.level ? ` · ${v.opponent.level}${state.lang === "zh" ? " 级" : ""}` : "");
   if (v.message) showMessage(t(v.message.code), v.message.tone);
   renderMoves(v);
   const playing = v.phase === "playing";
@@ -431,7 +432,9 @@ $("lang").addEventListener("click", () => { state.lang = state.lang === "zh" ? "
 $("btn-new").addEventListener("click", () => {
   state.session = null;
   $("review").hidden = true;
-  act("new", { side: $("new-side").value, opponent: $("new-opponent").value });
+  const payload = { side: $("new-side").value, opponent: $("new-opponent").value };
+  if (payload.opponent === "local") payload.level = Number($("new-level").value);
+  act("new", payload);
 });
 $("btn-undo").addEventListener("click", () => {
   const v = state.view;
