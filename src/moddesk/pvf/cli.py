@@ -33,6 +33,7 @@ for _module in (
     "moddesk.pvf.annotations_cli",
     "moddesk.pvf.scripting.cli",
     "moddesk.pvf.transfer.cli",
+    "moddesk.pvf.workflows_cli",
 ):
     if importlib.util.find_spec(_module) is not None:
         importlib.import_module(_module).register(app)

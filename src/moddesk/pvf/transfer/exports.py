@@ -8,18 +8,13 @@ the target and publishes it with no-overwrite semantics, so an existing target i
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from moddesk.kit.errors import ServiceError, register_codes
-from moddesk.kit.files import publish_no_overwrite, remove_tree_quietly
 from moddesk.kit.ledger import LOCAL_SCOPE
-from moddesk.kit.leftovers import remember_place, sweep_stale, temp_sibling
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.occupancy import editors_prepared
 from moddesk.pvf.transfer import sources
@@ -31,10 +26,9 @@ from moddesk.pvf.transfer.writers import (
     build_output,
     check_name,
     check_version,
+    publish_package,
     rebuild_meta,
     warning_id,
-    write_tree,
-    write_zip,
 )
 
 if TYPE_CHECKING:
@@ -45,25 +39,10 @@ register_codes(
         "NOTHING_TO_EXPORT": "Nothing in the selection can be written in this format.",
         "WARNINGS_NOT_ACKNOWLEDGED": "The export has warnings that acknowledgedWarningIds does not cover.",
         "UNSUPPORTED_CONTENT": "Some content cannot be written in the chosen format or as a local file.",
-        "EXPORT_FAILED": "The export could not be written; the message gives the operating system's reason.",
     }
 )
 
 _TARGET_EXISTS_HINT = "Choose another outputName or outputParent; the existing one was not touched."
-
-
-def _export_failed(final: Path, exc: OSError) -> ServiceError:
-    """An OS failure while writing the export, by cause (read-only folder, disk full, denied …)."""
-    reason = exc.strerror or str(exc)
-    cause = errno.errorcode.get(exc.errno, "") if exc.errno is not None else ""
-    return ServiceError(
-        "EXPORT_FAILED",
-        f"could not write {final}: {reason}",
-        hint="Choose a folder you can write to (with free space), then execute the plan again.",
-        path=str(final),
-        reason=reason,
-        errno=cause or None,
-    )
 
 
 PREVIEW_BYTE_CAP = 48 * 1024
@@ -453,35 +432,4 @@ class ExportService:
 
     @staticmethod
     def _publish(plan: ExportPlan, final: Path, entries: list[OutputEntry]) -> int:
-        if final.exists() or final.is_symlink():
-            raise ServiceError(
-                "TARGET_EXISTS",
-                f"{final} already exists; nothing was written",
-                hint=_TARGET_EXISTS_HINT,  # export_execute has no overwrite switch: never suggest one
-                path=str(final),
-            )
-        # remembered, so a restarted service finds what a killed export left in this folder
-        remember_place(final.parent)
-        sweep_stale([final.parent])
-        temp = temp_sibling(final)
-        try:
-            if plan.fmt == "115CN-mod":
-                count = write_zip(temp, entries)
-            else:
-                temp.mkdir()
-                count = write_tree(temp, entries)
-            publish_no_overwrite(temp, final)
-        except ServiceError as error:
-            if error.code == "TARGET_EXISTS":
-                error.hint = _TARGET_EXISTS_HINT
-            raise
-        except OSError as exc:
-            raise _export_failed(final, exc) from exc
-        finally:
-            if temp.exists():
-                if temp.is_dir():
-                    remove_tree_quietly(temp)
-                else:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(temp)
-        return count
+        return publish_package(plan.fmt, final, entries, target_exists_hint=_TARGET_EXISTS_HINT)

@@ -200,3 +200,63 @@ def writes(
         if merged != text:
             out[table.path] = merged
     return out
+
+
+def merge_packages(
+    first: ModPackage, second: ModPackage, prefer: Literal["first", "second"] | None
+) -> tuple[ModPackage, list[Conflict]]:
+    """One package holding both; where they disagree, ``prefer`` picks (None: conflicts are returned)."""
+    conflicts: list[Conflict] = []
+    files = {f.path: f for f in first.files}
+    for mod_file in second.files:
+        mine = files.get(mod_file.path)
+        if mine is not None and mine.data != mod_file.data:
+            conflicts.append(
+                Conflict(
+                    "c_" + _key("file", mod_file.path),
+                    mod_file.path,
+                    "file-changed-locally",
+                    None,
+                    _sha(mine.data),
+                    _sha(mod_file.data),
+                )
+            )
+            if prefer != "second":
+                continue
+        files[mod_file.path] = mod_file
+    tables: dict[str, ModTable] = {t.path: t for t in first.tables}
+    for table in second.tables:
+        base = tables.get(table.path)
+        if base is None:
+            tables[table.path] = table
+            continue
+        merged: dict[Any, str] = _table_theirs(base)
+        for entry, value in _table_theirs(table).items():
+            if entry in merged and merged[entry] != value:
+                conflicts.append(
+                    Conflict(
+                        "c_" + _key("entry", table.path, str(entry)),
+                        table.path,
+                        "entry-collision",
+                        str(entry),
+                        merged[entry],
+                        value,
+                    )
+                )
+                if prefer != "second":
+                    continue
+            merged[entry] = value
+        is_lst = table.path.endswith(".lst")
+        tables[table.path] = ModTable(
+            table.path, lst=merged if is_lst else {}, strings={} if is_lst else merged
+        )
+    package = ModPackage(
+        second.format,
+        f"{first.name}+{second.name}",
+        second.version,
+        second.mod_id,
+        f"{first.source} + {second.source}",
+        sorted(files.values(), key=lambda f: f.path),
+        sorted(tables.values(), key=lambda t: t.path),
+    )
+    return package, conflicts

@@ -8,8 +8,11 @@ overwriting anything.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
+import os
 import re
 import zipfile
 from collections.abc import Iterable
@@ -17,10 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from moddesk.kit.errors import ServiceError
+from moddesk.kit.errors import ServiceError, register_codes
+from moddesk.kit.files import publish_no_overwrite, remove_tree_quietly
+from moddesk.kit.leftovers import remember_place, sweep_stale, temp_sibling
+from moddesk.pvf.format.lists import build_str
 from moddesk.pvf.listtext import list_entries as lst_entries
-from moddesk.pvf.listtext import list_target_candidates
+from moddesk.pvf.listtext import list_target_candidates, render_list
 from moddesk.pvf.listtext import string_entries as str_entries
+from moddesk.pvf.transfer.modread import ModPackage
 from moddesk.pvf.transfer.sources import ExportItem
 
 FormatId = Literal["direct", "110USextend", "115CN-mod"]
@@ -51,6 +58,10 @@ FORMATS: list[dict[str, Any]] = [
         "deletes": "not expressible: reported in skippedDeletes",
     },
 ]
+
+register_codes(
+    {"EXPORT_FAILED": "The export could not be written; the message gives the operating system's reason."}
+)
 
 _WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
 _UNSAFE_CHARS = re.compile(r'[<>:"/\\|?*\x00-\x1f]')
@@ -316,3 +327,74 @@ def write_zip(path: Path, entries: list[OutputEntry]) -> int:
             _safe_relative(entry.key)
             archive.writestr(entry.key, entry.data)
     return len(entries)
+
+
+def _export_failed(final: Path, exc: OSError) -> ServiceError:
+    """An OS failure while writing the export, by cause (read-only folder, disk full, denied …)."""
+    reason = exc.strerror or str(exc)
+    cause = errno.errorcode.get(exc.errno, "") if exc.errno is not None else ""
+    return ServiceError(
+        "EXPORT_FAILED",
+        f"could not write {final}: {reason}",
+        hint="Choose a folder you can write to (with free space), then execute the plan again.",
+        path=str(final),
+        reason=reason,
+        errno=cause or None,
+    )
+
+
+def publish_package(
+    fmt: FormatId,
+    final: Path,
+    entries: list[OutputEntry],
+    target_exists_hint: str = "Choose another name or folder; the existing one was not touched.",
+) -> int:
+    """Write ``entries`` in a private temp sibling of ``final`` and publish it without overwriting."""
+    if final.exists() or final.is_symlink():
+        raise ServiceError(
+            "TARGET_EXISTS",
+            f"{final} already exists; nothing was written",
+            hint=target_exists_hint,  # never suggest an overwrite switch: publishing has none
+            path=str(final),
+        )
+    # remembered, so a restarted service finds what a killed export left in this folder
+    remember_place(final.parent)
+    sweep_stale([final.parent])
+    temp = temp_sibling(final)
+    try:
+        if fmt == "115CN-mod":
+            count = write_zip(temp, entries)
+        else:
+            temp.mkdir()
+            count = write_tree(temp, entries)
+        publish_no_overwrite(temp, final)
+    except ServiceError as error:
+        if error.code == "TARGET_EXISTS":
+            error.hint = target_exists_hint
+        raise
+    except OSError as exc:
+        raise _export_failed(final, exc) from exc
+    finally:
+        if temp.exists():
+            if temp.is_dir():
+                remove_tree_quietly(temp)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temp)
+    return count
+
+
+def package_entries(
+    package: ModPackage, fmt: FormatId, *, name: str, version: str, mod_id: str | None
+) -> Output:
+    """Output entries (with metadata) that write ``package`` in a MOD layout."""
+    items: list[ExportItem] = []
+    for mod_file in package.files:
+        content: str | bytes = mod_file.data.decode("utf-8") if mod_file.text else mod_file.data
+        items.append(ExportItem(mod_file.path, False, content, None, True))
+    for table in package.tables:
+        text = (
+            render_list(table.lst) if table.path.endswith(".lst") else build_str(table.strings, newline="\n")
+        )
+        items.append(ExportItem(table.path, False, text, "", True))  # every entry is new to an empty base
+    return build_output(items, fmt, name=name, version=version, mod_id=mod_id)

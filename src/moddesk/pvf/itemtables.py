@@ -1,0 +1,180 @@
+"""Item tables: one row per list entry (id, path, name, chosen fields), as CSV, JSON or XLSX.
+
+``equipment`` reads ``equipment/equipment.lst``, ``stackable`` reads ``stackable/stackable.lst``,
+``skill`` every ``skill/*skill.lst``; any other list is named with ``list_paths``. A field is a
+section name (``grade``, ``minimum level``, ``price``…); its value is the section's first value,
+with string links (``<id::key`…`>``) resolved through ``n_string.lst``. A file the list names but
+the archive lacks, or that does not parse, still gets its row, with ``problem`` saying why.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from xml.sax.saxutils import escape
+
+from moddesk.kit.errors import ServiceError
+from moddesk.pvf.document import Document, Value
+from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.lists import resolve_list_path
+from moddesk.pvf.listtext import list_entries
+
+KINDS: dict[str, tuple[list[str], list[str]]] = {
+    "equipment": (["equipment/equipment.lst"], ["grade", "rarity", "minimum level", "price"]),
+    "stackable": (["stackable/stackable.lst"], ["grade", "rarity", "minimum level", "price"]),
+    "skill": ([], ["type", "maximum level", "required level"]),
+}
+FORMATS = ("csv", "json", "xlsx")
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """What a table reads: archive paths, their text, and string-link resolution."""
+
+    paths: Callable[[], list[str]]
+    text: Callable[[str], str | None]  # None: no such file, or not text
+    resolve_link: Callable[[int, str], str | None]
+
+
+def list_paths_for(kind: str, paths: list[str]) -> list[str]:
+    if kind not in KINDS:
+        raise ServiceError(
+            "INVALID_ARGUMENT", f"unknown table kind {kind!r}", hint=f"Use one of {', '.join(KINDS)}."
+        )
+    wanted, _ = KINDS[kind]
+    if kind == "skill":
+        wanted = sorted(
+            p for p in paths if p.startswith("skill/") and p.endswith("skill.lst") and p.count("/") == 1
+        )
+    return wanted
+
+
+def _plain(value: Value | None, resolve_link: Callable[[int, str], str | None]) -> Any:
+    if value is None:
+        return None
+    if value.kind == "link" and isinstance(value.value, tuple):
+        link_id, key, display = value.value
+        return resolve_link(link_id, key) or display or f"<{link_id}::{key}>"
+    if value.kind in ("integer", "float", "string"):
+        return value.value
+    return value.render()
+
+
+def rows(source: TableSource, list_path_names: list[str], fields: list[str]) -> Iterator[dict[str, Any]]:
+    """One row per list entry, in list order."""
+    for list_path in list_path_names:
+        text = source.text(list_path)
+        if text is None:
+            raise ServiceError(
+                "NOT_FOUND", f"the archive has no {list_path}", hint="Name the list with --list PATH."
+            )
+        root_relative = list_path.startswith("list/")
+        for ident, target in list_entries(text).items():
+            path = resolve_list_path(list_path, target, root_relative=root_relative).lower()
+            row: dict[str, Any] = {"list": list_path, "id": ident, "path": path, "name": None}
+            row.update(dict.fromkeys(fields))
+            row["problem"] = None
+            body = source.text(path)
+            if body is None:
+                row["problem"] = "missing"
+                yield row
+                continue
+            try:
+                doc = Document.parse(body)
+            except PvfFormatError as exc:
+                row["problem"] = f"unparsable: {exc.message}"
+                yield row
+                continue
+            row["name"] = _plain(doc.get("name"), source.resolve_link)
+            for name in fields:
+                row[name] = _plain(doc.get(name), source.resolve_link)
+            yield row
+
+
+def to_csv(table: list[dict[str, Any]]) -> bytes:
+    out = io.StringIO()
+    if table:
+        writer = csv.DictWriter(out, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+    return ("\ufeff" + out.getvalue()).encode("utf-8")  # the BOM makes Excel read UTF-8
+
+
+def to_json(table: list[dict[str, Any]]) -> bytes:
+    return (json.dumps(table, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def _column(n: int) -> str:
+    name = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        name = chr(65 + r) + name
+    return name
+
+
+def _cell(ref: str, value: Any) -> str:
+    if value is None:
+        return f'<c r="{ref}"/>'
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        text = escape("".join(c for c in str(value) if c in "\t\n" or c >= " "))
+        return f'<c r="{ref}" t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>'
+    return f'<c r="{ref}"><v>{value}</v></c>'
+
+
+def to_xlsx(table: list[dict[str, Any]]) -> bytes:
+    """A one-sheet workbook (Office Open XML, inline strings) readable by Excel and LibreOffice."""
+    header = list(table[0]) if table else []
+    lines = [header, *([row[h] for h in header] for row in table)]
+    sheet_rows = []
+    for r, values in enumerate(lines, start=1):
+        cells = "".join(_cell(f"{_column(c)}{r}", v) for c, v in enumerate(values))
+        sheet_rows.append(f'<row r="{r}">{cells}</row>')
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    pkg = "http://schemas.openxmlformats.org/package/2006/relationships"
+    files = {
+        "[Content_Types].xml": (
+            '<?xml version="1.0" encoding="UTF-8"?>'
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/xl/workbook.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+            '<Override PartName="/xl/worksheets/sheet1.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+            "</Types>"
+        ),
+        "_rels/.rels": (
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{pkg}">'
+            f'<Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/></Relationships>'
+        ),
+        "xl/workbook.xml": (
+            f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{main}" xmlns:r="{rel}">'
+            '<sheets><sheet name="items" sheetId="1" r:id="rId1"/></sheets></workbook>'
+        ),
+        "xl/_rels/workbook.xml.rels": (
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{pkg}">'
+            f'<Relationship Id="rId1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>'
+        ),
+        "xl/worksheets/sheet1.xml": (
+            f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{main}">'
+            f"<sheetData>{''.join(sheet_rows)}</sheetData></worksheet>"
+        ),
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return out.getvalue()
+
+
+def render(table: list[dict[str, Any]], fmt: str) -> bytes:
+    if fmt not in FORMATS:
+        raise ServiceError("INVALID_ARGUMENT", f"unknown format {fmt!r}", hint="Use csv, json or xlsx.")
+    return {"csv": to_csv, "json": to_json, "xlsx": to_xlsx}[fmt](table)
