@@ -156,8 +156,7 @@ KILLED_EXPORT = textwrap.dedent(
                 print("writing", flush=True)
             time.sleep(0.01)
         return count
-    import moddesk.pvf.transfer.exports as module
-    module.write_tree = slow_tree
+    writers.write_tree = slow_tree  # publish_package looks it up in writers at call time
     exports.execute(plan["planId"], out, "killed")
     print("published", flush=True)
     """
