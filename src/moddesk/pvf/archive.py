@@ -27,6 +27,7 @@ from typing import BinaryIO
 import numpy as np
 
 from moddesk.kit.files import atomic_writer
+from moddesk.pvf.format import ani as ani_fmt
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import nkpi as nkpi_fmt
 from moddesk.pvf.format import rewrite
@@ -75,6 +76,9 @@ __all__ = [
 #: Container formats an Archive can read and write.
 FORMATS = (CLASSIC, NKPI_STANDARD, NKPI_PROTECTED)
 
+
+#: Extensions whose classic entries may be binary animations or plain text (decided by content).
+ANIMATION_EXTENSIONS = frozenset({".ani", ".als"})
 
 #: How many decompressed NKPI chunks to keep (a chunk holds many small files).
 CHUNK_CACHE = 16
@@ -524,6 +528,8 @@ class Archive:
         if kind == "script":
             stream = decode_tokens(data, self.family)
             return render_script(stream, self.strings, path=path, links=self._link_text)
+        if kind == "animation":
+            return ani_fmt.render_ani(data)
         if kind == "text":
             if self.family is Family.NKPI:
                 return data.decode("utf-16-le", errors="surrogatepass")
@@ -574,8 +580,15 @@ class Archive:
             return nkpi_kind_for_new(path)
         if is_classic_script(data):
             return "script"
-        if ext(path) in TEXT_EXTENSIONS:
+        suffix = ext(path)
+        if suffix in TEXT_EXTENSIONS:
             return "text"
+        if suffix in ANIMATION_EXTENSIONS:
+            # content decides: a plain-text .ani / .ani.als is text, a binary .ani an animation
+            if ani_fmt.looks_like_text(data):
+                return "text"
+            if suffix == ".ani":
+                return "animation"
         return "binary"
 
     def resolve_link(self, link_id: int, key: str) -> str | None:
@@ -665,9 +678,15 @@ class Archive:
         else:
             kind = classic_kind(path)
             if i is not None and kind != "text":
-                kind = "script" if is_classic_script(self._read_index(i)) or kind == "script" else kind
-            if kind == "binary" and normalize_path(path) != STRINGTABLE_PATH:
+                # the stored content decides (never turn a text or binary animation into a token script)
+                stored = self._kind_of(path, self._read_index(i))
+                kind = "script" if stored == "binary" and kind == "script" else stored
+            if kind == "binary" and ext(path) == ".ani":
+                kind = "animation"  # classic animations are binary .ani, whatever their text looks like
+            elif kind == "binary" and normalize_path(path) != STRINGTABLE_PATH:
                 kind = "script"
+        if kind == "animation":
+            return ani_fmt.compile_ani(text)
         if kind == "script":
             return encode_tokens(
                 compile_script(text, self.family, self.strings if strings is None else strings)

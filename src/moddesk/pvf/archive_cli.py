@@ -20,8 +20,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from moddesk.kit.files import temp_prefix
-from moddesk.pvf.archive import FORMATS, Archive, normalize_path
+from moddesk.pvf.archive import ANIMATION_EXTENSIONS, FORMATS, Archive, normalize_path
 from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.kinds import ext
 
 #: Written by ``extract`` so that ``pack`` rebuilds the same logical archive.
 MANIFEST = ".moddesk-pvf.json"
@@ -225,10 +226,13 @@ def _extract_into(
             escaped.append((entry.path, rel.as_posix()))
         mode = "raw"
         payload = data
-        if not raw and entry.kind != "binary":
+        if not raw and (entry.kind != "binary" or ext(entry.path) in ANIMATION_EXTENSIONS):
             try:
-                payload = pvf.render(entry.path, data).encode("utf-8", errors="surrogateescape")
-                mode = "text"
+                text = pvf.render(entry.path, data)
+                # an animation whose image list is not in first-use order would not pack back to
+                # the same bytes: keep those raw so extract → pack stays byte-identical
+                if ext(entry.path) != ".ani" or pvf.encode_text(entry.path, text) == data:
+                    payload, mode = text.encode("utf-8", errors="surrogateescape"), "text"
             except PvfFormatError:
                 payload = data
         target = staging / rel
@@ -264,6 +268,9 @@ def pack_folder(
         for p in _walk(folder):
             rel = p.relative_to(folder).as_posix()
             plan.append((p, rel, "auto", None))
+    # the string table goes in first: scripts compiled before it would intern into a table that
+    # the stored stringtable.bin then replaces, and their string references would point at garbage
+    plan.sort(key=lambda row: normalize_path(row[1]) != "stringtable.bin")
     pvf = Archive.new(fmt, region=region)
     total = len(plan)
     for n, (file, path, mode, data_type) in enumerate(plan):
