@@ -29,8 +29,8 @@ import numpy as np
 from moddesk.kit.files import atomic_writer
 from moddesk.pvf.format import ani as ani_fmt
 from moddesk.pvf.format import classic as classic_fmt
+from moddesk.pvf.format import mojibake, rewrite
 from moddesk.pvf.format import nkpi as nkpi_fmt
-from moddesk.pvf.format import rewrite
 from moddesk.pvf.format.crypto import align4
 from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD, detect
 from moddesk.pvf.format.encodings import (
@@ -120,6 +120,8 @@ class Archive:
         self._lookup: dict[str, int] | None = None
         self._region = region
         self._region_confidence: float | None = None
+        #: NKPI text stored as painted Korean mojibake reads repaired and writes painted (opt-in)
+        self.korean_mojibake = False
         self._strings: StringTable | None = None
         self._links: dict[int, str] | None = None
         self._str_files: dict[str, dict[str, str]] = {}
@@ -532,7 +534,10 @@ class Archive:
             return ani_fmt.render_ani(data)
         if kind == "text":
             if self.family is Family.NKPI:
-                return data.decode("utf-16-le", errors="surrogatepass")
+                text = data.decode("utf-16-le", errors="surrogatepass")
+                if self.korean_mojibake:
+                    return mojibake.repair(text) or text
+                return text
             enc = NAME_ENCODING if path.lower().endswith(".nut") else self.encoding
             return decode_bytes(data, enc)
         if normalize_path(path) == STRINGTABLE_PATH and self.family is Family.CLASSIC:
@@ -693,10 +698,17 @@ class Archive:
             )
         if kind == "text":
             if self.family is Family.NKPI:
+                if self.korean_mojibake and i is not None and self._painted(i):
+                    text = mojibake.paint(text)  # stored painted: store the edit the same way
                 return text.encode("utf-16-le", errors="surrogatepass")
             enc = NAME_ENCODING if path.lower().endswith(".nut") else self.encoding
             return encode_text(text, enc, path=path)
         raise PvfFormatError("NOT_TEXT", "this entry cannot be written as text", path=path)
+
+    def _painted(self, i: int) -> bool:
+        """Whether NKPI text entry ``i`` is stored as repairable Korean mojibake."""
+        stored = self._read_index(i).decode("utf-16-le", errors="surrogatepass")
+        return mojibake.repair(stored) is not None
 
     def delete(self, path: str) -> None:
         """Remove an entry (the first one with that path)."""
@@ -797,6 +809,7 @@ class Archive:
         if src is not None:
             src.close()
         reopened = Archive.open(target, region=self._region)
+        reopened.korean_mojibake = self.korean_mojibake
         self.__dict__.update(reopened.__dict__)
         return written
 

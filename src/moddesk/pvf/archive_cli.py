@@ -21,6 +21,7 @@ from rich.table import Table
 
 from moddesk.kit.files import temp_prefix
 from moddesk.pvf.archive import ANIMATION_EXTENSIONS, FORMATS, Archive, normalize_path
+from moddesk.pvf.format import mojibake
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.kinds import ext
 
@@ -65,6 +66,14 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
         yield update
 
 
+KoreanOption = Annotated[
+    bool,
+    typer.Option(
+        "--korean-mojibake",
+        help="NKPI text stored as Korean mojibake (CP949 bytes shown as CP437 glyphs) is shown repaired; "
+        "extract marks it so pack stores it painted again (exactly reversible)",
+    ),
+]
 ArchiveArg = Annotated[Path, typer.Argument(help="Script.pvf archive", exists=True, dir_okay=False)]
 RegionOption = Annotated[
     str | None,
@@ -126,9 +135,11 @@ def cat(
     path: Annotated[str, typer.Argument(help="entry path inside the archive")],
     raw: Annotated[bool, typer.Option("--raw", help="write the decoded bytes instead of text")] = False,
     region: RegionOption = None,
+    korean: KoreanOption = False,
 ) -> None:
     """Print one entry: scripts as #PVF_File text, .str as text; --raw for bytes."""
     with _format_errors(), Archive.open(archive, region=region) as pvf:
+        pvf.korean_mojibake = korean
         for problem in pvf.entry_problems(path):  # shown, not fatal: the bytes may still be useful
             err_console.print(f"[yellow]warning[/yellow]: {escape(problem)}")
         if raw:
@@ -171,6 +182,7 @@ def extract(
     pattern: Annotated[str, typer.Option(help="only entries matching this glob")] = "*",
     raw: Annotated[bool, typer.Option("--raw", help="write decoded bytes, not text")] = False,
     region: RegionOption = None,
+    korean: KoreanOption = False,
 ) -> None:
     """Extract entries into a new folder (scripts as UTF-8 text); the folder appears only when complete.
 
@@ -183,6 +195,7 @@ def extract(
         raise typer.Exit(2)
     out.parent.mkdir(parents=True, exist_ok=True)
     with _format_errors(), Archive.open(archive, region=region) as pvf, _progress("extract") as progress:
+        pvf.korean_mojibake = korean
         staging = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=out.parent))
         try:
             files, escaped = _extract_into(pvf, staging, out, normalize_path(pattern), raw, progress)
@@ -238,13 +251,28 @@ def _extract_into(
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(payload)
-        files.append({"path": entry.path, "file": rel.as_posix(), "mode": mode, "dataType": entry.data_type})
+        row: dict[str, object] = {
+            "path": entry.path,
+            "file": rel.as_posix(),
+            "mode": mode,
+            "dataType": entry.data_type,
+        }
+        if mode == "text" and _painted_korean(pvf, entry.kind, data):
+            row["koreanMojibake"] = True  # written repaired; pack paints it back
+        files.append(row)
     manifest["files"] = files
     # undecodable name bytes are kept as \udcXX escapes, which only ASCII JSON can carry
     text = json.dumps(manifest, ensure_ascii=bool(escaped), indent=1)
     (staging / MANIFEST).write_text(text, encoding="utf-8")
     publish_no_overwrite(staging, out)
     return len(files), escaped
+
+
+def _painted_korean(pvf: Archive, kind: str, data: bytes) -> bool:
+    """Whether an NKPI text entry was shown repaired by ``--korean-mojibake``."""
+    if not pvf.korean_mojibake or kind != "text" or pvf.family.value != "nkpi":
+        return False
+    return mojibake.repair(data.decode("utf-16-le", errors="surrogatepass")) is not None
 
 
 def _walk(folder: Path) -> Iterator[Path]:
@@ -263,8 +291,9 @@ def pack_folder(
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         plan = [(folder / f["file"], f["path"], f["mode"], f.get("dataType")) for f in manifest["files"]]
+        painted = {f["path"] for f in manifest["files"] if f.get("koreanMojibake")}
     else:
-        plan = []
+        plan, painted = [], set()
         for p in _walk(folder):
             rel = p.relative_to(folder).as_posix()
             plan.append((p, rel, "auto", None))
@@ -279,6 +308,8 @@ def pack_folder(
             mode = "text" if _looks_like_text(path, data) else "raw"
         if mode == "text":
             text = data.decode("utf-8", errors="surrogateescape")
+            if path in painted:
+                text = mojibake.paint(text)  # extracted with --korean-mojibake: stored painted again
             pvf.write_bytes(path, pvf.encode_text(path, text), data_type=data_type)
         else:
             pvf.write_bytes(path, data, data_type=data_type)
