@@ -336,6 +336,16 @@ def test_agent_plan_reviewed_in_page_and_draft_barrier(page: Any, bench: Workben
             assert now == before[path]
         else:
             assert now == before[path].replace("[price]\n\t", "[price]\n\t9", 1) != before[path]
+    # on disk too: a copy saved from the page holds exactly the applied changes
+    copy = archive.with_name("after review.pvf")
+    page.once("dialog", lambda dialog: dialog.accept(str(copy)))
+    page.click("#btn-save-as")
+    assert _eventually(copy.exists, 30)
+    with Archive.open(copy) as reread:
+        for path in cash:
+            expected = bench.service.read_file(ws_id, path, 1, 2000)["text"]
+            assert reread.read_text(path) == expected
+            assert (expected == before[path]) == (path == dropped)
     # the open tab shows the applied change without a reload
     page.click("#views button[data-view='files']")
     if cash[0] != dropped:

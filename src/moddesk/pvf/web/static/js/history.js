@@ -10,7 +10,7 @@ async function paint() {
   el.body.replaceChildren();
   if (!info) return;
   if (info.versionStatus !== "attached") {
-    el.body.append(h("p", { class: "muted" }, info.versionStatus), h("button", { class: "primary", id: "history-init", onclick: async () => { await attempt(() => op("historyInit", { workspaceId: info.workspaceId })); await refreshInfo(); paint(); } }, t("history.init")));
+    el.body.append(h("p", { class: "muted" }, `${t("history.status")}: ${info.versionStatus}`), h("button", { class: "primary", id: "history-init", onclick: async () => { await attempt(() => op("historyInit", { workspaceId: info.workspaceId })); await refreshInfo(); paint(); } }, t("history.init")));
     return;
   }
   const message = h("input", { id: "history-message", placeholder: t("history.message"), size: 40 });

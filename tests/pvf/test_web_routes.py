@@ -1,0 +1,88 @@
+"""The page's JSON routes over real HTTP: guarded like the MCP endpoint, typed errors, the event stream."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.serve import Workbench
+from moddesk.pvf.service import PvfService
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Iterator[Workbench]:
+    archive = tmp_path / "routes archive.pvf"
+    generate_archive(archive, files=200, seed=5)
+    workbench = Workbench(PvfService(), port=0)
+    workbench.open_at_start(archive)
+    workbench.start()
+    try:
+        yield workbench
+    finally:
+        workbench.stop()
+
+
+def base(bench: Workbench) -> str:
+    return bench.page_url.removesuffix("/pvf/")
+
+
+def test_ops_answer_like_the_service_and_refuse_bad_input(bench: Workbench) -> None:
+    with httpx.Client(base_url=base(bench), timeout=30) as http:
+        info = http.post("/api/ops/info", json={}).json()
+        assert info["open"] is True and info["revision"] == bench.service.info()["revision"]
+        page = http.post("/api/ops/tree", json={"workspaceId": info["workspaceId"], "folder": ""}).json()
+        assert page["ok"] is True and page["total"] >= 3
+        unknown = http.post("/api/ops/format_disk", json={}).json()
+        assert unknown["ok"] is False and unknown["error"] == "NOT_FOUND"
+        typed = http.post("/api/ops/read", json={"workspaceId": info["workspaceId"], "path": 7}).json()
+        assert typed["error"] == "INVALID_ARGUMENT" and typed["field"] == "path"
+        stale = http.post("/api/ops/read", json={"workspaceId": "ws_old", "path": "n_string.lst"}).json()
+        assert stale["error"] == "STALE_WORKSPACE"
+        broken = http.post(
+            "/api/ops/info", content=b"{not json", headers={"content-type": "application/json"}
+        )
+        assert broken.status_code == 400 and broken.json()["error"] == "INVALID_ARGUMENT"
+        static = http.get("/pvf/")
+        assert static.status_code == 200 and 'type="module"' in static.text
+        assert (
+            http.get("/pvf/js/tree.js")
+            .headers["content-type"]
+            .startswith(("text/javascript", "application/javascript"))
+        )
+
+
+def test_routes_sit_behind_the_host_and_origin_guard(bench: Workbench) -> None:
+    with httpx.Client(base_url=base(bench), timeout=30) as http:
+        foreign = http.post("/api/ops/info", json={}, headers={"origin": "http://evil.example"})
+        assert foreign.status_code == 403
+        rebound = http.post("/api/ops/info", json={}, headers={"host": "evil.example"})
+        assert rebound.status_code == 421
+        page = http.get("/pvf/", headers={"host": "attacker.test:80"})
+        assert page.status_code == 421
+
+
+def test_event_stream_registers_the_window_while_connected(bench: Workbench) -> None:
+    with httpx.Client(base_url=base(bench), timeout=30) as http:
+        with http.stream("GET", "/api/events", params={"window": "w-test"}) as stream:
+            events: dict[str, dict[str, object]] = {}
+            lines = stream.iter_lines()
+            name = ""
+            while "info" not in events or "activity" not in events:
+                line = next(lines)
+                if line.startswith("event: "):
+                    name = line[7:]
+                elif line.startswith("data: "):
+                    events[name] = json.loads(line[6:])
+            assert events["hello"] == {"window": "w-test"}
+            assert any(w["windowId"] == "w-test" for w in bench.service.info()["drafts"])
+            assert "tasks" in events["activity"] and "plans" in events["activity"]
+        deadline = time.monotonic() + 10
+        while any(w["windowId"] == "w-test" for w in bench.service.info()["drafts"]):
+            assert time.monotonic() < deadline, "the window stayed registered after the stream closed"
+            time.sleep(0.1)
