@@ -89,3 +89,16 @@ def test_list_folder_pages_counts_and_edits(opened: tuple[PvfService, str, int])
     with pytest.raises(ServiceError) as bad:
         service.list_folder(ws, "", limit=0)
     assert bad.value.code == "INVALID_ARGUMENT"
+
+
+def test_locate_gives_the_offsets_down_to_a_file(opened: tuple[PvfService, str, int]) -> None:
+    service, ws, _ = opened
+    target = service.search(ws, "equipment/**/*.equ", "path", limit=1)["hits"][0]["path"]
+    steps = service.locate(ws, target)["steps"]
+    assert [s["path"] for s in steps][-1] == target
+    for step in steps:  # each offset points at the step in its folder's listing
+        item = service.list_folder(ws, step["folder"], offset=step["offset"], limit=1)["items"][0]
+        assert item["path"] == step["path"]
+    with pytest.raises(ServiceError) as hidden:
+        service.locate(ws, target, name_filter="no-such-name")
+    assert hidden.value.code == "NOT_FOUND"

@@ -177,6 +177,8 @@ def test_open_browse_search_hover_edit_save(page: Any, bench: Workbench, archive
     hit.click()
     page.wait_for_selector(f"#code-wrap[data-path='{target}'][data-line='{line_no}']")
     assert page.locator(f"pre .ln.target[data-n='{line_no}']").count() == 1
+    page.click("#views button[data-view='files']")  # the tree followed: the file is revealed and selected
+    page.wait_for_selector(f"#tree .row[data-path='{target}'][aria-selected='true']")
 
     # hover a field: the [grade] value of an .equ file explains itself
     equ = next(

@@ -183,3 +183,35 @@ class BrowseOps(ServiceCore):
             "items": [c.to_dict() for c in page],
             "nextOffset": offset + len(page) if offset + len(page) < len(children) else None,
         }
+
+    def locate(self, workspace_id: str, path: str, name_filter: str = "") -> dict[str, Any]:
+        """Where ``path`` sits in the tree: for each folder down to it, the offset of the next step.
+
+        The page expands exactly those folders and loads only the pages that hold the steps, so
+        revealing a file deep in a 140k-entry folder costs one listing page per level.
+        """
+        with self._state:
+            ws = self._require_workspace(workspace_id)
+        name = normalize_path(path)
+        parts = name.split("/")
+        index = self._folder_index(ws)
+        needle = name_filter.casefold()
+        steps = []
+        revision = ws.revision
+        for depth in range(len(parts)):
+            folder = "/".join(parts[:depth])
+            revision, children = index.children(ws, folder + "/" if folder else "")
+            if needle:
+                children = [c for c in children if c.folder or needle in c.name.casefold()]
+            step = "/".join(parts[: depth + 1])
+            offset = next((i for i, c in enumerate(children) if c.path == step), None)
+            if offset is None:
+                raise ServiceError(
+                    "NOT_FOUND",
+                    f"no entry {path!r} in the tree" + (" (hidden by the filter)" if needle else ""),
+                    hint="Clear the filter, or search by path.",
+                    path=path,
+                    revision=revision,
+                )
+            steps.append({"folder": folder, "offset": offset, "path": step})
+        return {"ok": True, "workspaceId": workspace_id, "revision": revision, "steps": steps}

@@ -201,6 +201,7 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
         a.number("limit", 500),
         a.text("filter", ""),
     ),
+    "locate": lambda s, a: s.locate(a.text("workspaceId"), a.text("path"), a.text("filter", "")),
     "read": lambda s, a: s.read_file(
         a.text("workspaceId"), a.text("path"), a.number("startLine", 1), a.number("lineCount", 2000)
     ),

@@ -111,6 +111,27 @@ async function refresh() {
   flatten();
 }
 
+// Show an opened file in the tree: expand the folders down to it, load only the pages that hold
+// each step (the service says at which offset), select its row and scroll it into the middle.
+async function revealFile(path) {
+  const info = ws(); if (!info || !root) return;
+  if (rows[selected] && rows[selected].path === path) return; // clicked in the tree: already there
+  let located;
+  try { located = await op("locate", { workspaceId: info.workspaceId, path, filter }); } catch { return; }
+  let node = root;
+  for (const step of located.steps) {
+    if (node !== root && !node.expanded) { node.expanded = true; expanded.set(node.path, node); }
+    await loadPage(node, Math.floor(step.offset / PAGE));
+    node = node.items[step.offset];
+    if (!node || node.path !== step.path) return; // the tree moved meanwhile; the next refresh shows it
+  }
+  flatten();
+  selected = rows.indexOf(node);
+  const box = $("#tree");
+  if (selected >= 0) box.scrollTop = Math.max(0, selected * ROW - box.clientHeight / 2);
+  schedule();
+}
+
 // Find (loading as needed) the node of ``path`` among loaded folders.
 async function reveal(path) {
   let node = root;
@@ -159,6 +180,8 @@ export function init() {
   $("#tree-filter").addEventListener("input", (e) => { clearTimeout(timer); timer = setTimeout(() => { filter = e.target.value.trim(); refresh(); }, 200); });
   on("workspace", reload);
   on("revision", refresh);
+  on("open-file", ({ path }) => revealFile(path));
+  on("view", (name) => { if (name === "files") { const box = $("#tree"); if (selected >= 0) box.scrollTop = Math.max(0, selected * ROW - box.clientHeight / 2); schedule(); } });
   on("lang", schedule);
   window.addEventListener("resize", schedule);
 }
