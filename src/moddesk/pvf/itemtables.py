@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import struct
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,9 +21,9 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from moddesk.kit.errors import ServiceError
-from moddesk.pvf.document import Document, Value
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.lists import resolve_list_path
+from moddesk.pvf.format.text import Lexeme, lex, link_parts, parse_float_bits
 from moddesk.pvf.listtext import list_entries
 
 KINDS: dict[str, tuple[list[str], list[str]]] = {
@@ -54,15 +56,56 @@ def list_paths_for(kind: str, paths: list[str]) -> list[str]:
     return wanted
 
 
-def _plain(value: Value | None, resolve_link: Callable[[int, str], str | None]) -> Any:
-    if value is None:
+_CLOSE = re.compile(r"\[/([^\]\r\n]+)\]")
+
+
+def first_values(text: str, wanted: set[str]) -> dict[str, Lexeme]:
+    """The first value of each wanted top-level section, lexing only as far as needed.
+
+    Blocks are told apart as the document model does (a name closed by ``[/name]`` somewhere in the
+    file opens a block), so a section nested in a block is not taken for a top-level one.
+    """
+    blocks = set(_CLOSE.findall(text))
+    stack: list[str] = []
+    out: dict[str, Lexeme] = {}
+    current: str | None = None
+    for lx in lex(text):
+        if lx.kind == "section":
+            tag = str(lx.value)
+            current = None
+            if tag.startswith("[/"):
+                name = tag[2:-1]
+                if name in stack:
+                    del stack[len(stack) - 1 - stack[::-1].index(name) :]
+                continue
+            name = tag[1:-1]
+            if not stack and name in wanted and name not in out:
+                current = name
+            if name in blocks:
+                stack.append(name)
+            continue
+        if current is not None:
+            out[current] = lx
+            current = None
+            if len(out) == len(wanted):
+                break
+    return out
+
+
+def _plain(lx: Lexeme | None, text: str, resolve_link: Callable[[int, str], str | None]) -> Any:
+    if lx is None:
         return None
-    if value.kind == "link" and isinstance(value.value, tuple):
-        link_id, key, display = value.value
+    if lx.kind == "link":
+        link_id, key, display = link_parts(lx)
         return resolve_link(link_id, key) or display or f"<{link_id}::{key}>"
-    if value.kind in ("integer", "float", "string"):
-        return value.value
-    return value.render()
+    if lx.kind == "int":
+        return lx.value
+    if lx.kind == "float":
+        bits = parse_float_bits(str(lx.value))
+        return round(struct.unpack("<f", struct.pack("<I", bits))[0], 6)
+    if lx.kind == "string":
+        return lx.value
+    return text[lx.start : lx.end]
 
 
 def rows(source: TableSource, list_path_names: list[str], fields: list[str]) -> Iterator[dict[str, Any]]:
@@ -85,14 +128,12 @@ def rows(source: TableSource, list_path_names: list[str], fields: list[str]) -> 
                 yield row
                 continue
             try:
-                doc = Document.parse(body)
+                found = first_values(body, {"name", *fields})
+                row["name"] = _plain(found.get("name"), body, source.resolve_link)
+                for name in fields:
+                    row[name] = _plain(found.get(name), body, source.resolve_link)
             except PvfFormatError as exc:
                 row["problem"] = f"unparsable: {exc.message}"
-                yield row
-                continue
-            row["name"] = _plain(doc.get("name"), source.resolve_link)
-            for name in fields:
-                row[name] = _plain(doc.get(name), source.resolve_link)
             yield row
 
 
