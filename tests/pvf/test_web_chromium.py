@@ -367,7 +367,31 @@ def test_views_render(page: Any, bench: Workbench, archive: Path) -> None:
     shot(page, "settings")
     page.click("#views button[data-view='scripts']")
     page.wait_for_function("() => document.querySelector('#script-help').textContent.length > 20")
+    # the person's own script: run → its plan opens in the same review → discarded
+    page.fill(
+        "#script-src", 'const f = pvf.find("n_string.lst"); f.setText(f.text() + "\\n"); pvf.log("touched");'
+    )
     shot(page, "scripts")
+    page.click("#script-run")
+    page.wait_for_selector("#review[data-plan-id] .change-list input[data-key]")
+    assert page.get_attribute("#review .change-list label", "data-path") == "n_string.lst"
+    page.click("#review-discard")
+    page.wait_for_selector("#review", state="hidden")
+    assert _eventually(lambda: bench.service.plans.pending("script") is None)
+    page.click("#views button[data-view='transfer']")
+    # import a local folder: the plan opens in the review, the person applies it
+    source = archive.parent / "my mod"
+    source.mkdir(exist_ok=True)
+    (source / "new item.equ").write_text("#PVF_File\n\n[name]\n\t`新道具`\n", encoding="utf-8")
+    page.fill("#import-sources", str(source))
+    page.fill("#import-target", "equipment")
+    page.click("#import-prepare")
+    page.wait_for_selector("#review[data-plan-id] .change-list input[data-key]")
+    page.click("#review-apply")
+    page.wait_for_selector("#review", state="hidden")
+    ws_id, _ = workspace(bench)
+    imported = bench.service.read_file(ws_id, "equipment/my mod/new item.equ")["text"]
+    assert "新道具" in imported
     page.click("#views button[data-view='transfer']")
     page.fill("#export-paths", "skill/gunnerskill.lst")
     page.click("#export-prepare")

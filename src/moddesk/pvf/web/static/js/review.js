@@ -40,6 +40,7 @@ export async function renderReview(root, plan) {
     if (!cursor) break;
   }
   const chosen = new Set(items.map((i) => i[kind.key]));
+  const overwrite = new Set(); // import items that replace an entry need their own, explicit tick
   let shown = items[0];
   const count = h("span", { class: "muted", id: "review-count" });
   const list = h("div", { class: "change-list", role: "list" });
@@ -58,16 +59,20 @@ export async function renderReview(root, plan) {
     const key = item[kind.key];
     const box = h("input", { type: "checkbox", checked: true, "data-key": key, onchange: (e) => { if (e.target.checked) chosen.add(key); else chosen.delete(key); paintCount(); } });
     const deps = (item.dependsOn || []).length ? h("div", { class: "deps" }, `${t("review.deps")}: ${item.dependsOn.join(", ")}`) : null;
+    const action = item.kind || item.action;
+    const replace = action === "overwrite"
+      ? h("label", { class: "deps" }, h("input", { type: "checkbox", "data-overwrite": key, onchange: (e) => { if (e.target.checked) overwrite.add(key); else overwrite.delete(key); } }), ` ${t("transfer.overwrite")}`)
+      : null;
     const label = h("label", { "data-key": key, "data-path": item.path || item.target, onmouseenter: () => { shown = item; paintDiff(); }, onclick: () => { shown = item; paintDiff(); } },
-      box, h("span", { class: `kind kind-${item.kind || item.action}` }, item.kind || item.action), h("span", {}, item.path || item.target));
-    list.append(h("div", {}, label, deps, ...(item.warnings || []).map((w) => h("div", { class: "deps" }, typeof w === "string" ? w : JSON.stringify(w)))));
+      box, h("span", { class: `kind kind-${action}` }, action), h("span", {}, item.path || item.target));
+    list.append(h("div", {}, label, replace, deps, ...(item.warnings || []).map((w) => h("div", { class: "deps" }, typeof w === "string" ? w : JSON.stringify(w)))));
   }
   const apply = async () => {
     const info = ws();
     const keys = [...chosen];
     const body = plan.kind === "script"
       ? { planId: plan.planId, expectedRevision: info.revision, changeKeys: keys }
-      : { planId: plan.planId, expectedRevision: info.revision, selectedKeys: keys, overwriteKeys: keys };
+      : { planId: plan.planId, expectedRevision: info.revision, selectedKeys: keys, overwriteKeys: keys.filter((k) => overwrite.has(k)) };
     const res = await attempt(() => op(kind.apply, body));
     if (res) notice(t("review.applied", { n: keys.length }), [], "info");
     await refreshInfo();
