@@ -145,11 +145,18 @@ def cat(
         if raw:
             sys.stdout.buffer.write(pvf.read(path))
             return
-        sys.stdout.write(pvf.read_text(path))
+        write_stdout(pvf.read_text(path))
 
 
 #: Characters no file system takes in a name (Windows' reserved set plus controls).
 _UNSAFE_NAME_CHARS = frozenset('<>:"|?*')
+
+
+def write_stdout(text: str) -> None:
+    """Print archive text; bytes the code page could not decode go out as they are, never a traceback."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode(sys.stdout.encoding or "utf-8", errors="surrogateescape"))
+    sys.stdout.buffer.flush()
 
 
 def _safe_part(part: str) -> str:

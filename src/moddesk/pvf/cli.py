@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +37,13 @@ for _module in (
     if importlib.util.find_spec(_module) is not None:
         importlib.import_module(_module).register(app)
 
+RegionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--region",
+        help="classic text code page: tw, cn, kr, jp, utf8 (default: detected from stringtable.bin)",
+    ),
+]
 ServerOption = Annotated[
     str | None,
     typer.Option("--server", help="MCP URL of a running `moddesk pvf serve` (default: work on the file)"),
@@ -60,14 +66,14 @@ def _errors() -> Iterator[None]:
 
 
 @contextmanager
-def _opened(archive: Path) -> Iterator[tuple[Any, str]]:
+def _opened(archive: Path, region: str | None = None) -> Iterator[tuple[Any, str]]:
     """A service with ``archive`` opened in this process; yields (service, workspaceId)."""
     from moddesk.pvf.serve import index_cache_dir
     from moddesk.pvf.service import PvfService
 
     service = PvfService(index_wait=3600.0, index_cache=index_cache_dir())
     try:
-        handle = service.open(str(archive.resolve()), service.epoch)
+        handle = service.open(str(archive.resolve()), service.epoch, region=region)
         status = service.tasks.wait(handle["taskId"], 3600)
         if status["state"] != "succeeded":
             error = status["error"]
@@ -108,6 +114,7 @@ def serve(
             help="tool families for the model: scripts,export,import,annotations or all (core always)"
         ),
     ] = None,
+    region: RegionOption = None,
 ) -> None:
     """Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
     from moddesk.pvf.mcp import parse_toolsets
@@ -124,7 +131,7 @@ def serve(
         chosen = settings.toolsets if toolsets is None else parse_toolsets(toolsets)
         bench = Workbench(port=settings.port if port is None else port, toolsets=chosen)
         if archive is not None:
-            opened = bench.open_at_start(archive)
+            opened = bench.open_at_start(archive, region=region)
             console.print(
                 f"opened {escape(opened['sourcePath'])} ({opened['fileCount']} files, {opened['format']})"
             )
@@ -183,6 +190,7 @@ def search(
     pages: Annotated[int, typer.Option(help="how many pages to print")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON pages")] = False,
     server: ServerOption = None,
+    region: RegionOption = None,
 ) -> None:
     """Search archive paths or file text (on a file, or in the running server's workspace)."""
     if mode not in ("content", "path", "regex"):
@@ -210,7 +218,7 @@ def search(
         else:
             if archive is None:
                 raise typer.BadParameter("give an ARCHIVE or --server")
-            with _opened(archive) as (service, workspace):
+            with _opened(archive, region) as (service, workspace):
                 cursor = None
                 for _ in range(pages):
                     page = service.search(
@@ -244,6 +252,7 @@ def read(
     start: Annotated[int, typer.Option(help="first line (1-based)")] = 1,
     lines: Annotated[int, typer.Option(help="how many lines")] = 400,
     server: ServerOption = None,
+    region: RegionOption = None,
 ) -> None:
     """Print an archive file's text (or a description of a binary file)."""
     if not path:
@@ -256,13 +265,15 @@ def read(
         else:
             if archive is None:
                 raise typer.BadParameter("give an ARCHIVE or --server")
-            with _opened(archive) as (service, workspace):
+            with _opened(archive, region) as (service, workspace):
                 result = service.read_file(workspace, path, start, lines)
     if result["binary"]:
         console.print(f"{escape(result['path'])}: binary, {result['size']} bytes, sha256 {result['sha256']}")
         console.print(result["hexPreview"], markup=False)
         return
-    sys.stdout.write(result["text"] + "\n")
+    from moddesk.pvf.archive_cli import write_stdout
+
+    write_stdout(result["text"] + "\n")
     if result["truncated"]:
         err_console.print(f"[lines {result['startLine']}-{result['endLine']} of {result['totalLines']}]")
 

@@ -133,8 +133,9 @@ class LifecycleOps(IndexOps):
         dirty_policy: DirtyPolicy = "reject",
         request_id: str | None = None,
         scope: str = LOCAL_SCOPE,
+        region: str | None = None,
     ) -> dict[str, Any]:
-        """Open (or switch to) the archive at ``path``; returns a task handle."""
+        """Open (or switch to) the archive at ``path``; returns a task handle (``region``: classic code page)."""
         params = {
             "op": "open",
             "path": path,
@@ -154,7 +155,9 @@ class LifecycleOps(IndexOps):
                 ctx.phase("parse")
                 # what a killed save or history write of this archive left behind (dead owners only)
                 sweep_stale([target.parent, repo_dir_for(target)])
-                candidate = Workspace.open(target, progress=lambda done: ctx.progress(done, None, "reading"))
+                candidate = Workspace.open(
+                    target, progress=lambda done: ctx.progress(done, None, "reading"), region=region
+                )
                 history, version_status = attach_history(target, candidate)
                 ctx.phase("commit")
                 with self._state:

@@ -97,7 +97,7 @@ class ReadOps(IndexOps):
         used = 0
         truncated = start - 1 + len(chosen) < len(lines)
         for line in chosen:
-            size = len(line.encode("utf-8")) + 1
+            size = len(line.encode("utf-8", errors="surrogateescape")) + 1  # undecodable bytes count as 1
             if out and used + size > byte_cap:
                 truncated = True
                 break

@@ -227,9 +227,11 @@ class Workbench:
         """The person's page (the workbench in the browser)."""
         return f"{self.server.url}{PAGE_PATH}"
 
-    def open_at_start(self, archive: Path, timeout: float = 600.0) -> dict[str, Any]:
+    def open_at_start(
+        self, archive: Path, timeout: float = 600.0, *, region: str | None = None
+    ) -> dict[str, Any]:
         """Open ``archive`` before serving (the same lifecycle path a client uses)."""
-        handle = self.service.open(str(archive.resolve()), self.service.epoch)
+        handle = self.service.open(str(archive.resolve()), self.service.epoch, region=region)
         status = self.service.tasks.wait(handle["taskId"], timeout)
         if status["state"] != "succeeded":
             error = status.get("error") or {}

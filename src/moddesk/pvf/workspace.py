@@ -104,11 +104,16 @@ class Workspace:
         self.closed = False
 
     @classmethod
-    def open(cls, path: Path, progress: Callable[[int], None] | None = None) -> Workspace:
-        """Parse the archive at ``path`` (``OPEN_FAILED`` with the format's code if it is not one)."""
+    def open(
+        cls, path: Path, progress: Callable[[int], None] | None = None, *, region: str | None = None
+    ) -> Workspace:
+        """Parse the archive at ``path`` (``OPEN_FAILED`` with the format's code if it is not one).
+
+        ``region`` overrides the classic text code page detected from ``stringtable.bin``.
+        """
         try:
             data, identity = read_source(path)
-            archive = Archive.from_bytes(data)
+            archive = Archive.from_bytes(data, region=region)
         except PvfFormatError as exc:
             raise pvf_error(
                 "OPEN_FAILED",
@@ -423,7 +428,8 @@ class Workspace:
         """
         with self.lock:
             overlay = dict(self._overlay)
-        writer = Archive.from_bytes(self._base_data)
+        # the same code page as the base (a --region override, or what detection chose)
+        writer = Archive.from_bytes(self._base_data, region=self.archive.region)
         try:
             for path, content in overlay.items():
                 if content is None:

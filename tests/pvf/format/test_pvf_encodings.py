@@ -86,3 +86,22 @@ def test_region_override_on_read_commands(tmp_path: Path) -> None:
 
 def test_ascii_only_samples_cannot_tell_and_say_so() -> None:
     assert detect_region_scored([b"[name]", b"abc"]) == ("tw", 0.0)
+
+
+def test_region_override_on_the_service_read_path(tmp_path: Path) -> None:
+    from moddesk.pvf.service import PvfService
+
+    path = _archive(tmp_path, "cn")
+    forced = _cli("read", str(path), "-p", "equipment/e1.equ", "--region", "tw")
+    assert forced.returncode == 0 and "银光落刃之项链" not in forced.stdout
+    right = _cli("read", str(path), "-p", "equipment/e1.equ")
+    assert "银光落刃之项链" in right.stdout
+    service = PvfService()
+    try:
+        handle = service.open(str(path), service.epoch, region="tw")
+        status = service.tasks.wait(handle["taskId"], 60)
+        assert status["state"] == "succeeded", status
+        workspace = service.workspace
+        assert workspace is not None and workspace.archive.region == "tw"
+    finally:
+        service.shutdown()
