@@ -83,14 +83,23 @@ def lsp(
         Path | None, typer.Option("--project", help="Project folder (default: from the editor's workspace)")
     ] = None,
     schema: Annotated[Path | None, typer.Option(help="Schema root (CnC3Types.xsd) to use")] = None,
+    sdk: Annotated[
+        Path | None, typer.Option("--sdk", help="SDK root (default: project file, then detection)")
+    ] = None,
+    entry: Annotated[
+        list[Path] | None, typer.Option("--entry", help="Entry document (repeatable), as for `watch`")
+    ] = None,
+    data_path: Annotated[
+        list[Path] | None, typer.Option("--data-path", help="Extra DATA: search root")
+    ] = None,
     publish_live: Annotated[
         bool, typer.Option("--publish-live/--no-publish-live", help="Serve `ra3 mcp` when no watch runs")
     ] = True,
 ) -> None:
     """Run the language server over stdio (definition, references, diagnostics, hover, completion, rename)."""
-    from moddesk.ra3.lsp.server import serve
+    from moddesk.ra3.lsp.server import ProjectOptions, serve
 
-    serve(project, schema, publish_live)
+    serve(project, ProjectOptions(schema, sdk, entry or None, data_path or None), publish_live)
 
 
 @app.command()

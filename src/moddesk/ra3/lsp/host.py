@@ -55,6 +55,9 @@ class EditorHost:
         project_dir: str | os.PathLike[str],
         *,
         schema_path: Path | None = None,
+        sdk: Path | None = None,
+        entries: list[Path] | None = None,
+        data_paths: list[Path] | None = None,
         publish_live: bool = True,
         watch_disk: bool = True,
         on_indexed: Callable[[], None] | None = None,
@@ -65,6 +68,9 @@ class EditorHost:
         self.project = WatchedProject(
             project_dir,
             schema_path=schema_path,
+            sdk=sdk,
+            entries=entries,
+            data_paths=data_paths,
             on_event=self._event,
             index_factory=lambda config, cache: OverlayIndex(config, cache, self.overlays),
         )

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,10 @@ REQUEST_FAILED = -32803  # LSP RequestFailed
 class Ra3LanguageServer(LanguageServer):
     """The server object: pygls plus the project host, open documents and caches."""
 
-    def __init__(self, project: Path | None, schema: Path | None, publish_live: bool) -> None:
+    def __init__(self, project: Path | None, options: ProjectOptions, publish_live: bool) -> None:
         super().__init__("moddesk-ra3", __version__)
         self.project_arg = project
-        self.schema_arg = schema
+        self.options = options
         self.publish_live = publish_live
         self.host: EditorHost | None = None
         self.open_docs: dict[str, str] = {}  # uri -> absolute path
@@ -110,11 +111,21 @@ def _fail(exc: Ra3Error | ServiceError) -> JsonRpcException:
     )
 
 
+@dataclass(frozen=True)
+class ProjectOptions:
+    """How to index the project, as for `watch` (None / empty: the project file, else detection)."""
+
+    schema: Path | None = None
+    sdk: Path | None = None
+    entries: list[Path] | None = None
+    data_paths: list[Path] | None = None
+
+
 def build_server(
-    project: Path | None = None, schema: Path | None = None, publish_live: bool = True
+    project: Path | None = None, options: ProjectOptions | None = None, publish_live: bool = True
 ) -> Ra3LanguageServer:
     """The language server with every feature registered."""
-    server = Ra3LanguageServer(project, schema, publish_live)
+    server = Ra3LanguageServer(project, options or ProjectOptions(), publish_live)
 
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: Ra3LanguageServer, params: lsp.InitializeParams) -> None:
@@ -133,7 +144,13 @@ def build_server(
             folder = Path.cwd()
         try:
             ls.host = EditorHost(
-                folder, schema_path=ls.schema_arg, publish_live=ls.publish_live, on_indexed=ls.on_indexed
+                folder,
+                schema_path=ls.options.schema,
+                sdk=ls.options.sdk,
+                entries=ls.options.entries,
+                data_paths=ls.options.data_paths,
+                publish_live=ls.publish_live,
+                on_indexed=ls.on_indexed,
             )
             ls.host.start()
         except (ServiceError, Ra3Error) as exc:
@@ -333,7 +350,9 @@ def build_server(
     return server
 
 
-def serve(project: Path | None = None, schema: Path | None = None, publish_live: bool = True) -> None:
+def serve(
+    project: Path | None = None, options: ProjectOptions | None = None, publish_live: bool = True
+) -> None:
     """Run the language server over stdio until the editor exits."""
     logging.basicConfig(level=logging.WARNING)
-    build_server(project, schema, publish_live).start_io()
+    build_server(project, options, publish_live).start_io()
