@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -172,12 +173,11 @@ def _in_process(target: Target, sites: list[RefSite], api: QueryApi) -> dict[str
     assert data is not None
     out: dict[str, list[float]] = {"definition": [], "references": [], "completion": []}
     for ref in sites:
-        key = data.resolve(ref).keys[0]
-        out["definition"].append(_timed(lambda: api.get_definition(key[0], key[1])))
-        out["references"].append(_timed(lambda: api.find_references(key[1], key[0], limit=1000)))
-        out["completion"].append(
-            _timed(lambda: api.list_assets_by_type(ref.ref_type or key[0], ref.value[:2], limit=200))
-        )
+        typ, idl = data.resolve(ref).keys[0]
+        wanted, prefix = ref.ref_type or typ, ref.value[:2]
+        out["definition"].append(_timed(partial(api.get_definition, typ, idl)))
+        out["references"].append(_timed(partial(api.find_references, idl, typ, limit=1000)))
+        out["completion"].append(_timed(partial(api.list_assets_by_type, wanted, prefix, limit=200)))
     return out
 
 

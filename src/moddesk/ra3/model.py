@@ -397,40 +397,44 @@ class IndexData:
             return self._ref_diags
         out: list[Diagnostic] = self._duplicate_diagnostics()
         for r in self.refs():
-            if r.kind == FILE:
-                continue
-            res = self.resolve(r)
-            if res.status == AMBIGUOUS:
-                kinds = ", ".join(t for t, _i in res.keys)
-                out.append(
-                    Diagnostic(
-                        "AMBIGUOUS_REFERENCE",
-                        r.file,
-                        r.line,
-                        f"{r.value!r} ({r.ref_type}) matches several types: {kinds}",
-                    )
-                )
-            elif res.status == RESOLVED and r.kind == INHERIT:
-                problem = self._inherit_problem(r, res.keys[0])
-                if problem is not None:
-                    out.append(Diagnostic(problem[0], r.file, r.line, problem[1]))
-            elif res.status == UNRESOLVED and r.kind in ("strong", INHERIT):
-                what = "inheritFrom base" if r.kind == INHERIT else f"{r.ref_type} reference"
-                out.append(
-                    Diagnostic(
-                        "UNRESOLVED_REFERENCE",
-                        r.file,
-                        r.line,
-                        f"{what} {r.value!r} from {r.owner_type}:{r.owner_id} is not in the index",
-                    )
-                )
+            found = self.reference_diagnostic(r)
+            if found is not None:
+                out.append(found)
         self._ref_diags = out
         return out
 
-    def _duplicate_diagnostics(self) -> list[Diagnostic]:
-        """The same (type, id) defined in several project files, unless one overrides (`inheritFrom` itself)."""
+    def reference_diagnostic(self, r: RefSite) -> Diagnostic | None:
+        """The diagnostic of one reference, if it has one (an editor asks per file, per keystroke)."""
+        if r.kind == FILE:
+            return None
+        res = self.resolve(r)
+        if res.status == AMBIGUOUS:
+            kinds = ", ".join(t for t, _i in res.keys)
+            return Diagnostic(
+                "AMBIGUOUS_REFERENCE",
+                r.file,
+                r.line,
+                f"{r.value!r} ({r.ref_type}) matches several types: {kinds}",
+            )
+        if res.status == RESOLVED and r.kind == INHERIT:
+            problem = self._inherit_problem(r, res.keys[0])
+            return Diagnostic(problem[0], r.file, r.line, problem[1]) if problem is not None else None
+        if res.status == UNRESOLVED and r.kind in ("strong", INHERIT):
+            what = "inheritFrom base" if r.kind == INHERIT else f"{r.ref_type} reference"
+            return Diagnostic(
+                "UNRESOLVED_REFERENCE",
+                r.file,
+                r.line,
+                f"{what} {r.value!r} from {r.owner_type}:{r.owner_id} is not in the index",
+            )
+        return None
+
+    def _duplicate_diagnostics(self, keys: Iterable[Key] | None = None) -> list[Diagnostic]:
+        """The same (type, id) defined in several project files, unless one overrides (`inheritFrom` itself);
+        `keys` limits the check to those assets."""
         out: list[Diagnostic] = []
-        for key, defs in self.by_key.items():
+        items = self.by_key.items() if keys is None else [(k, self.by_key.get(k, [])) for k in keys]
+        for key, defs in items:
             mine = [d for d in defs if d.origin == "project"]
             if len({d.file for d in mine}) < 2:
                 continue
@@ -447,6 +451,10 @@ class IndexData:
                     )
                 )
         return out
+
+    def duplicate_diagnostics(self, keys: Iterable[Key]) -> list[Diagnostic]:
+        """DUPLICATE_ASSET diagnostics of some assets only (the ones one file defines)."""
+        return self._duplicate_diagnostics(keys)
 
     def _inherit_problem(self, ref: RefSite, target: Key) -> tuple[str, str] | None:
         """BAB: a base must be in the same document (Self) or reached by `instance` (Tentative)."""

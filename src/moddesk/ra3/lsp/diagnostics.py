@@ -16,7 +16,7 @@ from collections import defaultdict
 from lsprotocol import types as lsp
 
 from moddesk.ra3.lsp.positions import Lines, Span
-from moddesk.ra3.lsp.sites import refs_in, value_span
+from moddesk.ra3.lsp.sites import assets_in, refs_in, value_span
 from moddesk.ra3.model import UNRESOLVED, IndexData
 from moddesk.ra3.parse import Diagnostic, RefSite, parse_xml_bytes
 from moddesk.ra3.schema import FILE
@@ -32,13 +32,20 @@ _SEVERITY = {
 
 
 class DiagnosticTable:
-    """The index's diagnostics grouped by file, rebuilt once per index generation."""
+    """The index's diagnostics of one file at a time, cached per index generation.
+
+    Only the file's own references are resolved (a keystroke changes the generation, and resolving
+    every reference of a big mod again would cost a large share of a second).
+    """
 
     def __init__(self) -> None:
         self._generation = -1
+        self._parse: dict[str, list[Diagnostic]] = {}
         self._by_file: dict[str, list[Diagnostic]] = {}
-        self._base_types: frozenset[str] = frozenset()
+        self._base_types: frozenset[str] | None = None
         self._ids: dict[tuple[int, str | None], list[tuple[str, str]]] = {}
+        self._near_ids: dict[str | None, list[tuple[str, str]]] = {}
+        self._near: dict[str | None, dict[str, str | None]] = {}
 
     def of(self, data: IndexData, shown: str) -> list[Diagnostic]:
         """Every index diagnostic located in one file (call with the index lock held)."""
@@ -46,12 +53,21 @@ class DiagnosticTable:
             table: dict[str, list[Diagnostic]] = defaultdict(list)
             for d in data.diagnostics:
                 table[d.file].append(d)
-            for d in data.reference_diagnostics():
-                table[d.file].append(d)
-            self._by_file = dict(table)
-            self._base_types = frozenset(d.type for d in data.assets() if d.origin != "project")
+            self._parse = dict(table)
+            self._by_file = {}
+            self._base_types = None
             self._generation = data.generation
-        return self._by_file.get(shown, [])
+        hit = self._by_file.get(shown)
+        if hit is None:
+            hit = list(self._parse.get(shown, []))
+            for r in refs_in(data, shown):
+                found = data.reference_diagnostic(r)
+                if found is not None:
+                    hit.append(found)
+            keys = {a.key for a in assets_in(data, shown)}
+            hit += [d for d in data.duplicate_diagnostics(keys) if d.file == shown]
+            self._by_file[shown] = hit
+        return hit
 
     def near_miss(self, data: IndexData, type_name: str | None, ident: str) -> str | None:
         """A mod asset of the wanted type whose id is a likely misspelling target of `ident`."""
@@ -67,6 +83,20 @@ class DiagnosticTable:
             if len(self._ids) > 64:
                 self._ids.clear()
             self._ids[key] = ids
+            previous = self._near_ids.get(type_name)
+            if previous != ids:  # a keystroke rarely changes the ids: keep the answers then
+                self._near_ids[type_name] = ids
+                self._near.pop(type_name, None)
+        memo = self._near.setdefault(type_name, {})
+        if ident in memo:
+            return memo[ident]
+        if len(memo) > 20_000:
+            memo.clear()
+        memo[ident] = self._closest(ids, ident)
+        return memo[ident]
+
+    @staticmethod
+    def _closest(ids: list[tuple[str, str]], ident: str) -> str | None:
         stem = ident.lower()[: max(4, len(ident) // 2)]
         at = bisect.bisect_left(ids, (stem, ""))
         candidates: list[str] = []
@@ -76,8 +106,10 @@ class DiagnosticTable:
         close = difflib.get_close_matches(ident, candidates, n=1, cutoff=0.75)
         return close[0] if close else None
 
-    def base_indexed(self, type_name: str | None) -> bool:
+    def base_indexed(self, data: IndexData, type_name: str | None) -> bool:
         """True when base-game (SDK or manifest) assets of this type are indexed."""
+        if self._base_types is None:
+            self._base_types = frozenset(d.type for d in data.assets() if d.origin != "project")
         return type_name is not None and type_name in self._base_types
 
 
@@ -182,7 +214,9 @@ def _unresolved(
             None,
             "UNRESOLVED_REFERENCE",
         )
-    if table.base_indexed(wanted) or any(table.base_indexed(t) for t in data.derived_types(wanted or "")):
+    if table.base_indexed(data, wanted) or any(
+        table.base_indexed(data, t) for t in data.derived_types(wanted or "")
+    ):
         return (
             f"mod-local: {ref.value!r} ({wanted}) is defined neither in the mod nor in the indexed base game",
             {"scope": "mod-local"},
