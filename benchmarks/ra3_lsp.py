@@ -109,8 +109,12 @@ async def _lsp_run(target: Target, sites: list[RefSite], keystrokes: int, home: 
         "spawn_to_initialize_ms": (t_initialized - t_spawn) * 1000,
         "initialize_to_first_diagnostics_s": t_diag - t_init,
     }
-    timings: dict[str, list[float]] = {"definition": [], "references": [], "completion": []}
+    timings: dict[str, list[float]] = {"definition": [], "references": [], "completion": [], "floor": []}
     for ref in sites:
+        # the protocol floor: a request that does no index work (JSON-RPC over pipes, event loop)
+        t0 = time.perf_counter()
+        await client.workspace_execute_command_async(lsp.ExecuteCommandParams("moddesk.ra3.status"))
+        timings["floor"].append(time.perf_counter() - t0)
         ident = lsp.TextDocumentIdentifier(from_fs_path(str(target.project / ref.file)) or "")
         pos = lsp.Position(ref.line - 1, ref.col + 1)
         t0 = time.perf_counter()
@@ -164,6 +168,7 @@ async def _lsp_run(target: Target, sites: list[RefSite], keystrokes: int, home: 
             if want:
                 delays.append(time.perf_counter() - t0)
     out["keystroke"] = delays
+    out["keystroke_file"] = f"{ref.file} ({sum(1 for r in sites if r.file == ref.file)} sampled sites)"
     await client.shutdown_session()
     return out
 
@@ -214,7 +219,9 @@ def report(result: dict[str, Any]) -> list[str]:
         f"{result['initialize_to_first_diagnostics_s']:.2f} s",
         f"- diagnostics after a keystroke (didChange -> diagnostic published): p50 "
         f"{_pct(result['keystroke'], 0.5):.0f} ms, max {max(result['keystroke']) * 1000:.0f} ms "
-        f"over {len(result['keystroke'])}",
+        f"over {len(result['keystroke'])} in {result['keystroke_file']}",
+        f"- protocol floor (`moddesk.ra3.status` round trip, no index work): p50 "
+        f"{_pct(result['lsp']['floor'], 0.5):.2f} ms, p99 {_pct(result['lsp']['floor'], 0.99):.2f} ms",
         "",
         "| request | LSP p50 ms | LSP p99 ms | in-process p50 ms | in-process p99 ms | p50 ratio |",
         "|---|---|---|---|---|---|",
