@@ -19,7 +19,15 @@ from moddesk.xiangqi.mcp import build_server
 from moddesk.xiangqi.rpc import panel_link, rpc_routes
 from moddesk.xiangqi.store import Settings
 
-TOOLS = {"xiangqi_new", "xiangqi_board", "xiangqi_move", "xiangqi_undo", "xiangqi_hint", "xiangqi_review"}
+TOOLS = {
+    "xiangqi_new",
+    "xiangqi_board",
+    "xiangqi_move",
+    "xiangqi_undo",
+    "xiangqi_hint",
+    "xiangqi_review",
+    "xiangqi_result_page",
+}
 
 
 def fast_settings(tmp_path: Path) -> Settings:
@@ -38,7 +46,7 @@ async def game_flow(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
     read_only = {n for n, t in tools.items() if t.annotations is not None and t.annotations.read_only_hint}
-    assert read_only == {"xiangqi_board"}
+    assert read_only == {"xiangqi_board", "xiangqi_result_page"}
     for tool in tools.values():
         # no outputSchema: it was 73% of the list's tokens, and the text block carries everything
         assert tool.output_schema is None, tool.name

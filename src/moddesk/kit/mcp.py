@@ -32,7 +32,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
 
@@ -40,6 +40,7 @@ from moddesk import __version__
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.http import LOOPBACK, ASGIApp, LoopbackServer, guard, loopback_hosts, loopback_origins
 from moddesk.kit.ledger import LOCAL_SCOPE
+from moddesk.kit.pages import TEXT_BUDGET_MAX, ResultPages, utf8_len
 
 logger = logging.getLogger("moddesk.mcp")
 
@@ -54,6 +55,7 @@ class ToolServer(MCPServer):
     """
 
     on_invalid_argument: InvalidArgumentHook | None = None
+    result_pages: ResultPages | None = None
     # publish outputSchemas (add_tool's default); False for servers whose text blocks carry everything
     output_schemas: bool = True
 
@@ -93,14 +95,42 @@ def invalid_argument(exc: ValidationError) -> ServiceError:
     )
 
 
-def new_server(name: str, instructions: str, *, output_schemas: bool = True, **kwargs: Any) -> ToolServer:
+def new_server(
+    name: str,
+    instructions: str,
+    *,
+    output_schemas: bool = True,
+    page_tool: str | None = None,
+    **kwargs: Any,
+) -> ToolServer:
     """A new ``ToolServer`` with our version; ``kwargs`` go to ``MCPServer`` (e.g. ``lifespan``).
 
     ``output_schemas=False``: no tool of this server publishes an ``outputSchema`` (see ``add_tool``).
+    ``page_tool``: the name of a tool that reads the further pages of a result larger than the
+    byte budget (``kit.pages``); with it (and without output schemas) no result text exceeds
+    ``TEXT_BUDGET_MAX`` and none is cut.
     """
     server = ToolServer(name, version=__version__, instructions=instructions, **kwargs)
     server.output_schemas = output_schemas
+    if page_tool is not None:
+        _add_page_tool(server, page_tool)
     return server
+
+
+def _add_page_tool(server: ToolServer, name: str) -> None:
+    pages = ResultPages(name)
+    server.result_pages = pages
+
+    def result_page(
+        resultId: Annotated[str, Field(min_length=1, max_length=40, description="from the page marker")],
+        page: Annotated[int, Field(ge=1, description="page number from the marker")],
+    ) -> str:
+        """Read the next page of a result too large for one answer (its last line names this tool)."""
+        return pages.page(resultId, page)
+
+    add_tool(
+        server, result_page, name=name, title="Next page of a result", read_only=True, output_schema=False
+    )
 
 
 def result_payload(result: CallToolResult) -> dict[str, Any]:
@@ -143,9 +173,18 @@ def error_result(error: ServiceError, render: Callable[[ServiceError], str] = er
     return CallToolResult(content=[TextContent(type="text", text=render(error))], is_error=True)
 
 
-def _success(value: Any, text: Callable[[Any], str]) -> CallToolResult:
+def _success(value: Any, text: Callable[[Any], str], server: MCPServer) -> CallToolResult:
+    if isinstance(value, str):  # a plain text answer (e.g. a page): no structured copy of it
+        return CallToolResult(content=[TextContent(type="text", text=value)])
     structured = _jsonable(value)
-    return CallToolResult(content=[TextContent(type="text", text=text(value))], structured_content=structured)
+    body = text(value)
+    pages: ResultPages | None = getattr(server, "result_pages", None)
+    if pages is not None and not getattr(server, "output_schemas", True):
+        too_large = utf8_len(body) > TEXT_BUDGET_MAX or utf8_len(compact_json(structured)) > TEXT_BUDGET_MAX
+        if too_large:
+            # the same bytes twice would double the cost: the (complete) text, paged, is the answer
+            return CallToolResult(content=[TextContent(type="text", text=pages.first_page(body))])
+    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=structured)
 
 
 def _internal(name: str) -> CallToolResult:
@@ -160,7 +199,10 @@ def _internal(name: str) -> CallToolResult:
 
 
 def _wrap(
-    fn: Callable[..., Any], text: Callable[[Any], str], render_error: Callable[[ServiceError], str]
+    fn: Callable[..., Any],
+    text: Callable[[Any], str],
+    render_error: Callable[[ServiceError], str],
+    server: MCPServer,
 ) -> Callable[..., Any]:
     hints = typing.get_type_hints(fn, include_extras=True)
     signature = inspect.signature(fn)
@@ -174,7 +216,7 @@ def _wrap(
         @functools.wraps(fn)
         async def run_async(*args: Any, **kwargs: Any) -> CallToolResult:
             try:
-                return _success(await fn(*args, **kwargs), text)
+                return _success(await fn(*args, **kwargs), text, server)
             except ServiceError as exc:
                 return error_result(exc, render_error)
             except Exception:
@@ -186,7 +228,7 @@ def _wrap(
         @functools.wraps(fn)
         def run_sync(*args: Any, **kwargs: Any) -> CallToolResult:
             try:
-                return _success(fn(*args, **kwargs), text)
+                return _success(fn(*args, **kwargs), text, server)
             except ServiceError as exc:
                 return error_result(exc, render_error)
             except Exception:
@@ -264,7 +306,7 @@ def add_tool(
     )
     tool_name = name or fn.__name__
     server.add_tool(
-        _wrap(fn, text, error_text),
+        _wrap(fn, text, error_text, server),
         name=tool_name,
         title=title,
         description=description or inspect.getdoc(fn),

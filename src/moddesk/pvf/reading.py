@@ -73,8 +73,14 @@ class ReadOps(IndexOps):
         line_count: int | None = None,
         expected_revision: int | None = None,
         byte_cap: int = READ_BYTE_CAP,
+        start_column: int | None = None,
     ) -> dict[str, Any]:
-        """Text of one entry by line range (or a description of a binary entry)."""
+        """Text of one entry by line range (or a description of a binary entry).
+
+        With ``start_column`` (0 = from the line's start) a line longer than ``byte_cap`` is split:
+        the page holds one piece of it from that column and ``nextColumn`` says where the rest
+        starts. Without it, the first line is returned whole, however long (the old contract).
+        """
         with self._state:
             ws = self._require_workspace(workspace_id)
         with ws.lock:
@@ -91,6 +97,20 @@ class ReadOps(IndexOps):
                 }
         lines = text.split("\n")
         start = max(1, start_line)
+        if start_column is not None and start <= len(lines):
+            piece = _long_line_piece(lines[start - 1], start_column, byte_cap)
+            if piece is not None:
+                return {
+                    "ok": True,
+                    "path": name,
+                    "revision": revision,
+                    "binary": False,
+                    "startLine": start,
+                    "endLine": start,
+                    "totalLines": len(lines),
+                    **piece,
+                    "truncated": True,
+                }
         count = min(line_count or MAX_READ_LINES, MAX_READ_LINES)
         chosen = lines[start - 1 : start - 1 + count]
         out: list[str] = []
@@ -114,3 +134,18 @@ class ReadOps(IndexOps):
             "text": "\n".join(out),
             "truncated": truncated,
         }
+
+
+def _long_line_piece(line: str, column: int, byte_cap: int) -> dict[str, Any] | None:
+    """One piece of a line that does not fit ``byte_cap`` (or starts mid-line), else None."""
+    if column <= 0 and len(line.encode("utf-8")) + 1 <= byte_cap:
+        return None
+    column = min(max(column, 0), len(line))
+    head = line[column:].encode("utf-8")[:byte_cap].decode("utf-8", errors="ignore")
+    end = column + len(head)
+    return {
+        "startColumn": column,
+        "text": head,
+        "nextColumn": end if end < len(line) else None,
+        "lineLength": len(line),
+    }

@@ -229,7 +229,7 @@ def usage_guide() -> str:
 
 
 def _summary(answer: Any) -> str:
-    """One short text block: source, state, and a glimpse of the result."""
+    """One text block: source, state, caveats, and the complete result."""
     if isinstance(answer, UsageGuide):
         return answer.guide
     assert isinstance(answer, Answer)
@@ -243,15 +243,15 @@ def _summary(answer: Any) -> str:
     for reason in index.get("incomplete") or []:
         head += f"\nincomplete ({reason.get('reason')}): {reason.get('message')}"
     if index.get("changedFiles"):
-        head += "\nstale: changed on disk since this index: " + ", ".join(index["changedFiles"][:20])
+        head += "\nstale: changed on disk since this index: " + ", ".join(index["changedFiles"])
     result = answer.result if isinstance(answer.result, dict) else {}
     for caveat in result.get("caveats") or []:
         head += f"\ncaveat ({caveat.get('code')}): {caveat.get('message')}"
     if answer.liveProblem and answer.source != "live":
         head += f" (live indexer not used: {answer.liveProblem})"
+    # the complete result (every id, location and nextCursor), never cut: the kit pages it when
+    # it is larger than the byte budget
     body = json.dumps(answer.result, ensure_ascii=False, separators=(",", ":"), default=str)
-    if len(body) > 3000:
-        body = body[:3000] + " …[cut; the structured content has everything]"
     return f"{head}\n{body}"
 
 
@@ -268,7 +268,7 @@ AllowStale = Annotated[bool, Field(description="false: refuse a stale or partial
 
 def build_server(backend: Ra3Backend) -> MCPServer:
     """The MCP server with every read-only query tool bound to one backend."""
-    server = new_server("ra3-mod-xml", INSTRUCTIONS, output_schemas=False)
+    server = new_server("ra3-mod-xml", INSTRUCTIONS, output_schemas=False, page_tool="get_result_page")
 
     def ask(verb: str, wait_for_index: bool = False, allow_stale: bool = True, **params: Any) -> Answer:
         """Every tool's body: its wire parameters plus the consistency options, to the backend."""

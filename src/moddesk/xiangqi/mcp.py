@@ -163,7 +163,7 @@ def render_text(value: dict[str, Any], ascii: bool = True) -> str:
     if "review" in value:
         turning = value["review"]["turningPoints"]
         parts.append(f"review: {len(value['review']['curve']) - 1} plies, {len(turning)} turning points")
-        for tp in turning[:12]:
+        for tp in turning:
             best = tp["best"]["zh"] if tp.get("best") else "-"
             parts.append(f"  ply {tp['ply']} {tp['zh']}: {tp['before']} -> {tp['after']} (best {best})")
     if value.get("panelUrl"):
@@ -210,7 +210,9 @@ class MoveCoords(BaseModel):
 
 def build_server(service: GameService, panel_url: Callable[[str], str | None] | None = None) -> MCPServer:
     """An ``MCPServer`` whose tools play as the opponent and whose prompt acts for the person."""
-    server = new_server("moddesk-xiangqi", INSTRUCTIONS, output_schemas=False)
+    server = new_server(
+        "moddesk-xiangqi", INSTRUCTIONS, output_schemas=False, page_tool="xiangqi_result_page"
+    )
     link = panel_url or (lambda _session: None)
 
     def with_panel(value: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, ConfigDict, Field
 
-from moddesk.kit.mcp import add_tool, caller_scope
+from moddesk.kit.mcp import add_tool, caller_scope, compact_json
 from moddesk.pvf.scripting.runtime import MAX_SOURCE_BYTES
 from moddesk.pvf.scripting.service import ScriptService
 
@@ -78,25 +78,38 @@ class ApplyResult(_Open):
 
 
 def _status_text(status: ScriptStatus) -> str:
-    lines = [f"script task {status.taskId}: {status.state}"]
+    """Complete: ids, state, plan, every diagnostic and log line of the page, the log cursor."""
+    lines = [f"script task {status.taskId}: {status.state}, phase {status.phase}"]
     if status.planId:
-        lines.append(f"planId {status.planId}: {status.result and status.result.get('changes')}")
-    for diagnostic in status.diagnostics[:3]:
-        lines.append(f"error: {diagnostic.get('message')} (line {diagnostic.get('line')})")
-    lines.extend(f"log: {line}" for line in status.logs[:20])
-    if len(status.logs) > 20 or status.nextLogCursor:
-        lines.append("(more log lines in the structured result / next page)")
+        lines.append(f"planId {status.planId}")
+    if status.result is not None:
+        lines.append("result: " + compact_json(status.result))
+    if status.error is not None:
+        lines.append("error: " + compact_json(status.error))
+    lines.extend("diagnostic: " + compact_json(d) for d in status.diagnostics)
+    lines.extend(f"log: {line}" for line in status.logs)
+    if status.nextLogCursor:
+        lines.append(f"nextLogCursor: {status.nextLogCursor}")
     return "\n".join(lines)
 
 
 def _preview_text(page: PreviewPage) -> str:
+    """Complete: every item of the page with its key, dependencies, warnings and whole diff."""
     lines = [f"plan {page.planId}: {page.total} changes at base revision {page.baseRevision}"]
-    for item in page.items[:10]:
-        deps = f" needs {', '.join(item['dependsOn'])}" if item["dependsOn"] else ""
-        lines.append(f"{item['changeKey']} {item['kind']} {item['path']}{deps}")
-        lines.extend(item["diff"].splitlines()[:12])
-    if page.nextCursor:
-        lines.append("(more changes: pass nextCursor)")
+    for item in page.items:
+        deps = f" needs {', '.join(item['dependsOn'])}" if item.get("dependsOn") else ""
+        lines.append(f"changeKey {item['changeKey']}: {item['kind']} {item['path']}{deps}")
+        lines.extend(f"warning: {compact_json(w)}" for w in item.get("warnings") or [])
+        rest = {
+            k: v
+            for k, v in item.items()
+            if k not in ("changeKey", "kind", "path", "dependsOn", "warnings", "diff")
+        }
+        if rest:
+            lines.append(compact_json(rest))
+        if item.get("diff"):
+            lines.append(item["diff"])
+    lines.append(f"nextCursor: {page.nextCursor}" if page.nextCursor else "end of the plan")
     return "\n".join(lines)
 
 

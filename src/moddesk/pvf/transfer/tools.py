@@ -8,7 +8,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, ConfigDict, Field
 
-from moddesk.kit.mcp import add_tool, caller_scope
+from moddesk.kit.mcp import add_tool, caller_scope, compact_json
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService
 
@@ -25,12 +25,8 @@ class Result(BaseModel):
 
 
 def _summary(result: Result) -> str:
-    data = result.model_dump()
-    keys = ("planId", "files", "entries", "counts", "revision", "outputPath", "imported", "warnings", "total")
-    parts = [f"{k}={data[k]}" for k in keys if k in data and not isinstance(data[k], list)]
-    if isinstance(data.get("warnings"), list):
-        parts.append(f"warnings={len(data['warnings'])}")
-    return ", ".join(parts) or "ok"
+    """The complete result (plan ids, entry keys, warningIds, cursors, counts) as compact JSON."""
+    return compact_json(result.model_dump())
 
 
 def register_transfer_tools(server: MCPServer, imports: ImportService, exports: ExportService) -> None:
