@@ -26,7 +26,7 @@ json_values = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(-(2**40), 2**40)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)  # JSON has neither
     | st.text(max_size=12),
     lambda children: (
         st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
