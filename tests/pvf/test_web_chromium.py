@@ -404,7 +404,55 @@ def test_views_render(page: Any, bench: Workbench, archive: Path) -> None:
     assert _eventually(lambda: any(out.rglob("gunnerskill.lst")), 30)
     page.click("#views button[data-view='history']")
     page.wait_for_selector("#history-init, #history-log")
-    shot(page, "history")
     page.click("#btn-lang")
     assert page.inner_text("#views button[data-view='files']") == "Files"
     page.click("#btn-lang")
+
+
+def test_switch_archive_with_unsaved_changes_then_history(
+    page: Any, bench: Workbench, tmp_path: Path
+) -> None:
+    fresh = tmp_path / "fresh archive.pvf"
+    generate_archive(fresh, files=300, seed=9)
+    if bench.service.info()["open"]:
+        ws_id, revision = workspace(bench)
+        if not bench.service.info()["sourceDirty"]:
+            bench.service.apply_changes(ws_id, revision, {"n_string.lst": "#PVF_File\n"})
+        # switching away from unsaved changes: refused in words, with the ways out offered
+        page.fill("#archive-path", str(fresh))
+        page.click("#btn-open")
+        page.wait_for_selector("#notice .code:text('UNSAVED_CHANGES')")
+        page.click("#notice .actions button:text('放弃修改并打开')")
+    else:
+        page.fill("#archive-path", str(fresh))
+        page.click("#btn-open")
+    assert _eventually(lambda: bench.service.info()["sourcePath"] == str(fresh.resolve()), 30)
+
+    # history: enable, change a file from the page, commit, see the change, undo it
+    page.click("#views button[data-view='history']")
+    page.click("#history-init")
+    page.wait_for_selector("#history-commit")
+    ws_id, _ = workspace(bench)
+    path = bench.service.search(ws_id, "**/*.stk", "path", limit=1)["hits"][0]["path"]
+    original = bench.service.read_file(ws_id, path, 1, 2000)["text"]
+    page.click("#views button[data-view='files']")
+    page.evaluate("path => window.dispatchEvent(new CustomEvent('pvf-open', {detail: path}))", path)
+    page.wait_for_selector(f"#code-wrap[data-path='{path}']")
+    page.fill("#code", original + "\n[new section]\n\t1\n")
+    page.click("#btn-save-draft")
+    page.wait_for_selector("#draft-state[data-dirty='false']")
+    page.click("#views button[data-view='history']")
+    page.fill("#history-message", "one change from the page")
+    page.click("#history-commit")
+    row = page.locator("#history-log tr", has_text="one change from the page")
+    row.wait_for()
+    row.locator(".h-diff").click()
+    page.wait_for_selector(f"#history-changes [data-path='{path}']")
+    shot(page, "history")
+    row.locator(".h-undo").click()
+    page.wait_for_selector("#history-log tr >> nth=1")  # the undo is a commit of its own
+    assert _eventually(
+        lambda: bench.service.read_file(workspace(bench)[0], path, 1, 2000)["text"] == original
+    )
+    page.click("#views button[data-view='files']")  # the open tab followed the undo
+    page.wait_for_function("expected => document.querySelector('#code').value === expected", arg=original)

@@ -19,10 +19,10 @@ async function paint() {
   if (!log) return;
   const changes = h("div", { id: "history-changes" });
   el.body.append(h("table", { class: "grid", id: "history-log" }, ...log.commits.map((c) => h("tr", { "data-commit": c.id },
-    h("td", {}, c.id.slice(0, 10)), h("td", {}, c.message), h("td", { class: "muted" }, new Date((c.createdAt || c.time || 0) * 1000).toLocaleString()),
-    h("td", {}, h("button", { onclick: async () => { const d = await attempt(() => op("historyDiff", { from: c.parent || null, to: c.id })); if (d) changes.replaceChildren(...d.changes.map((x) => h("div", {}, `${x.kind || x.change || ""} ${x.path}`))); } }, t("history.diff")),
-      h("button", { onclick: async () => { const i = ws(); await attempt(() => op("historyCheckout", { workspaceId: i.workspaceId, expectedRevision: i.revision, commitId: c.id })); await refreshInfo(); } }, t("history.checkout")),
-      h("button", { class: "danger", onclick: async () => { const i = ws(); await attempt(() => op("historyUndo", { workspaceId: i.workspaceId, expectedRevision: i.revision, commitId: c.id })); await refreshInfo(); paint(); } }, t("history.undo")))))), changes);
+    h("td", {}, c.id.slice(0, 10)), h("td", {}, c.message), h("td", { class: "muted" }, new Date(c.createdAt * 1000).toLocaleString()),
+    h("td", {}, h("button", { class: "h-diff", onclick: async () => { const d = await attempt(() => op("historyDiff", { from: c.parent || null, to: c.id })); if (d) changes.replaceChildren(...d.changes.map((x) => h("div", { "data-path": x.path }, `${x.kind} ${x.path}`))); } }, t("history.diff")),
+      h("button", { class: "h-checkout", onclick: async () => { const i = ws(); await attempt(() => op("historyCheckout", { workspaceId: i.workspaceId, expectedRevision: i.revision, commitId: c.id })); await refreshInfo(); } }, t("history.checkout")),
+      h("button", { class: "danger h-undo", onclick: async () => { const i = ws(); await attempt(() => op("historyUndo", { workspaceId: i.workspaceId, expectedRevision: i.revision, commitId: c.id })); await refreshInfo(); paint(); } }, t("history.undo")))))), changes);
 }
 
 export function init() {
