@@ -338,3 +338,36 @@ def test_flipped_board_hint_in_pawns_and_eval_not_clipped(
     service_label = service.engine.label  # auto: the strongest installed engine answers hints
     assert f"引擎：{service_label}" in page.locator("#hints").inner_text()
     page.screenshot(path=str(artifact_dir() / "xiangqi-panel-flipped.png"), full_page=True)
+
+
+def test_load_a_record_review_it_and_export_xqf(
+    served: tuple[GameService, LoopbackServer], page: Any, tmp_path: Path
+) -> None:
+    from moddesk.xiangqi import records
+
+    _service, http = served
+    sample = Path(__file__).with_name("records") / "cchess-zhongpao-liepao.pgn"
+    page.goto(f"{http.url}/xiangqi/")
+    page.select_option("#new-opponent", "local")
+    page.set_input_files("#load-file", str(sample))
+    page.wait_for_function("document.querySelectorAll('#movelist .mv').length === 23")
+    rounds = _texts(page, "#movelist li")
+    assert rounds[0].split() == ["1.", "炮二平五", "炮2平5"] and rounds[-1].split() == [
+        "12.",
+        "马九退八",
+        "×",
+    ]  # a capture
+    assert "共 23 手" in page.locator("#record-info").inner_text()
+    page.click("#btn-review")
+    page.wait_for_selector("#review polyline", timeout=60000)
+    page.select_option("#export-format", "xqf")
+    with page.expect_download() as download:
+        page.click("#btn-export")
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(str(saved))
+    assert saved.suffix == ".xqf"
+    assert (
+        records.read_record(saved.read_bytes(), saved.name).moves
+        == records.read_record(sample.read_bytes()).moves
+    )
+    page.screenshot(path=str(artifact_dir() / "xiangqi-panel-record.png"), full_page=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import inspect
 import json
@@ -263,6 +264,14 @@ def show(value: dict[str, Any], as_json: bool) -> None:
     if "pgn" in value:
         console.print(value["pgn"], end="")
         return
+    if "format" in value:  # an exported record
+        if value.get("written"):
+            console.print(f"{value['format']} 棋谱已写入 {value['written']}")
+        elif "text" in value:
+            console.print(value["text"], end="", markup=False, highlight=False)
+        else:
+            console.print(f"{value['format']}: {len(value['base64']) * 3 // 4} 字节（用 --out 保存）")
+        return
     console.print(board_text(value))
     status = value["status"]
     turn = "红方" if value["turn"] == "r" else "黑方"
@@ -270,6 +279,12 @@ def show(value: dict[str, Any], as_json: bool) -> None:
     if value.get("pending") == "ai-thinking":
         line += "（对手思考中）"
     console.print(f"{line}   会话 {value['sessionId']}  第 {value['plies']} 手  revision {value['revision']}")
+    if value.get("record"):
+        rec = value["record"]
+        names = " 对 ".join(rec["tags"].get(k, "?") for k in ("Red", "Black"))
+        console.print(f"已载入棋谱（{names}，共 {rec['plies']} 手），从第 {rec['startedAt']} 手开始")
+        for note in rec["notes"]:
+            console.print(f"[dim]{note}[/]")
     if value.get("played"):
         console.print(f"你走了 {value['played']}")
     if value.get("lastMove"):
@@ -314,6 +329,20 @@ def show_error(exc: ServiceError, as_json: bool) -> None:
         console.print(f"[dim]{exc.hint}[/]")
 
 
+def _write_record(path: Path, value: dict[str, Any]) -> None:
+    """Save an exported record atomically (binary XQF from base64, text records as UTF-8)."""
+    from moddesk.kit.files import atomic_write_bytes
+
+    data = base64.b64decode(value["base64"]) if "base64" in value else value["text"].encode("utf-8")
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise ServiceError(
+            "INVALID_ARGUMENT", f"cannot write {path}: {exc.strerror}", hint="Check the folder."
+        ) from exc
+    value["written"] = str(path)
+
+
 # the options every person command shares, in this order after its own: name -> (annotation, default)
 SHARED_OPTIONS: dict[str, tuple[Any, Any]] = {
     "session": (SessionOpt, None),
@@ -338,11 +367,14 @@ def person_command(*, session: bool = True) -> Callable[[Payload], Payload]:
 
         def command(**options: Any) -> None:
             common = {name: options.pop(name) for name in shared}
-            body = payload(**options)
-            if common.get("session"):
-                body["sessionId"] = common["session"]
             try:
+                body = payload(**options)
+                out = body.pop("_out", None)
+                if common.get("session"):
+                    body["sessionId"] = common["session"]
                 value = _call(payload.__name__, body, common["url"], common["local"], common["config"])
+                if out is not None:
+                    _write_record(Path(out), value)
             except ServiceError as exc:
                 show_error(exc, common["as_json"])
                 raise typer.Exit(1) from None
@@ -431,9 +463,49 @@ def review(
 
 
 @person_command()
-def export() -> dict[str, Any]:
-    """Export the game: PGN-style record with Chinese moves (--json adds ICCS list and FEN)."""
-    return {}
+def export(
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="pgn (Chinese moves), pgn-wxf, pgn-iccs, ubb (DhtmlXQ) or xqf."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the record to this file.")] = None,
+) -> dict[str, Any]:
+    """Export the game: PGN with Chinese moves by default; --format picks another record format."""
+    body: dict[str, Any] = {}
+    if fmt is not None or out is not None:
+        body["format"] = fmt or ("xqf" if out and out.suffix.lower() == ".xqf" else "pgn")
+    if out is not None:
+        body["_out"] = str(out)
+    return body
+
+
+@person_command(session=False)
+def load(
+    file: Annotated[Path, typer.Argument(help="A game record: .pgn, .xqf or a UBB/DhtmlXQ text.")],
+    ply: Annotated[int | None, typer.Option("--ply", help="Start at this move (default: the end).")] = None,
+    review: Annotated[bool, typer.Option("--review", help="Review the loaded game.")] = False,
+    level: Annotated[
+        int | None,
+        typer.Option("--level", min=1, max=10, help="Local opponent: 1 beginner .. 10 full strength."),
+    ] = None,
+) -> dict[str, Any]:
+    """Load a game record (PGN, XQF, UBB/DhtmlXQ): play on from any move, or review it."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ServiceError(
+            "NOT_FOUND", f"cannot read {file}: {exc.strerror}", hint="Check the path."
+        ) from exc
+    body: dict[str, Any] = {
+        "data": base64.b64encode(data).decode("ascii"),
+        "name": file.name,
+        "review": review,
+    }
+    if ply is not None:
+        body["ply"] = ply
+    if level is not None:
+        body["level"] = level
+    return body
 
 
 @person_command()

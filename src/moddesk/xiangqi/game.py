@@ -458,8 +458,14 @@ class GameService:
         client: dict[str, Any] | None = None,
         fen: str | None = None,
         level: int | None = None,
+        moves: list[str] | None = None,
+        tags: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Start a game. ``side`` is the person's side; a tool call (actor opponent) plays ``model`` by default."""
+        """Start a game. ``side`` is the person's side; a tool call (actor opponent) plays ``model`` by default.
+
+        ``moves`` (ICCS, legal from ``fen``) start the game further on, e.g. from a loaded record; ``tags``
+        are the record's tags (event, players) shown with the game.
+        """
         hero: Side = side or self.settings.hero
         kind: OpponentKind = opponent or ("model" if actor == "opponent" else self.settings.opponent)
         info: dict[str, Any] = {"kind": kind}
@@ -478,10 +484,15 @@ class GameService:
         record = GameRecord(
             session_id=secrets.token_hex(8),
             hero=hero,
-            opponent=info,
-            max_plies=max_plies or self.settings.max_plies,
+            opponent=info | ({"record": dict(tags)} if tags else {}),
+            max_plies=max(max_plies or self.settings.max_plies, len(moves or []) + 1),
             start_fen=start.fen(),
         )
+        for text in moves or []:
+            iccs = start.resolve_move(text)  # BAD_NOTATION / ILLEGAL_MOVE with legalMoves
+            start.play(iccs)
+            record.moves.append(iccs)
+            record.reasons.append("record")
         self._after_change(record, start)
         self._set_message(record, "game.new")
         self.store.insert(record)

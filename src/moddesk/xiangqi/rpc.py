@@ -23,14 +23,16 @@ from starlette.staticfiles import StaticFiles
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.http import ASGIApp, guard
 from moddesk.xiangqi.game import GameService
+from moddesk.xiangqi.record_games import EXPORT_FORMATS, decode_upload, export_record, load_record
 
 logger = logging.getLogger("moddesk.xiangqi.rpc")
 
 CHANNEL = "/xiangqi-mate"
 PANEL_PATH = "/xiangqi/"
 PANEL_DIR = Path(__file__).with_name("panel")
-ENDPOINTS = ("state", "move", "undo", "hint", "new", "review", "resign", "fallback", "export")
+ENDPOINTS = ("state", "move", "undo", "hint", "new", "review", "resign", "fallback", "export", "load")
 MAX_BODY = 64 * 1024
+MAX_LOAD_BODY = 2 * 1024 * 1024  # a record upload (base64); game records are a few KB
 
 
 def _bad(message: str, hint: str = "See the RPC endpoint's payload fields.", **details: Any) -> ServiceError:
@@ -120,7 +122,22 @@ def dispatch(service: GameService, endpoint: str, payload: dict[str, Any]) -> di
     if endpoint == "fallback":
         return service.fallback(session)
     if endpoint == "export":
-        return service.export(session)
+        fmt = _opt_str(payload, "format", EXPORT_FORMATS)
+        return service.export(session) if fmt is None else export_record(service, session, fmt)
+    if endpoint == "load":
+        data = payload.get("data")
+        if not isinstance(data, str):
+            raise _bad("load needs data: the record file as base64", field="data")
+        return load_record(
+            service,
+            decode_upload(data),
+            _opt_str(payload, "name") or "",
+            _opt_int(payload, "ply", 0, 5000),
+            _opt_str(payload, "side", ("r", "b")),  # type: ignore[arg-type]
+            _opt_str(payload, "opponent", ("model", "local")),  # type: ignore[arg-type]
+            _opt_int(payload, "level", 1, 10),
+            _opt_bool(payload, "review", False),
+        )
     raise ServiceError("NOT_FOUND", f"no RPC endpoint {endpoint!r}", hint=f"one of {', '.join(ENDPOINTS)}")
 
 
@@ -197,7 +214,7 @@ def rpc_routes(service: GameService) -> list[BaseRoute]:
     async def call(request: Request) -> Response:
         endpoint = request.path_params["endpoint"]
         body = await request.body()
-        if len(body) > MAX_BODY:
+        if len(body) > (MAX_LOAD_BODY if endpoint == "load" else MAX_BODY):
             return JSONResponse(error_body(_bad("request body too large")), status_code=413)
         try:
             payload = json.loads(body or b"{}")

@@ -26,7 +26,8 @@ const TEXT = {
     "game.resigned": "你已认输", "game.undone": "已悔棋", "game.new": "新局开始",
     opponentModel: "对手：当前会话模型", opponentLocal: "对手：本地引擎", lang: "English",
     candidates: "候选着法", turning: "转折点", best: "最佳", engine: "引擎",
-    notation: "记谱", evalTitle: "评估（红方视角，单位：兵）", mateFor: "{side}{n}步杀", red: "红", black: "黑",
+    notation: "记谱", load: "载入棋谱", export: "导出", loaded: "已载入棋谱：{names}，共 {n} 手，从第 {at} 手开始",
+    evalTitle: "评估（红方视角，单位：兵）", mateFor: "{side}{n}步杀", red: "红", black: "黑",
   },
   en: {
     title: "Xiangqi", new: "New game", sideRed: "Play red", sideBlack: "Play black", oppModel: "vs model",
@@ -42,7 +43,8 @@ const TEXT = {
     "game.over": "Game over", "game.resigned": "You resigned", "game.undone": "Move taken back",
     "game.new": "New game", opponentModel: "Opponent: the chat model", opponentLocal: "Opponent: local engine",
     lang: "中文", candidates: "Candidates", turning: "Turning points", best: "best", engine: "engine",
-    notation: "Notation", evalTitle: "Evaluation (Red's view, in pawns)", mateFor: "{side} mates in {n}",
+    notation: "Notation", load: "Open record", export: "Export", loaded: "Record loaded: {names}, {n} plies, from ply {at}",
+    evalTitle: "Evaluation (Red's view, in pawns)", mateFor: "{side} mates in {n}",
     red: "Red", black: "Black",
   },
 };
@@ -296,7 +298,7 @@ async function act(endpoint, payload) {
   const value = await rpc(endpoint, payload);
   if (!value) return null;
   if (endpoint !== "hint") state.hints = [];
-  if (endpoint === "new") { state.session = value.sessionId; history.replaceState(null, "", `?session=${value.sessionId}`); }
+  if (endpoint === "new" || endpoint === "load") { state.session = value.sessionId; history.replaceState(null, "", `?session=${value.sessionId}`); }
   apply(value);
   return value;
 }
@@ -448,6 +450,34 @@ $("btn-resign").addEventListener("click", () => { if (confirm(t("confirmResign")
 $("btn-review").addEventListener("click", async () => {
   const value = await rpc("review", { highlight: "turning" });
   if (value) { drawReview(value.review); apply(value); }
+});
+// Records: a PGN/XQF/UBB file is sent as base64 and becomes a game at its last move; export downloads one.
+$("load-file").addEventListener("change", async () => {
+  const file = $("load-file").files[0];
+  if (!file) return;
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  state.session = null;
+  const payload = { data: btoa(binary), name: file.name, opponent: $("new-opponent").value };
+  if (payload.opponent === "local") payload.level = Number($("new-level").value);
+  const value = await act("load", payload);
+  $("load-file").value = "";
+  if (!value) return;
+  history.replaceState(null, "", `?session=${value.sessionId}`);
+  const rec = value.record;
+  const names = `${rec.tags.Red || "?"} / ${rec.tags.Black || "?"}`;
+  $("record-info").textContent = t("loaded").replace("{names}", names).replace("{n}", rec.plies).replace("{at}", rec.startedAt);
+});
+$("btn-export").addEventListener("click", async () => {
+  const value = await rpc("export", { format: $("export-format").value });
+  if (!value) return;
+  const data = value.base64 ? Uint8Array.from(atob(value.base64), (c) => c.charCodeAt(0)) : value.text;
+  const url = URL.createObjectURL(new Blob([data], { type: value.base64 ? "application/octet-stream" : "text/plain;charset=utf-8" }));
+  const a = document.createElement("a");
+  a.href = url; a.download = value.fileName;
+  document.body.appendChild(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
 });
 $("btn-fallback").addEventListener("click", async () => {
   // always answers: if the reply already came (or the server restarted), the fresh board is shown instead
