@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from moddesk.pvf.archive import Archive, normalize_path
+from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.strings import STRINGTABLE_PATH
+from moddesk.pvf.format.text import lex
 from moddesk.pvf.listtext import list_entries, string_entries
 
 if TYPE_CHECKING:
@@ -111,6 +113,25 @@ class FileChange:
         return out
 
 
+def _lexemes(text: str) -> list[tuple[str, object]]:
+    return [(lx.kind, lx.value) for lx in lex(text)]
+
+
+def same_content(old: Content, new: Content) -> bool:
+    """Equal bytes or text; two script texts are the same when their values are (layout aside),
+    as the compiled archive stores no whitespace."""
+    if old == new:
+        return True
+    if not (isinstance(old, str) and isinstance(new, str)):
+        return False
+    if not (old.lstrip("\ufeff").startswith("#PVF_File") and new.lstrip("\ufeff").startswith("#PVF_File")):
+        return False
+    try:
+        return _lexemes(old) == _lexemes(new)
+    except PvfFormatError:
+        return False
+
+
 def _table_changes(path: str, old: Content | None, new: Content | None) -> dict[str, list[str]]:
     if not path.endswith((".lst", ".str")):
         return {}
@@ -185,7 +206,7 @@ def diff(a: DiffSide, b: DiffSide, progress: Progress | None = None) -> ArchiveD
         if left[path] == digest:
             continue
         old, new = a.content(path), b.content(path)
-        if old == new:
+        if same_content(old, new):
             continue  # the same content stored differently
         changes.append(FileChange(path, "changed", isinstance(new, bytes), _table_changes(path, old, new)))
     for path in left.keys() - seen:
