@@ -231,3 +231,13 @@ def test_a_failing_extract_publishes_nothing_and_leaves_no_staging(tmp_path: Pat
     assert run.returncode == 2
     assert "WRITE_FAILED" in run.stderr and "Traceback" not in run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["long.pvf"]
+
+
+def test_str_keys_are_exact_and_the_first_duplicate_wins() -> None:
+    from moddesk.pvf.format.lists import parse_str, str_duplicates
+
+    text = "// c\r\nname_1>first\r\nname_1>second\r\nname_2 >spaced\r\n>no key\r\nname_3>a>b\r\n"
+    table = parse_str(text)
+    assert table == {"name_1": "first", "name_2 ": "spaced", "name_3": "a>b"}
+    assert "name_2" not in table  # a key written with a space is another key (pvfUtility: no trim)
+    assert str_duplicates(text) == ["name_1"]

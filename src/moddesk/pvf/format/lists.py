@@ -96,16 +96,41 @@ def resolve_list_path(list_path: str, target: str, *, root_relative: bool = Fals
 
 
 def parse_str(text: str) -> dict[str, str]:
-    """``key>value`` lines; ``//`` comments and lines without ``>`` are skipped; the first key wins."""
+    """``key>value`` lines; ``//`` comments, lines without ``>`` and empty keys are skipped.
+
+    As pvfUtility reads them (``StringView.cs`` LoadstrFile/ReloadstrFile): the key is the text
+    before the first ``>`` exactly as written — ``name_1 >x`` has the key ``"name_1 "``, which a
+    link ``<3::name_1>`` does not find — and the value may hold more ``>``. A duplicate key: the
+    first one wins (pvfUtility's reload and pvfine's list rule; pvfUtility's first load instead
+    drops the whole file as damaged). What the game client does with duplicates is not known;
+    :func:`str_duplicates` lists them so tools can warn.
+    """
     out: dict[str, str] = {}
     for line in text.replace("\r\n", "\n").split("\n"):
         if not line or line.startswith("//"):
             continue
         key, sep, value = line.partition(">")
-        if not sep:
+        key = key.rstrip("\0")
+        if not sep or not key:
             continue
-        out.setdefault(key.rstrip("\0"), value.rstrip("\0"))
+        out.setdefault(key, value.rstrip("\0"))
     return out
+
+
+def str_duplicates(text: str) -> list[str]:
+    """Keys of a ``.str`` text that occur more than once (in first-seen order)."""
+    seen: set[str] = set()
+    dups: dict[str, None] = {}
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if line.startswith("//"):
+            continue
+        key, sep, _ = line.partition(">")
+        key = key.rstrip("\0")
+        if sep and key:
+            if key in seen:
+                dups[key] = None
+            seen.add(key)
+    return list(dups)
 
 
 def build_str(entries: dict[str, str], *, newline: str = "\r\n") -> str:
