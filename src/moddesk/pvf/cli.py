@@ -267,6 +267,8 @@ def read(
                 raise typer.BadParameter("give an ARCHIVE or --server")
             with _opened(archive, region) as (service, workspace):
                 result = service.read_file(workspace, path, start, lines)
+    for problem in result.get("warnings") or []:
+        err_console.print(f"[yellow]warning[/yellow]: {escape(problem)}")
     if result["binary"]:
         console.print(f"{escape(result['path'])}: binary, {result['size']} bytes, sha256 {result['sha256']}")
         console.print(result["hexPreview"], markup=False)

@@ -86,6 +86,9 @@ class ReadOps(IndexOps):
         with ws.lock:
             name, revision = self._require_entry(ws, path, expected_revision)
             text = ws.current_text_or_none(name)
+            # a classic entry whose stored checksum does not match is still shown, with a warning
+            problems = ws.entry_problems(name)
+            warned: dict[str, Any] = {"warnings": problems} if problems else {}
             if text is None:
                 data = ws.read_bytes(name)
                 return {
@@ -94,6 +97,7 @@ class ReadOps(IndexOps):
                     "revision": revision,
                     "binary": True,
                     **describe_binary(data),
+                    **warned,
                 }
         lines = text.split("\n")
         start = max(1, start_line)
@@ -110,6 +114,7 @@ class ReadOps(IndexOps):
                     "totalLines": len(lines),
                     **piece,
                     "truncated": True,
+                    **warned,
                 }
         count = min(line_count or MAX_READ_LINES, MAX_READ_LINES)
         chosen = lines[start - 1 : start - 1 + count]
@@ -133,6 +138,7 @@ class ReadOps(IndexOps):
             "totalLines": len(lines),
             "text": "\n".join(out),
             "truncated": truncated,
+            **warned,
         }
 
 

@@ -225,6 +225,13 @@ class Workspace:
                     return None
                 raise
 
+    def entry_problems(self, path: str) -> list[str]:
+        """Problems of the stored bytes behind ``path`` (classic checksum); none for edited content."""
+        with self.lock:
+            if path in self._overlay or path not in self._names:
+                return []
+            return self.archive.entry_problems(self._names[path])
+
     def base_text_or_none(self, path: str) -> str | None:
         """Base text of ``path``; None when the base has no such entry or it is binary."""
         return self.base_text(path) if path in self._names else None

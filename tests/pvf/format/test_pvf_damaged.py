@@ -241,3 +241,20 @@ def test_str_keys_are_exact_and_the_first_duplicate_wins() -> None:
     assert table == {"name_1": "first", "name_2 ": "spaced", "name_3": "a>b"}
     assert "name_2" not in table  # a key written with a space is another key (pvfUtility: no trim)
     assert str_duplicates(text) == ["name_1"]
+
+
+def test_read_warns_on_a_classic_checksum_mismatch(tmp_path: Path) -> None:
+    pvf = Archive.new("classic", region="cn")
+    pvf.write_text("equipment/a.equ", "#PVF_File\n[grade]\n\t74\n[price]\n\t1000\n")
+    path = tmp_path / "flip read.pvf"
+    pvf.save_as(path)
+    pvf.close()
+    with Archive.open(path) as pvf:
+        d = pvf._classic
+        assert d is not None
+        where = d.base + int(d.offsets[pvf.namelist().index("equipment/a.equ")]) + 8
+    raw = bytearray(path.read_bytes())
+    raw[where] ^= 0x01
+    path.write_bytes(bytes(raw))
+    run = _cli("read", str(path), "-p", "equipment/a.equ")
+    assert run.returncode == 0 and "checksum does not match" in run.stderr and "Traceback" not in run.stderr
