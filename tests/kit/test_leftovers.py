@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from moddesk.kit.files import atomic_writer
 from moddesk.kit.leftovers import (
@@ -126,3 +128,14 @@ def test_doctor_clean_lists_and_removes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("removed") == 3
     assert [p.name for p in folder.iterdir()] == [live.name]
+
+
+@given(st.text(max_size=80))
+def test_owner_of_any_name_is_a_pair_or_none(name: str) -> None:
+    found = owner_of(name)
+    assert found is None or (found[0] >= 0 and found[1] >= 0)
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="/\x00"), min_size=1, max_size=40))
+def test_owner_round_trips_through_any_base_name(base: str) -> None:
+    assert owner_of(temp_sibling(Path("/x") / base).name) == owner_of(temp_sibling(Path("/x/y")).name)

@@ -7,6 +7,9 @@ import json
 import time
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from moddesk.pvf.annotations import AnnotationDocs
 from moddesk.pvf.annotations.userrules import UserRules
 from moddesk.pvf.service import PvfService
@@ -77,3 +80,14 @@ def test_the_folder_watch_reloads_and_the_status_names_problems(tmp_path: Path) 
         assert service.annotations.rules_revision == moved
     finally:
         service.shutdown()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_any_file_content_is_loaded_or_reported(tmp_path: Path, data: bytes) -> None:
+    (tmp_path / "fuzz.json").write_bytes(data)
+    (tmp_path / "good.json").write_text(DISABLE_PRICE, "utf-8")
+    result = UserRules(tmp_path, AnnotationDocs()).load()
+    files = {p["file"] for p in result["problems"]}
+    assert files <= {"fuzz.json"}  # the good file always serves
+    assert all(p["issues"] for p in result["problems"])
