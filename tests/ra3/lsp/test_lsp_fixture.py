@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,7 +14,9 @@ from lsp_fixture import write_fixture
 from lsp_session import change_doc, command, open_doc, position_of, start, uri, wait_diagnostics, wait_ready
 from lsprotocol import types as lsp
 
+from moddesk.ra3.endpoints import HOME_ENV, endpoint_path_for_project
 from moddesk.ra3.index import ModIndex
+from moddesk.ra3.mcp import Ra3Backend
 from moddesk.ra3.project import detect_project
 from moddesk.ra3.query import QueryApi
 
@@ -285,3 +288,36 @@ def _check_chain(answer: dict) -> None:  # type: ignore[type-arg]
     assert ids == ["ModuleTag_Gun", "ModuleTag_Set"]  # Death removed by ChainTop
     gun = behaviors[0]
     assert gun["from"] == "GameObject:ChainMid" and len(gun["children"]) == 2  # replaced by ChainMid
+
+
+async def test_mcp_answers_from_the_editors_unsaved_text(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv(HOME_ENV, str(home))  # where this process reads the endpoint files
+    client = await start(project, home)
+    backend = Ra3Backend(project)
+    try:
+        await wait_ready(client)
+        tank = project / "Data" / "Units" / "SampleTank.xml"
+        text = tank.read_text("utf-8")
+        doc = open_doc(client, tank)
+        line = '  <Texture id="SampleTank_Icon"/>\n'
+        change_doc(client, doc, text.replace(line, line + '  <Texture id="UnsavedIcon"/>\n'), 2)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while True:
+            answer = await asyncio.to_thread(backend.ask, "find_asset", {"id": "UnsavedIcon"})
+            if answer.source == "live" and answer.result["found"]:
+                break
+            assert loop.time() < deadline, f"the live index never showed the unsaved asset: {answer}"
+            await asyncio.sleep(0.2)
+        resolved = await asyncio.to_thread(
+            backend.ask, "get_resolved_asset", {"type": "GameObject", "id": "ChainTop"}
+        )
+        assert resolved.source == "live"
+        _check_chain(resolved.result)
+        assert endpoint_path_for_project(project).exists()
+    finally:
+        await client.shutdown_session()
+    assert not endpoint_path_for_project(project).exists()  # withdrawn on shutdown
