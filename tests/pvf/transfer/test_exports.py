@@ -254,3 +254,29 @@ def test_target_exists_names_real_parameters(bench: Bench, tmp_path: Path) -> No
     error = _export_fails(bench, out_dir(tmp_path))
     assert error.code == "TARGET_EXISTS"
     assert error.hint is not None and "overwrite" not in error.hint.lower() and "outputName" in error.hint
+
+
+def test_agents_export_within_the_seed_limits_the_person_beyond(tmp_path: Path) -> None:
+    from moddesk.pvf.archive import Archive
+    from moddesk.pvf.service import PvfService
+    from moddesk.pvf.transfer.exports import ExportService
+    from moddesk.pvf.transfer.sources import AGENT_EXPORT_LIMITS, PERSON_EXPORT_LIMITS
+
+    assert (AGENT_EXPORT_LIMITS.files, AGENT_EXPORT_LIMITS.bytes) == (10_000, 128 << 20)  # seed 001
+    path = tmp_path / "many.pvf"
+    archive = Archive.new("classic")
+    for i in range(AGENT_EXPORT_LIMITS.files + 1):
+        archive.write_bytes(f"etc/many/f{i:05}.bin", b"x")
+    archive.save_as(path)
+    archive.close()
+    service = PvfService()
+    opened = service.tasks.wait(service.open(str(path), service.epoch)["taskId"], 120)["result"]
+    exports = ExportService(service)
+    ws, rev = opened["workspaceId"], opened["revision"]
+    with pytest.raises(ServiceError) as caught:
+        exports.prepare(ws, rev, "selection", ["etc/many"])  # what the MCP tool calls
+    assert caught.value.code == "INVALID_ARGUMENT" and "at most 10000" in caught.value.message
+    assert caught.value.hint and "moddesk pvf export" in caught.value.hint
+    plan = exports.prepare(ws, rev, "selection", ["etc/many"], limits=PERSON_EXPORT_LIMITS)
+    assert plan["entries"] == AGENT_EXPORT_LIMITS.files + 1
+    service.shutdown()

@@ -115,6 +115,7 @@ def export_command(
 ) -> None:
     """Export archive content as files or as a MOD package (never overwrites an existing target)."""
     from moddesk.pvf.transfer.exports import ExportMode, ExportService
+    from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS
 
     service = None
     try:
@@ -134,6 +135,7 @@ def export_command(
             mod_id,
             deps,
             scope="cli",
+            limits=PERSON_EXPORT_LIMITS,
         )
         preview = exports.preview(plan["planId"], limit=500)
         console.print(

@@ -100,8 +100,11 @@ class ExportService:
         include_dependencies: bool = False,
         request_id: str | None = None,
         scope: str = LOCAL_SCOPE,
+        limits: sources.ExportLimits = sources.AGENT_EXPORT_LIMITS,
     ) -> dict[str, Any]:
-        """Freeze what to export and lay out the output; returns the plan id and a summary."""
+        """Freeze what to export and lay out the output; returns the plan id and a summary.
+
+        ``limits`` are seed 001's for agents; the person's CLI and page pass the larger ones."""
         params = {
             "op": "export_prepare",
             "ws": workspace_id,
@@ -115,6 +118,7 @@ class ExportService:
             "version": version,
             "modId": mod_id,
             "deps": include_dependencies,
+            "limits": [limits.files, limits.bytes],
         }
         return self.service.ledger.run(
             scope,
@@ -133,6 +137,7 @@ class ExportService:
                 mod_id,
                 include_dependencies,
                 scope,
+                limits,
             ),
         )
 
@@ -161,22 +166,24 @@ class ExportService:
             )
         return fmt, checked_name, checked_version  # type: ignore[return-value]
 
-    def _items(self, source: str, paths: list[str], commit_id: str | None) -> list[sources.ExportItem]:
+    def _items(
+        self, source: str, paths: list[str], commit_id: str | None, limits: sources.ExportLimits
+    ) -> list[sources.ExportItem]:
         service = self.service
         ws = service.workspace
         assert ws is not None
         if source == "selection":
-            return sources.from_selection(ws, paths)
+            return sources.from_selection(ws, paths, limits)
         if source == "memory":
-            return sources.from_memory(ws)
+            return sources.from_memory(ws, limits)
         if source == "working":
-            return sources.from_working(ws, service.history)
+            return sources.from_working(ws, service.history, limits)
         if source == "commit":
             if not commit_id:
                 raise ServiceError(
                     "INVALID_ARGUMENT", "source commit needs commitId", hint="Take one from history log."
                 )
-            return sources.from_commit(ws, service.history, commit_id)
+            return sources.from_commit(ws, service.history, commit_id, limits)
         raise ServiceError(
             "INVALID_ARGUMENT", f"unknown source {source!r}", hint="Use selection, memory, working or commit."
         )
@@ -195,6 +202,7 @@ class ExportService:
         mod_id: str | None,
         include_dependencies: bool,
         scope: str,
+        limits: sources.ExportLimits,
     ) -> dict[str, Any]:
         fmt, name, version = self._format(mode, fmt_arg, name_arg, version_arg, mod_id)
         service = self.service
@@ -216,7 +224,7 @@ class ExportService:
             with ws.lock:  # one consistent view: no edit lands between reading items and the revision
                 revision = ws.revision
                 head = service.history.head if service.history is not None else None
-                items = self._items(source, paths, commit_id)
+                items = self._items(source, paths, commit_id, limits)
                 every = ws.paths()
                 output = build_output(
                     items, fmt, name=name, version=version, mod_id=mod_id, workspace_paths=every
@@ -224,7 +232,8 @@ class ExportService:
                 added: list[str] = []
                 if include_dependencies and output.missing_dependencies:
                     added = list(output.missing_dependencies)
-                    items = items + sources.from_selection(ws, added)
+                    items = items + sources.from_selection(ws, added, limits)
+                    sources.check_total(items, limits)
                     output = build_output(
                         items, fmt, name=name, version=version, mod_id=mod_id, workspace_paths=every
                     )

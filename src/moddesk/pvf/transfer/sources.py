@@ -20,8 +20,36 @@ if TYPE_CHECKING:
 
 Content = str | bytes
 SourceKind = Literal["selection", "memory", "working", "commit"]
-MAX_EXPORT_FILES = 200_000
-MAX_EXPORT_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class ExportLimits:
+    """How much one export may hold (files, bytes of content)."""
+
+    files: int
+    bytes: int
+
+
+#: Seed 001's export limits hold for agents; the person's own CLI and page may export whole
+#: archive folders (a 10^6-file archive has folders of 10^5 files), still bounded in memory.
+AGENT_EXPORT_LIMITS = ExportLimits(10_000, 128 << 20)
+PERSON_EXPORT_LIMITS = ExportLimits(200_000, 1 << 30)
+_HOW_TO_GO_BIGGER = (
+    "Export a smaller selection; the person's `moddesk pvf export` and the workbench page take up to "
+    "200,000 files / 1 GiB."
+)
+
+
+def _check_count(count: int, limits: ExportLimits) -> None:
+    if count > limits.files:
+        raise ServiceError(
+            "INVALID_ARGUMENT",
+            f"{count} files selected; an export takes at most {limits.files}",
+            hint=_HOW_TO_GO_BIGGER
+            if limits.files < PERSON_EXPORT_LIMITS.files
+            else "Export a smaller selection.",
+            limitFiles=limits.files,
+        )
 
 
 @dataclass(frozen=True)
@@ -53,24 +81,27 @@ def _base_content(ws: Workspace, path: str) -> Content | None:
         return None
 
 
-def _check_size(items: list[ExportItem]) -> list[ExportItem]:
-    if len(items) > MAX_EXPORT_FILES:
-        raise ServiceError(
-            "INVALID_ARGUMENT",
-            f"{len(items)} files selected; an export takes at most {MAX_EXPORT_FILES}",
-            hint="Export a smaller selection.",
-        )
+def check_total(items: list[ExportItem], limits: ExportLimits) -> list[ExportItem]:
+    """``items`` when the whole export is within ``limits`` (count and content bytes)."""
+    return _check_size(items, limits)
+
+
+def _check_size(items: list[ExportItem], limits: ExportLimits) -> list[ExportItem]:
+    _check_count(len(items), limits)
     total = sum(len(i.content.encode() if isinstance(i.content, str) else i.content or b"") for i in items)
-    if total > MAX_EXPORT_BYTES:
+    if total > limits.bytes:
         raise ServiceError(
             "INVALID_ARGUMENT",
-            f"the export is {total} bytes; the limit is {MAX_EXPORT_BYTES}",
-            hint="Export less.",
+            f"the export is {total} bytes; the limit is {limits.bytes}",
+            hint=_HOW_TO_GO_BIGGER if limits.bytes < PERSON_EXPORT_LIMITS.bytes else "Export less.",
+            limitBytes=limits.bytes,
         )
     return items
 
 
-def from_selection(ws: Workspace, paths: list[str]) -> list[ExportItem]:
+def from_selection(
+    ws: Workspace, paths: list[str], limits: ExportLimits = AGENT_EXPORT_LIMITS
+) -> list[ExportItem]:
     """Files and folders of the current workspace ("" = the whole archive); no baseline."""
     if not paths:
         raise ServiceError(
@@ -93,10 +124,11 @@ def from_selection(ws: Workspace, paths: list[str]) -> list[ExportItem]:
                 "NOT_FOUND", f"no file or folder {raw!r} in the archive", hint="Search by path first."
             )
         chosen.update(dict.fromkeys(inside))
-    return _check_size([ExportItem(p, False, _current(ws, p), None, False) for p in sorted(chosen)])
+    _check_count(len(chosen), limits)  # before reading any content
+    return _check_size([ExportItem(p, False, _current(ws, p), None, False) for p in sorted(chosen)], limits)
 
 
-def from_memory(ws: Workspace) -> list[ExportItem]:
+def from_memory(ws: Workspace, limits: ExportLimits = AGENT_EXPORT_LIMITS) -> list[ExportItem]:
     """Every path changed in memory since the archive was opened, against the file at open."""
     changed, deleted = ws.changed_since_open()
     items = []
@@ -110,7 +142,7 @@ def from_memory(ws: Workspace) -> list[ExportItem]:
         if base is not None and base == current:
             continue  # edited and put back
         items.append(ExportItem(path, False, current, base, True))
-    return _check_size(items)
+    return _check_size(items, limits)
 
 
 def _history_content(
@@ -129,7 +161,9 @@ def _history_content(
         base.close()
 
 
-def from_working(ws: Workspace, history: History | None) -> list[ExportItem]:
+def from_working(
+    ws: Workspace, history: History | None, limits: ExportLimits = AGENT_EXPORT_LIMITS
+) -> list[ExportItem]:
     """The working changes against the history HEAD."""
     if history is None:
         raise pvf_error(
@@ -147,10 +181,12 @@ def from_working(ws: Workspace, history: History | None) -> list[ExportItem]:
             items.append(ExportItem(path, False, current, before, True))
         elif before is not None:
             items.append(ExportItem(path, True, before, before, True))
-    return _check_size(items)
+    return _check_size(items, limits)
 
 
-def from_commit(ws: Workspace, history: History | None, commit_id: str) -> list[ExportItem]:
+def from_commit(
+    ws: Workspace, history: History | None, commit_id: str, limits: ExportLimits = AGENT_EXPORT_LIMITS
+) -> list[ExportItem]:
     """What one commit changed, against its parent."""
     if history is None:
         raise pvf_error("HISTORY_NOT_ENABLED", "the commit source needs history; none is attached")
@@ -166,4 +202,4 @@ def from_commit(ws: Workspace, history: History | None, commit_id: str) -> list[
                 items.append(ExportItem(path, True, before, before, True))
         elif after != before:
             items.append(ExportItem(path, False, after, before, True))
-    return _check_size(items)
+    return _check_size(items, limits)

@@ -16,6 +16,7 @@ from moddesk.pvf.scripting.service import ScriptService
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService
+from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS
 
 LIFECYCLE_WAIT = 120.0
 PLAN_KINDS = ("script", "import", "export")
@@ -280,6 +281,7 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
         a.opt_text("modId"),
         a.flag("includeDependencies"),
         scope=SCOPE,
+        limits=PERSON_EXPORT_LIMITS,  # the page is the person's: whole folders of big archives
     ),
     "exportPreview": lambda s, a: exports(s).preview(
         a.text("planId"), a.opt_text("cursor"), a.number("limit", 100)
