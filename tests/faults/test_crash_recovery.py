@@ -145,7 +145,9 @@ def restart(env: dict[str, str], mode: str, port: int, *args: str) -> tuple[Proc
         except httpx.HTTPError:
             time.sleep(0.02)
     assert answered
-    return proc, float(json.loads(ready.split(" ", 1)[1])["startSeconds"])
+    seconds = float(json.loads(ready.split(" ", 1)[1])["startSeconds"])
+    print(f"RESTART-SECONDS {mode} {seconds:.2f}")
+    return proc, seconds
 
 
 @pytest.fixture
