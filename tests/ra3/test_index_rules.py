@@ -145,7 +145,7 @@ def test_commented_out_include_is_inactive(sample: tuple[ModIndex, IndexData, Qu
     _i, _d, q = sample
     answer = q.is_file_active("Data/Units/Unused.xml")
     assert answer["active"] is False and answer["exists"] is True
-    assert "commented-out" in answer["note"]
+    assert "its include at Data/Mod.xml:9 is commented out" in answer["note"]
     assert q.find_asset("NeverBuilt")["found"] is False
 
 

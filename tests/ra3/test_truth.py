@@ -250,3 +250,71 @@ def test_project_file_is_remembered_and_a_worse_build_keeps_the_snapshot(
         e.path.name for e in WatchedProject(mod, entries=[Path("Data/WorldBuilder.xml")]).config.entries
     ] == ["WorldBuilder.xml"]
     assert len(WatchedProject(mod).config.entries) == 5
+
+
+# --- misses say where -----------------------------------------------------------------------------
+def test_a_miss_in_an_unincluded_file_says_where_and_why(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    _i, q = _build(project)
+    miss = q.find_asset("NeverBuilt")
+    assert miss["found"] is False
+    assert (
+        "'NeverBuilt' is defined in Data/Units/Unused.xml:6, which no stream includes "
+        "(its include at Data/Mod.xml:9 is commented out)"
+    ) in miss["note"]
+    assert "base game" not in miss["note"]
+    assert "Data/Units/Unused.xml:6" in q.get_definition("GameObject", "NeverBuilt")["note"]
+    active = q.is_file_active("Data/Units/Unused.xml")
+    assert active["active"] is False
+    assert active["commentedOutIncludes"] == [
+        {"file": "Data/Mod.xml", "line": 9, "source": "Units/Unused.xml", "includerActive": True}
+    ]
+    listed = q.list_inactive_files()
+    assert [f["path"] for f in listed["files"]] == ["Data/Units/Unused.xml"]
+    assert listed["files"][0]["commentedOutIncludes"][0]["line"] == 9
+
+
+# --- Kane's Wrath-only modules: inferred references -------------------------------------------------
+def test_references_inside_undeclared_modules_are_inferred(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    mod = project / "Data" / "Mod.xml"
+    mod.write_text(
+        mod.read_text("utf-8").replace(
+            '<Include type="all" source="Weapons.xml"/>',
+            '<Include type="all" source="Weapons.xml"/>\n    <Include type="all" source="KW.xml"/>',
+        ),
+        "utf-8",
+    )
+    _write(
+        project / "Data" / "KW.xml",
+        _doc(
+            '  <GameObject id="KWUnit">\n'
+            "    <Behaviors>\n"
+            '      <DominateEnemySpecialPower id="ModuleTag_Dominate" Flavor="Mind">\n'
+            "        <Filter><IncludeThing>SampleScout</IncludeThing></Filter>\n"
+            '        <FireWeaponNugget WeaponName="SampleTankGun"/>\n'
+            "      </DominateEnemySpecialPower>\n"
+            "    </Behaviors>\n"
+            "  </GameObject>\n"
+        ),
+    )
+    _i, q = _build(project)
+    scout = [r for r in q.find_references("SampleScout")["references"] if r["from"]["id"] == "KWUnit"]
+    assert len(scout) == 1
+    assert (
+        scout[0]["inferred"] is True and scout[0]["element"] == "IncludeThing" and scout[0]["kind"] == "weak"
+    )
+    assert scout[0]["line"] == 9 and scout[0]["resolution"] == "resolved"
+    gun = [r for r in q.find_references("SampleTankGun")["references"] if r["from"]["id"] == "KWUnit"]
+    assert len(gun) == 1 and gun[0]["attribute"] == "WeaponName" and gun[0]["inferred"] is True
+    # declared references never carry the flag; `id` (declared both as a plain id and a Poid) is not guessed
+    assert all(
+        "inferred" not in r
+        for r in q.find_references("SampleScout")["references"]
+        if r["from"]["id"] != "KWUnit"
+    )
+    assert not [r for r in q.find_references("ModuleTag_Dominate")["references"]]
+    unknown = q.list_diagnostics(code="UNKNOWN_ELEMENT", file="Data/KW.xml")["diagnostics"]
+    assert len(unknown) == 1 and "2 references inferred" in unknown[0]["message"]
+    caveat = {c["code"]: c["places"] for c in q.find_references("SampleScout")["caveats"]}
+    assert caveat["UNKNOWN_ELEMENTS"] == 1

@@ -19,7 +19,7 @@ from moddesk.kit.files import atomic_write_bytes
 from moddesk.ra3.parse import AssetSite, DefineSite, Diagnostic, FileRecord, IncludeSite, RefSite, XiSite
 from moddesk.ra3.project import project_slug
 
-EXTRACTOR_VERSION = 3  # bump whenever extraction output changes shape or meaning
+EXTRACTOR_VERSION = 4  # bump whenever extraction output changes shape or meaning
 Stamp = tuple[int, int]
 
 
@@ -55,6 +55,7 @@ def _ref_tuple(r: RefSite) -> tuple[Any, ...]:
         r.attribute,
         r.expression,
         r.default,
+        r.inferred,
     )
 
 

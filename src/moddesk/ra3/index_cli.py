@@ -560,6 +560,34 @@ def register(app: typer.Typer) -> None:
             paged=False,
         )
 
+    @query.command("inactive")
+    def inactive_cmd(
+        prefix: Annotated[str | None, typer.Option("--prefix")] = None,
+        project: ProjectOpt = Path("."),
+        limit: LimitOpt = 100,
+        cursor: CursorOpt = None,
+        fresh: FreshOpt = False,
+        as_json: JsonOpt = False,
+    ) -> None:
+        """XML files no stream includes (list_inactive_files), with commented-out includes that would reach them."""
+        show(
+            project,
+            fresh,
+            as_json,
+            lambda api: api.list_inactive_files(prefix, limit, cursor),
+            lambda answer: _table(
+                "inactive files",
+                ["path", "commented-out include"],
+                [
+                    [
+                        f["path"],
+                        ", ".join(f"{c['file']}:{c['line']}" for c in f.get("commentedOutIncludes", [])),
+                    ]
+                    for f in answer["files"]
+                ],
+            ),
+        )
+
     @query.command("diagnostics")
     def diagnostics_cmd(
         code: Annotated[str | None, typer.Option("--code")] = None,

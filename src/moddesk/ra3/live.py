@@ -339,6 +339,7 @@ VERBS: frozenset[str] = frozenset(
         "get_asset_references",
         "list_diagnostics",
         "get_resolved_asset",
+        "list_inactive_files",
     }
 )
 

@@ -425,6 +425,20 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         """Project assets nobody references (optionally of one type). Paged."""
         return ask("unreferenced", wait_for_index, allow_stale, type=type, limit=limit, cursor=cursor)
 
+    def list_inactive_files(
+        prefix: Annotated[
+            str | None, Field(description="Only paths starting with this, e.g. Data/Units")
+        ] = None,
+        limit: Limit = 100,
+        cursor: Cursor = None,
+        wait_for_index: Wait = False,
+        allow_stale: AllowStale = True,
+    ) -> Answer:
+        """XML files of the project no stream includes (invisible to the game and to the other tools), each with the commented-out include that would reach it. Paged."""
+        return ask(
+            "list_inactive_files", wait_for_index, allow_stale, prefix=prefix, limit=limit, cursor=cursor
+        )
+
     def get_usage_guide() -> UsageGuide:
         """How to use these tools well: what is indexed, states, workflows, errors."""
         return UsageGuide(guide=usage_guide())
@@ -437,6 +451,7 @@ def build_server(backend: Ra3Backend) -> MCPServer:
         (find_references, "Find references to an asset"),
         (get_asset_references, "Forward references of an asset"),
         (get_resolved_asset, "Asset with inheritance applied"),
+        (list_inactive_files, "List inactive files"),
         (list_assets_by_type, "List assets by type"),
         (resolve_include, "Resolve an include path"),
         (is_file_active, "Is a file active"),

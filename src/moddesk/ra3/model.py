@@ -419,7 +419,7 @@ class IndexData:
         if res.status == RESOLVED and r.kind == INHERIT:
             problem = self._inherit_problem(r, res.keys[0])
             return Diagnostic(problem[0], r.file, r.line, problem[1]) if problem is not None else None
-        if res.status == UNRESOLVED and r.kind in ("strong", INHERIT):
+        if res.status == UNRESOLVED and r.kind in ("strong", INHERIT) and not r.inferred:
             what = "inheritFrom base" if r.kind == INHERIT else f"{r.ref_type} reference"
             return Diagnostic(
                 "UNRESOLVED_REFERENCE",

@@ -102,6 +102,8 @@ class RefSite:
     attribute: str | None
     expression: bool = False
     default: bool = False
+    # found inside an element the schema does not declare, typed by the name's use elsewhere
+    inferred: bool = False
 
     @property
     def target_key(self) -> str:
@@ -383,6 +385,10 @@ class Extractor:
         ctype = self.schema.top_level_type(type_name)
         if ctype is None:
             record.unknown_elements += 1
+            for child in node:
+                cname = local_name(child.tag)
+                if cname is not None and child.tag != XI_INCLUDE:
+                    self._infer(child, cname, type_name, type_name, ident, file, record)
             return
         self._walk(node, ctype, None, type_name, ident, file, record, depth, top=True)
 
@@ -466,14 +472,18 @@ class Extractor:
         if info is None:
             if child.tag != XI_INCLUDE:
                 record.unknown_elements += 1
+                before = len(record.refs)
+                self._infer(child, cname, parent, owner_type, owner_id, file, record)
                 if record.unknown_elements <= MAX_UNKNOWN_REPORTED:
-                    # its references are not extracted, so a typo here silently hides them: say so
+                    # a typo here hides references, or a module of a game the schema lacks: say so
+                    inferred = len(record.refs) - before
                     record.diagnostics.append(
                         Diagnostic(
                             "UNKNOWN_ELEMENT",
                             file,
                             _line(child),
-                            f"<{cname}> is not declared inside <{parent}> by the schema; its content is not indexed",
+                            f"<{cname}> is not declared inside <{parent}> by the schema; its content is indexed "
+                            f"only by inference ({inferred} references inferred from names the schema uses elsewhere)",
                         )
                     )
             return
@@ -503,6 +513,70 @@ class Extractor:
             if not child.attrib and (self.schema is None or not self.schema.view(ctype)[1]):
                 return
         self._walk(child, ctype, parent, owner_type, owner_id, file, record, depth, name=cname)
+
+    def _infer(
+        self,
+        el: etree._Element,
+        name: str,
+        parent: str | None,
+        owner_type: str,
+        owner_id: str,
+        file: str,
+        record: FileRecord,
+    ) -> None:
+        """References inside undeclared content (Kane's Wrath-only modules under an RA3/C&C3 schema),
+        typed by attribute / element names every declaration of which in the schema is the same kind of
+        reference; flagged `inferred`."""
+        assert self.schema is not None
+        by_attr, by_elem = self.schema.inference_table()
+        stack: list[tuple[etree._Element, str, str | None]] = [(el, name, parent)]
+        while stack:
+            node, node_name, node_parent = stack.pop()
+            line = _line(node)
+            for bkey, braw in node.items():
+                key = str(bkey)
+                info = by_attr.get(key)
+                if info is not None and key[0] != "{":
+                    count = len(record.refs)
+                    self._ref(
+                        info,
+                        str(braw),
+                        owner_type,
+                        owner_id,
+                        file,
+                        line,
+                        node_name,
+                        node_parent,
+                        key,
+                        record,
+                        key,
+                    )
+                    if len(record.refs) > count:
+                        record.refs[-1].inferred = True
+            if len(node) == 0:
+                info = by_elem.get(node_name)
+                if info is not None and node.text and node.text.strip():
+                    count = len(record.refs)
+                    self._ref(
+                        info,
+                        node.text,
+                        owner_type,
+                        owner_id,
+                        file,
+                        line,
+                        node_name,
+                        node_parent,
+                        None,
+                        record,
+                        node.text.strip(),
+                    )
+                    if len(record.refs) > count:
+                        record.refs[-1].inferred = True
+                continue
+            for kid in reversed(node):
+                kid_name = local_name(kid.tag)
+                if kid_name is not None and kid.tag != XI_INCLUDE:
+                    stack.append((kid, kid_name, node_name))
 
     def _ref(
         self,

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from moddesk.kit.cursor import CursorCodec
+from moddesk.ra3.completeness import ALL_SKIPPED, DEFINITION_SKIPPED, caveats
 from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.forward import DEFAULT_MAX_EDGES, asset_references
+from moddesk.ra3.inactive import InactiveFiles, explain
 from moddesk.ra3.index import NO_INDEX, IndexStatus
 from moddesk.ra3.model import (
     AMBIGUOUS,
@@ -53,6 +55,7 @@ TOOL_NAMES = (
     "get_asset_references",
     "list_diagnostics",
     "get_resolved_asset",
+    "list_inactive_files",
 )
 
 
@@ -88,62 +91,10 @@ def _ref_json(r: RefSite, status: str | None = None) -> dict[str, Any]:
     }
     if status is not None:
         out["resolution"] = status
+    if r.inferred:
+        out["inferred"] = True  # typed by the name's use elsewhere in the schema, not by a declaration
     return out
 
-
-_UNREACHED_CODES = ("INCLUDE_NOT_FOUND", "INCLUDE_OUTSIDE_ROOTS", "XI_INCLUDE_NOT_FOUND")
-_UNPARSABLE_CODES = ("XML_MALFORMED", "FILE_UNREADABLE")
-
-
-def skipped_content(data: IndexData) -> dict[str, tuple[int, int]]:
-    """What the index left out, as code -> (places, files): unknown elements, unparsable files,
-    unresolved includes. Cached on the data's generation."""
-    cached = data.skipped_cache
-    if cached is not None and cached[0] == data.generation:
-        return dict(cached[1])
-    unreached: set[tuple[str, int]] = set()
-    bad: set[str] = set()
-    for d in data.diagnostics:
-        if d.code in _UNREACHED_CODES:
-            unreached.add((d.file, d.line))
-        elif d.code in _UNPARSABLE_CODES:
-            bad.add(d.file)
-    out = {
-        "UNKNOWN_ELEMENTS": (data.unknown_elements, len(data.unknown_by_file)),
-        "UNPARSABLE_FILES": (len(bad), len(bad)),
-        "UNRESOLVED_INCLUDES": (len(unreached), len({f for f, _l in unreached})),
-    }
-    data.skipped_cache = (data.generation, out)
-    return dict(out)
-
-
-_CAVEAT_TEXT = {
-    "UNKNOWN_ELEMENTS": "{n} elements in {f} files are not declared by the schema; references inside them "
-    "are indexed only where inferred (list_diagnostics code=UNKNOWN_ELEMENT)",
-    "UNPARSABLE_FILES": "{n} files are malformed or unreadable and were indexed only as far as they parse "
-    "(list_diagnostics code=XML_MALFORMED)",
-    "UNRESOLVED_INCLUDES": "{n} includes in {f} files point at nothing this index may read, so whatever they "
-    "name is not indexed (list_diagnostics code=INCLUDE_NOT_FOUND / INCLUDE_OUTSIDE_ROOTS)",
-}
-
-
-def caveats(data: IndexData, codes: tuple[str, ...], files: set[str] | None = None) -> list[dict[str, Any]]:
-    """The caveats an answer carries when its scope touches skipped content (None = the whole index)."""
-    out: list[dict[str, Any]] = []
-    skipped = skipped_content(data)
-    if files is not None:
-        # a scope of a few files: only unknown elements inside them matter
-        n = sum(data.unknown_by_file.get(f, 0) for f in files)
-        skipped = {"UNKNOWN_ELEMENTS": (n, sum(1 for f in files if data.unknown_by_file.get(f)))}
-    for code in codes:
-        n, f = skipped.get(code, (0, 0))
-        if n:
-            out.append({"code": code, "places": n, "message": _CAVEAT_TEXT[code].format(n=n, f=f)})
-    return out
-
-
-_ALL_SKIPPED = ("UNKNOWN_ELEMENTS", "UNPARSABLE_FILES", "UNRESOLVED_INCLUDES")
-_DEFINITION_SKIPPED = ("UNPARSABLE_FILES", "UNRESOLVED_INCLUDES")
 
 _F = TypeVar("_F", bound=Callable[..., dict[str, Any]])
 
@@ -177,6 +128,7 @@ class QueryApi:
         # the resolved view re-reads the defining XML; an editor host passes a reader of unsaved text
         self.text_reader = text_reader
         self.cursors = cursor_codec or CursorCodec()
+        self._inactive_cache: InactiveFiles | None = None
         self._projects = projects
         self._incoming_cache: dict[tuple[int, str, str | None], tuple[list[tuple[RefSite, str]], int]] = {}
 
@@ -322,7 +274,7 @@ class QueryApi:
         }
         if not defs:
             out["note"] = self._miss_note(data, id, type)
-            out["caveats"] = caveats(data, _DEFINITION_SKIPPED)
+            out["caveats"] = caveats(data, DEFINITION_SKIPPED)
         types = sorted({d.type for d in defs})
         if len(types) > 1:
             out["ambiguousTypes"] = types
@@ -336,9 +288,21 @@ class QueryApi:
         near = sorted(k for k in data.by_id if k.startswith(idl[: max(3, len(idl) - 2)]))[:5]
         unresolved = sum(1 for r in data.refs_by_id.get(idl, []) if data.resolve(r).status == UNRESOLVED)
         parts = [f"no asset {ident!r} in the {len(data.files)} files this index reached"]
-        if unresolved:
+        inactive = self._inactive(data)
+        found = inactive.definitions(ident.strip())
+        if found:
+            # the asset is in the project after all, in a file no stream builds: say where and why
+            cfg = self._config(data)
+            why = {str(h["file"]): inactive.why_inactive(str(h["file"]), cfg) for h in found[:3]}
+            parts.append(explain(ident, found, why))
+            if unresolved:
+                parts.append(
+                    f"{unresolved} references name it and stay unresolved while that file is not built"
+                )
+        elif unresolved:
             parts.append(
-                f"{unresolved} unresolved references name it (defined outside the index, e.g. base game)"
+                f"{unresolved} unresolved references name it; it is not written in any XML file of the project "
+                "(defined outside the index, e.g. the base game)"
             )
         if near:
             parts.append("similar ids: " + ", ".join(near))
@@ -372,7 +336,7 @@ class QueryApi:
             "type": canon,
             "assets": [_asset_json(d) for d in page],
             **meta,
-            "caveats": caveats(data, _DEFINITION_SKIPPED),
+            "caveats": caveats(data, DEFINITION_SKIPPED),
         }
         if not defs:
             known = canon in data.type_bases or any(t == canon for (t, _i) in data.by_key)
@@ -418,7 +382,7 @@ class QueryApi:
             out["inheritChain"] = self._inherit_chain(data, (defs[0].type, defs[0].id.lower()))
         else:
             out["note"] = self._miss_note(data, id, canon)
-            out["caveats"] = caveats(data, _DEFINITION_SKIPPED)
+            out["caveats"] = caveats(data, DEFINITION_SKIPPED)
         return out
 
     def _inherit_chain(self, data: IndexData, key: tuple[str, str]) -> list[dict[str, Any]]:
@@ -498,7 +462,7 @@ class QueryApi:
             "references": [_ref_json(r, s) for r, s in page],
             "byKind": dict(Counter(r.kind for r, _s in hits)),
             **meta,
-            "caveats": caveats(data, _ALL_SKIPPED),
+            "caveats": caveats(data, ALL_SKIPPED),
         }
         if not hits:
             if not targets:
@@ -583,7 +547,7 @@ class QueryApi:
             "assets": [_asset_json(d) for d in page],
             "byType": dict(Counter(d.type for d in rows).most_common()),
             **meta,
-            "caveats": caveats(data, _ALL_SKIPPED),
+            "caveats": caveats(data, ALL_SKIPPED),
             "rule": "project assets emitted by a stream, of a type some reference can target, "
             "with no incoming strong/weak/inheritFrom reference from an indexed file",
         }
@@ -656,14 +620,73 @@ class QueryApi:
         full = Path(path) if os.path.isabs(path) else Path(data.project_dir) / path
         exists = full.exists()
         out.update(active=False, exists=exists)
+        commented = self._inactive(data).why_inactive(shown, self._config(data)) if exists else []
+        if commented:
+            out["commentedOutIncludes"] = [c.to_json() for c in commented]
         if not exists:
             out["note"] = "no such file (paths are relative to the project or absolute)"
         elif included_by:
             out["note"] = "included only from files that are themselves not reached from any stream entry"
+        elif commented:
+            first = commented[0]
+            out["note"] = (
+                f"no stream includes it: its include at {first.file}:{first.line} is commented out"
+                + ("" if first.active else f" (and {first.file} is itself not active)")
+            )
         else:
             out["note"] = (
                 "not reached from any stream entry (Data/Mod.xml, mapmetadata_*.xml, *.babproj): "
                 "no active Include or xi:include points at it (commented-out includes do not count)"
+            )
+        return out
+
+    def _inactive(self, data: IndexData) -> InactiveFiles:
+        if self._inactive_cache is None or self._inactive_cache.generation != data.generation:
+            self._inactive_cache = InactiveFiles(data)
+        return self._inactive_cache
+
+    @staticmethod
+    def _config(data: IndexData) -> ProjectConfig:
+        """The resolution settings a build used (search and containment roots), from its data."""
+        return ProjectConfig(
+            project_dir=Path(data.project_dir),
+            roots=[Path(p) for p in data.roots],
+            data_paths=[Path(p) for p in data.search_roots.get("data", [])],
+            art_paths=[Path(p) for p in data.search_roots.get("art", [])],
+            audio_paths=[Path(p) for p in data.search_roots.get("audio", [])],
+            root_paths=[Path(p) for p in data.search_roots.get("root", [])],
+        )
+
+    @_consistent
+    def list_inactive_files(
+        self,
+        prefix: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        *,
+        wait_for_index: bool = False,
+        allow_stale: bool = True,
+        timeout: float = 10.0,
+    ) -> dict[str, Any]:
+        """XML files in the project folder that no stream includes, each with any commented-out include
+        that would reach it. Their assets are invisible to the game and to the other queries."""
+        data = self._view(wait_for_index, allow_stale, timeout)
+        inactive = self._inactive(data)
+        pre = (prefix or "").replace("\\", "/").lower()
+        items = [f for f in inactive.files() if f.lower().startswith(pre)]
+        page, meta = self._page("inactive", {"prefix": pre}, items, limit, cursor)
+        cfg = self._config(data)
+        rows = []
+        for shown in page:
+            row: dict[str, Any] = {"path": shown}
+            commented = inactive.why_inactive(shown, cfg)
+            if commented:
+                row["commentedOutIncludes"] = [c.to_json() for c in commented]
+            rows.append(row)
+        out: dict[str, Any] = {"index": self.index_block(), "files": rows, **meta}
+        if not items:
+            out["note"] = "every XML file of the project is reached from a stream entry" + (
+                f" (under {prefix!r})" if prefix else ""
             )
         return out
 
@@ -679,14 +702,7 @@ class QueryApi:
     ) -> dict[str, Any]:
         """Resolve an Include source / xi:include href as BAB would, listing every candidate tried."""
         data = self._view(wait_for_index, allow_stale, timeout)
-        cfg = ProjectConfig(
-            project_dir=Path(data.project_dir),
-            roots=[Path(p) for p in data.roots],
-            data_paths=[Path(p) for p in data.search_roots.get("data", [])],
-            art_paths=[Path(p) for p in data.search_roots.get("art", [])],
-            audio_paths=[Path(p) for p in data.search_roots.get("audio", [])],
-            root_paths=[Path(p) for p in data.search_roots.get("root", [])],
-        )
+        cfg = self._config(data)
         if from_file is None:
             base = Path(data.project_dir) / "Data" / "Mod.xml"
         else:

@@ -97,6 +97,7 @@ class SchemaModel:
         self._attr_cache: dict[str, dict[str, RefInfo]] = {}
         self._child_cache: dict[str, dict[str, ElementInfo]] = {}
         self._default_cache: dict[str, list[tuple[str, RefInfo]]] = {}
+        self._inference: tuple[dict[str, RefInfo], dict[str, RefInfo]] | None = None
         self._view_cache: dict[
             str, tuple[dict[str, RefInfo], list[tuple[str, RefInfo]], dict[str, ElementInfo]]
         ] = {}
@@ -247,6 +248,29 @@ class SchemaModel:
         if tdef is not None and tdef.complex and not tdef.simple_content:
             return None
         return self._ref_info(decl)
+
+    def inference_table(self) -> tuple[dict[str, RefInfo], dict[str, RefInfo]]:
+        """(attribute name, element name) -> reference info, for names every declaration of which in
+        the whole schema is a reference of one kind and target type: how undeclared content is read."""
+        if self._inference is None:
+            tables: list[dict[str, RefInfo]] = []
+            for attrs in (True, False):
+                seen: dict[str, RefInfo | None] = {}
+                for tdef in self.types.values():
+                    decls = tdef.attributes if attrs else tdef.children
+                    for name, decl in decls.items():
+                        info = self._ref_info(decl) if attrs else self._content_ref(decl)
+                        if info is not None and (info.kind == FILE or not info.ref_type):
+                            info = None
+                        if info is not None:
+                            info = RefInfo(info.kind, info.ref_type)  # defaults apply only where declared
+                        if name in seen and seen[name] != info:
+                            seen[name] = None  # used two ways: not a safe guess
+                        elif name not in seen:
+                            seen[name] = info
+                tables.append({k: v for k, v in seen.items() if v is not None})
+            self._inference = (tables[0], tables[1])
+        return self._inference
 
     def top_level_type(self, element: str) -> str | None:
         """Type of an `AssetDeclaration` child; falls back to a type named like the element."""

@@ -71,11 +71,15 @@ REFERENCE_COLUMNS = [
     "attribute",
     "flags",
 ]
-_EXPRESSION, _DEFAULT = 1, 2
+_EXPRESSION, _DEFAULT, _INFERRED = 1, 2, 4
 
 
 def _ref_row(r: RefSite) -> list[Any]:
-    flags = (_EXPRESSION if r.expression else 0) | (_DEFAULT if r.default else 0)
+    flags = (
+        (_EXPRESSION if r.expression else 0)
+        | (_DEFAULT if r.default else 0)
+        | (_INFERRED if r.inferred else 0)
+    )
     return [
         r.owner_type,
         r.owner_id,
@@ -112,6 +116,7 @@ def _ref_from_row(row: list[Any]) -> RefSite:
         row[12],
         bool(flags & _EXPRESSION),
         bool(flags & _DEFAULT),
+        bool(flags & _INFERRED),
     )
 
 
