@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ from moddesk.ra3.index import ModIndex
 from moddesk.ra3.mcp import Ra3Backend
 from moddesk.ra3.project import detect_project
 from moddesk.ra3.query import QueryApi
+from moddesk.ra3.snapshot import snapshot_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 
@@ -321,3 +323,5 @@ async def test_mcp_answers_from_the_editors_unsaved_text(
     finally:
         await client.shutdown_session()
     assert not endpoint_path_for_project(project).exists()  # withdrawn on shutdown
+    saved = snapshot_path(str(project))  # written on exit only from what is on disk, never unsaved text
+    assert not saved.exists() or b"UnsavedIcon" not in gzip.decompress(saved.read_bytes())

@@ -64,6 +64,7 @@ class EditorHost:
     ) -> None:
         self.overlays: dict[str, bytes] = {}
         self._dirty_buffers: set[str] = set()  # buffers whose text differs from the saved file
+        self._snapshots_wanted = True
         self._on_indexed = on_indexed or (lambda: None)
         self.project = WatchedProject(
             project_dir,
@@ -185,6 +186,7 @@ class EditorHost:
             self._dirty_buffers.add(key)
         else:
             self._dirty_buffers.discard(key)
+        self._snapshots_follow_disk()
         # before the first build ends the build itself may or may not have read the buffer: re-read it
         if changed and (self.indexed(path) or self.index.data is None):
             self.project.files_changed({path})
@@ -197,8 +199,13 @@ class EditorHost:
         self.overlays.pop(key, None)
         if key in self._dirty_buffers:
             self._dirty_buffers.discard(key)
+            self._snapshots_follow_disk()
             if self.indexed(path):
                 self.project.files_changed({path})
+
+    def _snapshots_follow_disk(self) -> None:
+        # a snapshot outlives this process (ra3 mcp falls back to it): never save unsaved text in one
+        self.project.snapshots = self._snapshots_wanted and not self._dirty_buffers
 
     def text_of(self, path: str) -> str:
         """The text the editor sees for `path` (buffer, else disk, else '')."""

@@ -78,9 +78,7 @@ def target_keys(data: IndexData, hit: Hit) -> tuple[Key, ...]:
             return ()
         res = data.resolve(site)
         if res.status in (RESOLVED, AMBIGUOUS):
-            if site.owner_id.lower() == site.target_key and res.keys == ((site.owner_type, site.target_key),):
-                return res.keys  # self-override: the other copy is found by definition()
-            return res.keys
+            return res.keys  # a self-override's other copy is picked by definition()
     return ()
 
 
