@@ -76,7 +76,9 @@ async def _exercise(target: Any) -> None:
         assert foreign.is_error and result_payload(foreign)["error"] == "INVALID_CURSOR"
 
         counted = await client.call_tool("notes_count", {"steps": 8}, progress_callback=on_progress)
-        await anyio.sleep(0.2)  # notifications may race the result over a real transport
+        with anyio.move_on_after(5):  # notifications may race the result over a real transport
+            while not progress or progress[-1][0] < 8:
+                await anyio.sleep(0.02)
         assert counted.structured_content is not None and counted.structured_content["counted"] == 3
         assert progress, "no progress notification arrived"
         assert progress[-1] == (8, 8)
@@ -217,3 +219,33 @@ def test_custom_error_text_renders_the_one_block() -> None:
     assert result.is_error
     assert result.content[0].text == "ILLEGAL_MOVE; legal: h2e2"
     assert result.structured_content is None
+
+
+def test_set_level_sends_server_logs_as_notifications() -> None:
+    """logging/setLevel (handshake-era clients): moddesk.* records at or above it reach the client."""
+    import logging
+    import warnings
+
+    from moddesk.kit.selftest import build_server
+
+    got: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        got.append(params)
+
+    async def main() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the SDK flags logging as deprecated for 2026-07-28
+            async with Client(build_server(), logging_callback=on_log, mode="legacy") as client:
+                assert client.server_capabilities.logging is not None
+                await client.set_logging_level("warning")
+                logging.getLogger("moddesk.probe").warning("disk almost full")
+                logging.getLogger("moddesk.probe").info("below the level")
+                with anyio.fail_after(5):
+                    while not any(p.logger == "moddesk.probe" for p in got):
+                        await anyio.sleep(0.02)
+                await anyio.sleep(0.1)
+
+    anyio.run(main)
+    probe = [p for p in got if p.logger == "moddesk.probe"]
+    assert [(p.level, p.data["message"]) for p in probe] == [("warning", "disk almost full")]

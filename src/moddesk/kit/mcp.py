@@ -40,9 +40,14 @@ from moddesk import __version__
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.http import LOOPBACK, ASGIApp, LoopbackServer, guard, loopback_hosts, loopback_origins
 from moddesk.kit.ledger import LOCAL_SCOPE
+from moddesk.kit.mcplog import enable_logging
 from moddesk.kit.pages import TEXT_BUDGET_MAX, ResultPages, utf8_len
 
 logger = logging.getLogger("moddesk.mcp")
+
+# stateful Streamable HTTP: a client that leaves without DELETE frees its session after this long
+SESSION_IDLE_TIMEOUT = 10 * 60.0
+MAX_SESSIONS = 256
 
 InvalidArgumentHook = Callable[[str, dict[str, Any], ServiceError], ServiceError]
 
@@ -55,6 +60,8 @@ class ToolServer(MCPServer):
     """
 
     on_invalid_argument: InvalidArgumentHook | None = None
+    # no per-session state: every HTTP request stands alone and nothing is kept after it
+    stateless_http: bool = False
     result_pages: ResultPages | None = None
     # publish outputSchemas (add_tool's default); False for servers whose text blocks carry everything
     output_schemas: bool = True
@@ -101,6 +108,7 @@ def new_server(
     *,
     output_schemas: bool = True,
     page_tool: str | None = None,
+    stateless_http: bool = False,
     **kwargs: Any,
 ) -> ToolServer:
     """A new ``ToolServer`` with our version; ``kwargs`` go to ``MCPServer`` (e.g. ``lifespan``).
@@ -108,10 +116,15 @@ def new_server(
     ``output_schemas=False``: no tool of this server publishes an ``outputSchema`` (see ``add_tool``).
     ``page_tool``: the name of a tool that reads the further pages of a result larger than the
     byte budget (``kit.pages``); with it (and without output schemas) no result text exceeds
-    ``TEXT_BUDGET_MAX`` and none is cut.
+    ``TEXT_BUDGET_MAX`` and none is cut. ``stateless_http``: for a server that keeps nothing per
+    session, Streamable HTTP without sessions (memory never grows with clients); otherwise sessions
+    idle for ``SESSION_IDLE_TIMEOUT`` are closed and at most ``MAX_SESSIONS`` are open (a 503 with
+    "Too many open sessions" refuses the next).
     """
     server = ToolServer(name, version=__version__, instructions=instructions, **kwargs)
     server.output_schemas = output_schemas
+    server.stateless_http = stateless_http
+    enable_logging(server)
     if page_tool is not None:
         _add_page_tool(server, page_tool)
     return server
@@ -391,8 +404,12 @@ def http_app(
     open_paths: tuple[str, ...] = (),
 ) -> ASGIApp:
     """One ASGI app: our routes first, the MCP endpoint at ``mcp_path``, everything guarded."""
+    if getattr(server, "stateless_http", False):
+        sessions: dict[str, Any] = {"stateless_http": True}
+    else:
+        sessions = {"session_idle_timeout": SESSION_IDLE_TIMEOUT, "max_sessions": MAX_SESSIONS}
     mcp_app = server.streamable_http_app(
-        streamable_http_path=mcp_path, transport_security=transport_security(port), host=LOOPBACK
+        streamable_http_path=mcp_path, transport_security=transport_security(port), host=LOOPBACK, **sessions
     )
 
     @contextlib.asynccontextmanager

@@ -268,7 +268,9 @@ AllowStale = Annotated[bool, Field(description="false: refuse a stale or partial
 
 def build_server(backend: Ra3Backend) -> MCPServer:
     """The MCP server with every read-only query tool bound to one backend."""
-    server = new_server("ra3-mod-xml", INSTRUCTIONS, output_schemas=False, page_tool="get_result_page")
+    server = new_server(
+        "ra3-mod-xml", INSTRUCTIONS, output_schemas=False, page_tool="get_result_page", stateless_http=True
+    )
 
     def ask(verb: str, wait_for_index: bool = False, allow_stale: bool = True, **params: Any) -> Answer:
         """Every tool's body: its wire parameters plus the consistency options, to the backend."""

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.types import Completion
 from pydantic import BaseModel, ConfigDict, Field
 
 from moddesk.kit.errors import ServiceError
@@ -27,6 +28,8 @@ INSTRUCTIONS = (
     "(ICCS like h2e2 or Chinese like 炮8平5). You can never move for the person. Use xiangqi_hint "
     "when unsure (it costs no model budget) and xiangqi_review after the game."
 )
+
+PROMPT_COMMANDS = ("new", "state", "move ", "undo", "hint", "resign", "review", "export")
 
 PIECE_ZH = {
     "K": "帅", "A": "仕", "B": "相", "N": "马", "R": "车", "C": "炮", "P": "兵",
@@ -211,7 +214,11 @@ class MoveCoords(BaseModel):
 def build_server(service: GameService, panel_url: Callable[[str], str | None] | None = None) -> MCPServer:
     """An ``MCPServer`` whose tools play as the opponent and whose prompt acts for the person."""
     server = new_server(
-        "moddesk-xiangqi", INSTRUCTIONS, output_schemas=False, page_tool="xiangqi_result_page"
+        "moddesk-xiangqi",
+        INSTRUCTIONS,
+        output_schemas=False,
+        page_tool="xiangqi_result_page",
+        stateless_http=True,
     )
     link = panel_url or (lambda _session: None)
 
@@ -343,6 +350,23 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
             destructive=destructive,
             text=text,
         )
+
+    @server.completion()  # type: ignore[no-untyped-call,untyped-decorator]  # the SDK decorator is untyped
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+        """``command`` of the xiangqi prompt: the command words, then the legal moves after ``move``."""
+        if getattr(ref, "name", None) != "xiangqi" or argument.name != "command":
+            return None
+        typed = str(argument.value or "")
+        if typed.startswith("move "):
+            try:
+                moves = service.board(None, include_moves=True).get("legalMoves") or []
+            except ServiceError:
+                moves = []
+            values = [f"move {m['zh']}" for m in moves] + [f"move {m['iccs']}" for m in moves]
+        else:
+            values = [c for c in PROMPT_COMMANDS if c.startswith(typed.strip())]
+        values = [v for v in values if v.startswith(typed)]
+        return Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
 
     @server.prompt(
         name="xiangqi",
