@@ -96,11 +96,18 @@ async def test_definition_references_hover(project: Path, tmp_path: Path) -> Non
         assert sorted(_loc(r) for r in refs) == sorted(
             (uri(project / e["file"]), e["line"] - 1) for e in expected
         )
+        at = position_of(text, 'id="SampleScout"', 6)
         labelled = await client.protocol.send_request_async(
             "moddesk/references",
-            {"textDocument": {"uri": doc}, "position": {"line": refs[0].range.start.line, "character": 0}},
+            {"textDocument": {"uri": doc}, "position": {"line": at.line, "character": at.character}},
         )
-        assert labelled is not None
+        assert sorted(row["label"] for row in labelled) == sorted(
+            f"{e['kind']}: {e['from']['type']}:{e['from']['id']} "
+            + f"{e['parent'] + '/' if e['parent'] else ''}{e['element']}"
+            + (f"@{e['attribute']}" if e["attribute"] else "")
+            for e in expected
+        )
+        assert {row["kind"] for row in labelled} == {"weak"}
 
         # hover: type, where defined, reference count; XSD documentation of an attribute
         hover = await client.text_document_hover_async(
@@ -204,6 +211,19 @@ async def test_completion_rename_symbols(project: Path, tmp_path: Path) -> None:
             edited, "    <\n", 5
         )
         change_doc(client, doc, text, 3)
+
+        # include paths: files and folders next to the including document
+        mod = project / "Data" / "Mod.xml"
+        mod_text = mod.read_text("utf-8")
+        mod_doc = open_doc(client, mod)
+        got = await client.text_document_completion_async(
+            lsp.CompletionParams(
+                lsp.TextDocumentIdentifier(mod_doc), position_of(mod_text, 'source="Weapons.xml"', 8)
+            )
+        )
+        assert isinstance(got, lsp.CompletionList)
+        assert {"Weapons.xml", "Units/", "Broken.xml"} <= {i.label for i in got.items}
+        assert "Mod.xml" not in {i.label for i in got.items}  # not itself
 
         # rename: the definition plus exactly the reference sites find_references lists
         pos = position_of(text, 'WeaponName="SampleTankGun"', 14)
