@@ -22,7 +22,7 @@ SYSTEMS = ("pvf", "ra3", "xiangqi")
 # extras -> the modules each one brings, to tell a user which extras are installed
 EXTRAS: dict[str, tuple[str, ...]] = {
     "pvf": ("numpy", "quickjs"),
-    "ra3": ("lxml", "watchfiles"),
+    "ra3": ("lxml", "watchfiles", "pygls", "lsprotocol"),
     "xiangqi": (),
 }
 EXTERNAL_PROGRAMS: dict[str, tuple[str, ...]] = {

@@ -4,6 +4,7 @@ and after the fix, hover, completion by expected type, rename, and the resolved 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
@@ -228,3 +229,17 @@ async def test_resolved_view_of_a_deep_inherit_chain(mod: Mod) -> None:
     walk(answer["resolved"])
     assert len(sources) >= 2  # values come from more than one member of the chain
     assert all(res in {f"GameObject:{c['id']}" for c in answer["chain"]} for res in sources)
+
+
+async def test_first_build_is_reported_as_work_done_progress(mod: Mod) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while True:
+        reports = [r for rs in mod.client.progress_reports.values() for r in rs]
+        if any(isinstance(r, lsp.WorkDoneProgressEnd) for r in reports):
+            break
+        assert loop.time() < deadline, f"no progress end: {reports}"
+        await asyncio.sleep(0.1)
+    assert isinstance(reports[0], lsp.WorkDoneProgressBegin) and reports[0].title == "Indexing the SAGE mod"
+    end = next(r for r in reports if isinstance(r, lsp.WorkDoneProgressEnd))
+    assert end.message is not None and "assets" in end.message

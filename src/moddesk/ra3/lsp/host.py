@@ -20,7 +20,7 @@ from typing import Any
 import watchfiles
 
 from moddesk.ra3.endpoints import EndpointPublisher, is_process_alive, read_endpoint_for_project
-from moddesk.ra3.index import ModIndex
+from moddesk.ra3.index import BuildProgress, ModIndex
 from moddesk.ra3.live import LiveServer, ProjectRegistry, query_verbs
 from moddesk.ra3.model import IndexData
 from moddesk.ra3.project import ProjectConfig, display_path, file_key
@@ -61,6 +61,7 @@ class EditorHost:
         publish_live: bool = True,
         watch_disk: bool = True,
         on_indexed: Callable[[], None] | None = None,
+        on_progress: Callable[[BuildProgress], None] | None = None,
     ) -> None:
         self.overlays: dict[str, bytes] = {}
         self._dirty_buffers: set[str] = set()  # buffers whose text differs from the saved file
@@ -73,6 +74,7 @@ class EditorHost:
             entries=entries,
             data_paths=data_paths,
             on_event=self._event,
+            on_progress=(lambda _project, progress: on_progress(progress)) if on_progress else None,
             index_factory=lambda config, cache: OverlayIndex(config, cache, self.overlays),
         )
         self.config = self.project.config

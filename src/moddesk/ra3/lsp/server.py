@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from moddesk import __version__
 from moddesk.kit.errors import ServiceError
 from moddesk.ra3.errors import Ra3Error
+from moddesk.ra3.index import BuildProgress
 from moddesk.ra3.lsp import completion, hover, navigation, symbols
 from moddesk.ra3.lsp.context import context_at
 from moddesk.ra3.lsp.diagnostics import SOURCE, DiagnosticTable, file_diagnostics
@@ -56,6 +58,9 @@ class Ra3LanguageServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self._xsd: XsdInfo | None = None
         self._xsd_lock = threading.Lock()
+        self._progress_lock = threading.Lock()
+        self._progress_token: str | None = None
+        self._progress_at = 0.0
 
     def xsd(self) -> XsdInfo | None:
         """Docs and enums of the schema, read on first use."""
@@ -103,6 +108,52 @@ class Ra3LanguageServer(LanguageServer):
     def on_indexed(self) -> None:
         """The worker published an update: refresh every open document's diagnostics."""
         self.publish(list(self.open_docs))
+        self._end_progress()
+
+    # --- the first build as work-done progress ----------------------------------------------------
+    async def begin_progress(self) -> None:
+        """Show the first build in the editor's progress UI, when the client supports it."""
+        window = self.client_capabilities.window
+        if self.host is None or window is None or not window.work_done_progress:
+            return
+        if self.host.index.status().is_final:
+            return
+        token = f"moddesk-ra3-index-{os.getpid()}"
+        await self.work_done_progress.create_async(token)
+        self.work_done_progress.begin(
+            token,
+            lsp.WorkDoneProgressBegin(title="Indexing the SAGE mod", message="starting", cancellable=False),
+        )
+        with self._progress_lock:
+            self._progress_token = token
+        if self.host.index.status().is_final:  # finished while the client was creating the token
+            self._end_progress()
+
+    def on_progress(self, progress: BuildProgress) -> None:
+        """Build progress from the worker thread (throttled to a few reports a second)."""
+        now = time.monotonic()
+        with self._progress_lock:
+            token = self._progress_token
+            if token is None or self.loop is None or now - self._progress_at < 0.25:
+                return
+            self._progress_at = now
+        message = f"{progress.phase}: {progress.files_parsed} files, {progress.assets} assets"
+        self.loop.call_soon_threadsafe(
+            self.work_done_progress.report, token, lsp.WorkDoneProgressReport(message=message)
+        )
+
+    def _end_progress(self) -> None:
+        host = self.host
+        with self._progress_lock:
+            token = self._progress_token
+            if token is None or self.loop is None or host is None or not host.index.status().is_final:
+                return
+            self._progress_token = None
+        stats = host.data.stats() if host.data is not None else {}
+        message = f"{stats.get('assetCount', 0)} assets, {stats.get('fileCount', 0)} files"
+        self.loop.call_soon_threadsafe(
+            self.work_done_progress.end, token, lsp.WorkDoneProgressEnd(message=message)
+        )
 
 
 def _fail(exc: Ra3Error | ServiceError) -> JsonRpcException:
@@ -151,10 +202,15 @@ def build_server(
                 data_paths=ls.options.data_paths,
                 publish_live=ls.publish_live,
                 on_indexed=ls.on_indexed,
+                on_progress=ls.on_progress,
             )
             ls.host.start()
         except (ServiceError, Ra3Error) as exc:
             raise _fail(exc) from exc
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: Ra3LanguageServer, params: lsp.InitializedParams) -> None:
+        await ls.begin_progress()
 
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: Ra3LanguageServer, params: None) -> None:
