@@ -19,6 +19,7 @@ import threading
 import time
 
 from moddesk.xiangqi.board import START_FEN, Move, Position, parse_square
+from moddesk.xiangqi.book import book_move
 from moddesk.xiangqi.engines import open_engine
 from moddesk.xiangqi.levels import choose_move
 from moddesk.xiangqi.rules import game_status
@@ -26,7 +27,13 @@ from moddesk.xiangqi.search import Searcher
 
 
 def play_game(
-    engine_path: str, elo: int, ours_red: bool, movetime: float, max_plies: int, level: int | None = None
+    engine_path: str,
+    elo: int,
+    ours_red: bool,
+    movetime: float,
+    max_plies: int,
+    level: int | None = None,
+    use_book: bool = False,
 ) -> float:
     """One game; returns our score (1 win, 0.5 draw, 0 loss). ``level``: play as that local-opponent level."""
     pos = Position(START_FEN)
@@ -45,6 +52,8 @@ def play_game(
                 if chosen is None:
                     return 0.0
                 iccs = chosen
+            elif our_turn and use_book and (opening := book_move(pos)) is not None:
+                iccs = opening
             elif our_turn:
                 result = searcher.search(pos, time_limit=movetime, history=[*pos.key_history(), pos.key])
                 if result.best_move is None:
@@ -196,6 +205,7 @@ def main() -> None:
     parser.add_argument("--movetime", type=float, default=0.1, help="seconds per move for both engines")
     parser.add_argument("--elo", default="1350,1800", help="comma-separated UCI_Elo levels")
     parser.add_argument("--max-plies", type=int, default=160)
+    parser.add_argument("--book", action="store_true", help="our full engine opens from moddesk.xiangqi.book")
     parser.add_argument(
         "--levels", default="", help="comma-separated local-opponent levels (1-10) to measure"
     )
@@ -213,7 +223,10 @@ def main() -> None:
         return
     for elo in levels:
         start = time.perf_counter()
-        scores = [play_game(path, elo, i % 2 == 0, movetime, args.max_plies) for i in range(games)]
+        scores = [
+            play_game(path, elo, i % 2 == 0, movetime, args.max_plies, use_book=args.book)
+            for i in range(games)
+        ]
         diff, low, high = elo_estimate(scores)
         w, d, lost = scores.count(1.0), scores.count(0.5), scores.count(0.0)
         print(

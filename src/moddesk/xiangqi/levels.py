@@ -14,10 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from moddesk.kit.errors import ServiceError
-from moddesk.xiangqi import search
+from moddesk.xiangqi import book, search
 from moddesk.xiangqi.board import Position
 
 MIN_LEVEL, MAX_LEVEL = 1, 10
+BOOK_FROM_LEVEL = 6  # the stronger levels open from the book like a club player; beginners improvise
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ def choose_move(
 ) -> str | None:
     """The move (ICCS) the local opponent plays at ``level``; None when there is no legal move."""
     plan = LEVELS[check_level(level)]
+    if level >= BOOK_FROM_LEVEL:
+        opening = book.book_move(pos, rng)
+        if opening is not None:
+            return opening
     result = search.search(
         pos.copy(),
         depth=plan.depth,
