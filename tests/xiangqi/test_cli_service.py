@@ -64,10 +64,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_serve(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
+def start_serve(tmp_path: Path, port: int, **extra_env: str) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "moddesk.cli", "xiangqi", "serve", "--port", str(port)],
-        env={**os.environ, **env_for(tmp_path)},
+        env={**os.environ, **env_for(tmp_path), **extra_env},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -129,3 +129,65 @@ def test_serve_restart_keeps_the_game(tmp_path: Path) -> None:
         assert state["plies"] == 2 and state["message"]["code"] == "ai.fallback.local"
     finally:
         stop(server)
+
+
+def test_server_killed_during_a_local_engine_think_resumes_after_restart(tmp_path: Path) -> None:
+    runner = CliRunner(env=env_for(tmp_path))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = start_serve(tmp_path, port, MODDESK_XIANGQI_THINK_TIME="30", MODDESK_XIANGQI_ENGINE="builtin")
+    try:
+        created = runner.invoke(app, ["new", "--opponent", "local", "--level", "10", "--url", url, "--json"])
+        assert created.exit_code == 0, created.output
+        session = json.loads(created.output)["sessionId"]
+        moved = httpx.post(
+            f"{url}/xiangqi-mate/move", json={"sessionId": session, "move": "h2e2"}, timeout=30
+        )
+        assert moved.json()["value"]["pending"] == "ai-thinking"  # the engine now thinks for 30 s
+    finally:
+        server.kill()  # no goodbye: the think dies with the process, the game stays ai-thinking
+        server.wait()
+    server = start_serve(tmp_path, port, MODDESK_XIANGQI_ENGINE="builtin")
+    try:
+        # no request needed: the new server's watchdog adopts the orphaned think and answers
+        deadline = time.monotonic() + 30
+        state: dict[str, object] = {"plies": 1}
+        while state["plies"] != 2 and time.monotonic() < deadline:
+            time.sleep(0.3)
+            body = httpx.post(f"{url}/xiangqi-mate/state", json={"sessionId": session}, timeout=30).json()
+            state = body["value"]
+        assert state["plies"] == 2 and state["pending"] is None and state["turn"] == "r"
+        again = httpx.post(
+            f"{url}/xiangqi-mate/move", json={"sessionId": session, "move": "h0g2"}, timeout=30
+        )
+        assert again.json()["ok"], again.json()
+    finally:
+        stop(server)
+
+
+def test_cli_load_and_export_records(tmp_path: Path) -> None:
+    from moddesk.xiangqi import records
+
+    runner = CliRunner(env=env_for(tmp_path))
+    sample = Path(__file__).with_name("records") / "cchess-test2.pgn"
+    loaded = runner.invoke(app, ["load", str(sample), "--ply", "12", "--local", "--json"])
+    assert loaded.exit_code == 0, loaded.output
+    value = json.loads(loaded.output)
+    assert value["plies"] == 12 and value["record"]["plies"] == 102
+    out = tmp_path / "out dir" / "game.xqf"
+    out.parent.mkdir()
+    exported = runner.invoke(app, ["export", "--session", value["sessionId"], "--out", str(out), "--local"])
+    assert exported.exit_code == 0, exported.output
+    assert (
+        records.read_record(out.read_bytes(), out.name).moves
+        == records.read_record(sample.read_bytes()).moves[:12]
+    )
+    ubb = runner.invoke(app, ["export", "--session", value["sessionId"], "--format", "ubb", "--local"])
+    assert "[DhtmlXQ_movelist]" in ubb.output
+    missing = runner.invoke(app, ["load", str(tmp_path / "nope.pgn"), "--local"])
+    assert missing.exit_code == 1 and "NOT_FOUND" in missing.output
+    damaged = tmp_path / "damaged.xqf"
+    damaged.write_bytes(out.read_bytes()[:900])
+    refused = runner.invoke(app, ["load", str(damaged), "--local"])
+    text = refused.output.replace("\n", "")  # rich wraps long lines
+    assert refused.exit_code == 1 and "BAD_RECORD" in text and "棋谱损坏" in text
