@@ -434,8 +434,7 @@ def render_script(
     index_seen = False
     for idx, (kind, text) in enumerate(items):
         if kind >= _NUM:  # a value
-            if cur and (kind == _STR or "\n" in cur[-1]):
-                # strings start a line; nothing follows a multi-line string's closing backtick
+            if kind == _STR and cur:  # strings start a line
                 add(indent + "\t".join(cur))
                 cur = []
             cur.append(text)
@@ -451,6 +450,10 @@ def render_script(
                 elif per_line and len(cur) >= per_line:
                     add(indent + "\t".join(cur))
                     cur = []
+            if kind == _STR and cur and "\n" in text:
+                # nothing follows a multi-line string's closing backtick (only pvfUtility accepts it)
+                add(indent + "\t".join(cur))
+                cur = []
             continue
         if cur:
             add(indent + "\t".join(cur))
