@@ -21,7 +21,7 @@ CHAIN = f"""<?xml version="1.0" encoding="utf-8"?>
   <GameObject id="ChainMid" inheritFrom="ChainBase" BuildCost="200">
     <Behaviors>
       <FireWeaponUpdate id="ModuleTag_Gun" xai:joinAction="Replace">
-        <FireWeaponNugget WeaponName="SampleTankGun"/>
+        <!--😀 twin guns--><FireWeaponNugget WeaponName="SampleTankGun"/>
         <FireWeaponNugget WeaponName="SampleTankGun"/>
       </FireWeaponUpdate>
     </Behaviors>
@@ -51,6 +51,13 @@ def write_fixture(root: Path) -> Path:
         '<xs:enumeration value="Allies"/><xs:enumeration value="Soviet"/><xs:enumeration value="Japan"/>'
         "</xs:restriction></xs:simpleType></xs:attribute>",
     )
+    text = text.replace(
+        '<xs:complexType><xs:attribute name="WeaponName" type="WeaponTemplateRef"/></xs:complexType>',
+        '<xs:complexType><xs:attribute name="WeaponName" type="WeaponTemplateRef"><xs:annotation>'
+        "<xs:documentation>The weapon this nugget fires.</xs:documentation></xs:annotation></xs:attribute>"
+        "</xs:complexType>",
+    )
+    assert "The weapon this nugget fires." in text
     xsd.write_text(text, encoding="utf-8")
     (project / "Data" / "Units" / "Chain.xml").write_text(CHAIN, encoding="utf-8")
     mod = project / "Data" / "Mod.xml"

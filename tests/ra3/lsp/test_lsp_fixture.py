@@ -17,6 +17,7 @@ from lsprotocol import types as lsp
 
 from moddesk.ra3.endpoints import HOME_ENV, endpoint_path_for_project
 from moddesk.ra3.index import ModIndex
+from moddesk.ra3.lsp.positions import to_utf16
 from moddesk.ra3.mcp import Ra3Backend
 from moddesk.ra3.project import detect_project
 from moddesk.ra3.query import QueryApi
@@ -34,6 +35,12 @@ def _in_process(project: Path) -> QueryApi:
     index = ModIndex(detect_project(project))
     index.build()
     return QueryApi(index)
+
+
+def _u16(project: Path, site: dict) -> int:  # type: ignore[type-arg]
+    """A find_references site's column (code points) as the UTF-16 column an editor uses."""
+    row = (project / site["file"]).read_text("utf-8").split("\n")[site["line"] - 1]
+    return to_utf16(row, site["character"])
 
 
 def _loc(location: lsp.Location) -> tuple[str, int]:
@@ -96,6 +103,24 @@ async def test_definition_references_hover(project: Path, tmp_path: Path) -> Non
         assert sorted(_loc(r) for r in refs) == sorted(
             (uri(project / e["file"]), e["line"] - 1) for e in expected
         )
+        # UTF-16 columns: a reference after an astral character (2 UTF-16 units, 1 code point)
+        chain = project / "Data" / "Units" / "Chain.xml"
+        row = next(r for r in chain.read_text("utf-8").split("\n") if "😀" in r)
+        row_no = chain.read_text("utf-8").split("\n").index(row)
+        col16 = row.index('WeaponName="') + len('WeaponName="') + 1
+        gun_refs = await client.text_document_references_async(
+            lsp.ReferenceParams(
+                text_document=lsp.TextDocumentIdentifier(weapons),
+                position=lsp.Position(gun_line, len('  <WeaponTemplate id="') + 2),
+                context=lsp.ReferenceContext(include_declaration=False),
+            )
+        )
+        assert gun_refs is not None
+        astral = [r for r in gun_refs if r.uri == uri(chain) and r.range.start.line == row_no]
+        assert [(r.range.start.character, r.range.end.character) for r in astral] == [(col16, col16 + 13)]
+        hits = await define(lsp.Position(row_no, col16 + 12), chain)  # on the last character, "n"
+        assert [_loc(h) for h in hits] == [(weapons, gun_line)]
+
         at = position_of(text, 'id="SampleScout"', 6)
         labelled = await client.protocol.send_request_async(
             "moddesk/references",
@@ -119,6 +144,7 @@ async def test_definition_references_hover(project: Path, tmp_path: Path) -> Non
         value = hover.contents.value  # type: ignore[union-attr]
         assert "**WeaponTemplate** `SampleTankGun`" in value and f"Data/Weapons.xml:{gun_line + 1}" in value
         assert "referenced 4 time(s) (strong 4)" in value
+        assert "The weapon this nugget fires." in value  # the XSD documentation of WeaponName
         hover = await client.text_document_hover_async(
             lsp.HoverParams(lsp.TextDocumentIdentifier(doc), position_of(text, "CommandSet=", 2))
         )
@@ -242,7 +268,7 @@ async def test_completion_rename_symbols(project: Path, tmp_path: Path) -> None:
         refs = api.find_references("SampleTankGun", "WeaponTemplate")["references"]
         defined = api.find_asset("SampleTankGun", "WeaponTemplate")["assets"]
         assert len(sites) == len(refs) + len(defined) == 5
-        assert {(uri(project / r["file"]), r["line"] - 1, r["character"]) for r in refs} <= set(sites)
+        assert {(uri(project / r["file"]), r["line"] - 1, _u16(project, r)) for r in refs} <= set(sites)
         assert all(e.new_text == "SampleTankCannon" for es in edit.changes.values() for e in es)
 
         for needle, offset in (('inheritFrom="GameObject:BaseVehicle', 25), ('VoiceSelect="TankVoice"', 14)):

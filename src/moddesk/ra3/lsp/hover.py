@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import re
 
-from moddesk.ra3.lsp.context import ATTRIBUTE_NAME, all_attributes, context_at, types_of, word_range
+from moddesk.ra3.lsp.context import (
+    ATTRIBUTE_NAME,
+    ATTRIBUTE_VALUE,
+    TEXT,
+    all_attributes,
+    context_at,
+    types_of,
+    word_range,
+)
 from moddesk.ra3.lsp.host import EditorHost
 from moddesk.ra3.lsp.positions import Lines
 from moddesk.ra3.lsp.sites import AssetHit, ExpressionHit, Hit, IncludeHit, RefHit
@@ -66,6 +74,9 @@ def hover_markdown(
             parts.append(f"{ref.kind} reference to {ref.ref_type or 'any type'} in `{where}` ({res.status})")
             for key in res.keys[:3]:
                 parts += _asset_lines(host, data, key)
+        member_doc = _value_doc(text, line, index, schema, xsd)
+        if member_doc:
+            parts.append(member_doc)
     elif isinstance(hit, AssetHit):
         parts += _asset_lines(host, data, hit.asset.key)
         if hit.asset.inherit_from:
@@ -89,6 +100,24 @@ def hover_markdown(
     if status.stale or not status.is_final:
         parts.append(f"_index {status.state}: answered from build {status.build_id}, an update is pending_")
     return "\n\n".join(parts)
+
+
+def _value_doc(
+    text: str, line: int, index: int, schema: SchemaModel | None, xsd: XsdInfo | None
+) -> str | None:
+    """XSD documentation of the attribute or element whose value is under the cursor."""
+    if schema is None or xsd is None:
+        return None
+    ctx = context_at(text, Lines(text).offset(line, index))
+    if ctx is None:
+        return None
+    if ctx.kind == ATTRIBUTE_VALUE and ctx.element and ctx.attribute:
+        own = types_of(schema, [*ctx.stack, ctx.element])[-1]
+        return xsd.doc_of(schema, own, "@" + ctx.attribute) if own else None
+    if ctx.kind == TEXT and len(ctx.stack) >= 2:
+        parent = types_of(schema, ctx.stack)[-2]
+        return xsd.doc_of(schema, parent, ctx.stack[-1]) if parent else None
+    return None
 
 
 def _schema_doc(
