@@ -91,3 +91,15 @@ def test_import_then_export_mod(tmp_path: Path) -> None:
         "Fresh",
     )
     assert again.returncode == 1 and "TARGET_EXISTS" in again.stdout
+
+
+def test_import_of_text_that_does_not_compile_is_refused_before_applying(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path / "a.pvf")
+    before = archive.read_bytes()
+    folder = tmp_path / "creds"
+    folder.mkdir()
+    (folder / "keys.equ").write_text("[default]\naws_secret_access_key = AKIA\n")
+    done = moddesk("import", str(archive), str(folder), "--yes")
+    assert done.returncode == 1
+    assert "TEXT_INVALID" in done.stdout and "creds/keys.equ" in done.stdout and "--mode raw" in done.stdout
+    assert archive.read_bytes() == before

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from moddesk.kit.errors import ServiceError
@@ -80,6 +81,14 @@ def import_command(
         for item in items:
             table.add_row(item["action"], item["target"], item["type"], str(item["size"]), item["source"])
         console.print(table)
+        broken = [i for i in items if i.get("error")]
+        if broken:  # checked before anything is applied: the archive stays savable
+            for item in broken:
+                console.print(f"[red]TEXT_INVALID[/red] {escape(item['target'])}: {escape(item['error'])}")
+            console.print(
+                f"[yellow]{len(broken)} files would not compile; fix them or import them with --mode raw[/yellow]"
+            )
+            raise typer.Exit(1)
         overwrites = [i["key"] for i in items if i["action"] == "overwrite"]
         if overwrites and not overwrite:
             console.print(
