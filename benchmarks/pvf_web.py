@@ -51,8 +51,12 @@ window.__bench = {
 """
 
 
+def bench_dir() -> Path:
+    return Path(os.environ.get("MODDESK_BENCH_DIR") or Path(tempfile.gettempdir()) / "moddesk-bench")
+
+
 def archive_for(files: int) -> Path:
-    folder = Path(os.environ.get("MODDESK_BENCH_DIR") or Path(tempfile.gettempdir()) / "moddesk-bench")
+    folder = bench_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"web-{files}.pvf"
     if not path.exists():
@@ -87,13 +91,19 @@ def run(files: int, repeats: int, skip_search: bool = False) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     path = archive_for(files)
-    bench = Workbench(PvfService(), port=0)
+    # the search index is cached by content (as `pvf serve` does): a second run measures the page
+    # without the build competing for the CPU, as a person reopening their archive sees it
+    bench = Workbench(PvfService(index_cache=bench_dir() / "index-cache"), port=0)
     started = time.perf_counter()
     opened = bench.open_at_start(path)
     open_s = time.perf_counter() - started
     ws = opened["workspaceId"]
     bench.start()
-    out: dict[str, Any] = {"files": opened["fileCount"], "open_s": open_s}
+    out: dict[str, Any] = {
+        "files": opened["fileCount"],
+        "open_s": open_s,
+        "index_at_start": bench.service.info()["indexStatus"],
+    }
     try:
         started = time.perf_counter()
         bench.service.list_folder(ws, "")  # the folder index: sorted once per workspace
@@ -232,7 +242,8 @@ def main() -> None:
     args = parser.parse_args()
     r = run(args.files, args.repeats, args.skip_search)
     print(
-        f"archive: {r['files']:,} files; open {r['open_s']:.1f} s; folder index {r['folder_index_s'] * 1000:.0f} ms"
+        f"archive: {r['files']:,} files; open {r['open_s']:.1f} s; folder index {r['folder_index_s'] * 1000:.0f} ms;"
+        f" search index when the page figures start: {r['index_at_start']}"
     )
     print(
         f"first contentful paint {r['fcp_ms']:.0f} ms; tree painted {r['first_tree_ms']:.0f} ms (budget 1000) | root listing op {r['root_op_ms']:.1f} ms"

@@ -427,11 +427,13 @@ def test_switch_archive_with_unsaved_changes_then_history(
         page.fill("#archive-path", str(fresh))
         page.click("#btn-open")
     assert _eventually(lambda: bench.service.info()["sourcePath"] == str(fresh.resolve()), 30)
+    page.wait_for_selector("#ws-status:has-text('fresh archive.pvf')")  # the page knows it too
 
     # history: enable, change a file from the page, commit, see the change, undo it
     page.click("#views button[data-view='history']")
     page.click("#history-init")
-    page.wait_for_selector("#history-commit")
+    page.wait_for_selector("#history-commit, #notice:not([hidden]) .code")
+    assert page.locator("#history-commit").count() == 1, page.inner_text("#notice")
     ws_id, _ = workspace(bench)
     path = bench.service.search(ws_id, "**/*.stk", "path", limit=1)["hits"][0]["path"]
     original = bench.service.read_file(ws_id, path, 1, 2000)["text"]

@@ -28,5 +28,10 @@ async function paint() {
 export function init() {
   el.body = h("div", {});
   $("#main-history").append(h("div", { class: "panel" }, h("h2", {}, t("history.title")), el.body));
+  let shown = null; // repaint when the archive or its history state changes under the open view
   on("view", (name) => { if (name === "history") paint(); });
+  on("info", (info) => {
+    const now = `${info.workspaceId}:${info.versionStatus}`;
+    if (now !== shown) { shown = now; if (document.body.dataset.view === "history") paint(); }
+  });
 }

@@ -3,7 +3,7 @@ import { op } from "./api.js";
 import { t } from "./i18n.js";
 import { $, emit, h, notice, on, ws } from "./main.js";
 
-let last = null;
+let last = null, busy = false;
 const el = {};
 
 async function run(more = false) {
@@ -11,18 +11,25 @@ async function run(more = false) {
   if (!more) {
     const extensions = el.ext.value.split(/[\s,]+/).filter(Boolean).map((x) => (x.startsWith(".") ? x : "." + x));
     last = { workspaceId: info.workspaceId, query: el.q.value, mode: el.mode.value, scope: el.scope.value.trim(), extensions, limit: 50, cursor: null, count: 0 };
-    el.results.replaceChildren();
+    el.results.replaceChildren(el.more);
   }
-  if (!last.query) return;
+  if (!last.query || busy) return;
+  busy = true;
+  try { await fetchPage(); } finally { busy = false; }
+}
+
+async function fetchPage() {
   el.status.textContent = "…";
   const started = performance.now();
+  const query = last;
   for (let attempt = 0; ; attempt++) {
     try {
-      const page = await op("search", last);
+      const page = await op("search", query);
+      if (query !== last) return; // a newer search replaced this one while it ran
       last.cursor = page.nextCursor;
       last.count += page.hits.length;
       for (const hit of page.hits) {
-        el.results.append(h("div", { class: "hit", role: "link", "data-path": hit.path, "data-line": hit.line ?? "", onclick: () => emit("open-file", { path: hit.path, line: hit.line }) },
+        el.more.before(h("div", { class: "hit", role: "link", "data-path": hit.path, "data-line": hit.line ?? "", onclick: () => emit("open-file", { path: hit.path, line: hit.line }) },
           h("div", { class: "where" }, hit.line ? `${hit.path}:${hit.line}` : hit.path),
           hit.snippet != null ? h("div", { class: "snip" }, hit.snippet) : null));
       }
@@ -49,11 +56,18 @@ function build() {
   el.results = h("div", { id: "search-results" });
   el.more = h("button", { id: "search-more", hidden: true, onclick: () => run(true) }, t("search.more"));
   const form = h("form", { id: "search-form", onsubmit: (e) => { e.preventDefault(); run(); } },
-    el.q, h("button", { type: "submit", class: "primary" }, t("search.go")), h("div", { class: "opts" }, el.mode, el.scope, el.ext));
-  side.replaceChildren(form, el.status, el.results, el.more);
+    el.q, (el.go = h("button", { type: "submit", class: "primary" }, t("search.go"))), h("div", { class: "opts" }, el.mode, el.scope, el.ext));
+  el.results.append(el.more);
+  side.replaceChildren(form, el.status, el.results);
+  // the next page streams in when the end of the list scrolls into view (the button stays for keyboards)
+  new IntersectionObserver((seen) => { if (seen[0].isIntersecting && last && last.cursor && !busy) run(true); }, { root: el.results }).observe(el.more);
 }
 
 export function init() {
   build();
-  on("lang", () => { const q = el.q.value; build(); el.q.value = q; });
+  on("lang", () => {
+    el.q.placeholder = t("search.query"); el.scope.placeholder = t("search.scope"); el.ext.placeholder = t("search.ext");
+    for (const option of el.mode.options) option.textContent = t(`search.${option.value}`);
+    el.more.textContent = t("search.more"); el.go.textContent = t("search.go");
+  });
 }
