@@ -59,7 +59,16 @@ class Meter:
         self.errors += bool(result.is_error)
         if result.is_error and os.environ.get("MCP_TOKENS_DEBUG"):
             print(tool, text[:300], file=sys.stderr)
-        return _payload(result)
+        payload = _payload(result)
+        if payload.get("state") in ("queued", "running") and "next" in payload:  # a long call's task
+            import anyio
+
+            while True:
+                await anyio.sleep(0.1)
+                status = await self.call(client, "pvf_task_status", {"taskId": payload["taskId"]})
+                if status.get("state") not in ("queued", "running"):
+                    return dict(status.get("result") or status)
+        return payload
 
 
 async def _tool_list(client: Any) -> str:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, ConfigDict, Field
 
-from moddesk.kit.mcp import add_tool, caller_scope, compact_json
+from moddesk.kit.errors import ServiceError
+from moddesk.kit.mcp import ProgressRelay, add_tool, caller_scope, compact_json
+from moddesk.kit.tasks import TaskContext, TaskManager
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService
 
@@ -29,10 +32,47 @@ def _summary(result: Result) -> str:
     return compact_json(result.model_dump())
 
 
+TASK_WAIT = 0.8  # a call answers within a second; longer work is polled with pvf_task_status
+
+
+async def _as_task(
+    ctx: Context[Any], tasks: TaskManager, kind: str, work: Callable[[], dict[str, Any]]
+) -> Result:
+    """Run ``work`` as a task: its answer when done within ``TASK_WAIT``, else the task to poll.
+
+    Clients time requests out (the TypeScript SDK after 60 s) and a 200,000-file export takes
+    longer; a task keeps going after the call returns, and its ``result`` is this call's answer.
+    """
+
+    def run(task: TaskContext) -> dict[str, Any]:
+        task.progress(0, 1, kind)
+        value = work()
+        task.progress(1, 1, kind)
+        return value
+
+    async with ProgressRelay(ctx) as report:
+        task_id = tasks.start(kind, run, cancellable=False, on_progress=report)
+        status = await tasks.wait_async(task_id, TASK_WAIT)
+    if status["state"] == "succeeded":
+        return Result(**{**status["result"], "taskId": task_id})
+    error = status.get("error")
+    if status["state"] in ("failed", "cancelled") and error:
+        details = {k: v for k, v in error.items() if k not in ("ok", "error", "message", "hint")}
+        raise ServiceError(error["error"], error["message"], error.get("hint"), taskId=task_id, **details)
+    running = {
+        "taskId": task_id,
+        "kind": kind,
+        "state": status["state"],
+        "progress": status["progress"],
+        "next": f"still running: poll pvf_task_status with taskId {task_id}; its result is this call's answer",
+    }
+    return Result(**running)
+
+
 def register_transfer_tools(server: MCPServer, imports: ImportService, exports: ExportService) -> None:
     """Add the import and export tools to ``server``."""
 
-    def pvf_import_prepare(
+    async def pvf_import_prepare(
         ctx: Context[Any],
         workspaceId: str,
         sourcePaths: Annotated[
@@ -48,8 +88,12 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         """Read local files/folders once and freeze them into an import plan (nothing is written).
         A folder keeps its own name under targetDir. Symlinks, special and secret-looking files are
         refused; limits 10,000 files, 8 MiB each, 64 MiB in all. Then preview and apply."""
-        return Result(
-            **imports.prepare(workspaceId, sourcePaths, targetDir, mode, requestId, caller_scope(ctx))
+        scope = caller_scope(ctx)
+        return await _as_task(
+            ctx,
+            imports.service.tasks,
+            "import.prepare",
+            lambda: imports.prepare(workspaceId, sourcePaths, targetDir, mode, requestId, scope),
         )
 
     def pvf_import_preview(
@@ -60,7 +104,7 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         """One page of an import plan: key, source, target, type, size, add/overwrite, text diff."""
         return Result(**imports.preview(planId, cursor, limit))
 
-    def pvf_import_apply(
+    async def pvf_import_apply(
         ctx: Context[Any],
         planId: str,
         expectedRevision: Annotated[int, Field(ge=0)],
@@ -72,10 +116,12 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
     ) -> Result:
         """Write the selected items (the frozen bytes) in one step, or nothing. Replacing an existing
         entry needs its key in overwriteKeys. The archive file changes only when saved."""
-        return Result(
-            **imports.apply(
-                planId, expectedRevision, selectedKeys, overwriteKeys, requestId, caller_scope(ctx)
-            )
+        scope = caller_scope(ctx)
+        return await _as_task(
+            ctx,
+            imports.service.tasks,
+            "import.apply",
+            lambda: imports.apply(planId, expectedRevision, selectedKeys, overwriteKeys, requestId, scope),
         )
 
     def pvf_import_discard(planId: str) -> Result:
@@ -86,7 +132,7 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         """The export formats: direct, and the MOD formats 110USextend and 115CN-mod, with their layouts."""
         return Result(**exports.formats())
 
-    def pvf_export_prepare(
+    async def pvf_export_prepare(
         ctx: Context[Any],
         workspaceId: str,
         expectedRevision: Annotated[int, Field(ge=0)],
@@ -110,8 +156,12 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
     ) -> Result:
         """Freeze what to export and lay out the output tree (nothing is written). One export plan at a
         time; any later edit makes it stale. Then pvf_export_preview and pvf_export_execute."""
-        return Result(
-            **exports.prepare(
+        scope = caller_scope(ctx)
+        return await _as_task(
+            ctx,
+            exports.service.tasks,
+            "export.prepare",
+            lambda: exports.prepare(
                 workspaceId,
                 expectedRevision,
                 source,
@@ -124,8 +174,8 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
                 modId,
                 includeDependencies,
                 requestId,
-                caller_scope(ctx),
-            )
+                scope,
+            ),
         )
 
     def pvf_export_preview(
@@ -137,7 +187,7 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         skippedDeletes and missing dependencies."""
         return Result(**exports.preview(planId, cursor, limit))
 
-    def pvf_export_execute(
+    async def pvf_export_execute(
         ctx: Context[Any],
         planId: str,
         outputParent: Annotated[str, Field(description="an existing absolute local folder")],
@@ -147,17 +197,16 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         requestId: RequestId = None,
     ) -> Result:
         """Write the export into a new folder (or zip) under outputParent; never overwrites
-        (TARGET_EXISTS). Every applicable warning must be acknowledged. Returns outputPath."""
-        return Result(
-            **exports.execute(
-                planId,
-                outputParent,
-                outputName,
-                selectedEntryKeys,
-                acknowledgedWarningIds,
-                requestId,
-                caller_scope(ctx),
-            )
+        (TARGET_EXISTS). Every applicable warning must be acknowledged. Returns outputPath, or after
+        a second a taskId to poll with pvf_task_status (import/export prepare and apply do the same)."""
+        scope = caller_scope(ctx)
+        return await _as_task(
+            ctx,
+            exports.service.tasks,
+            "export.execute",
+            lambda: exports.execute(
+                planId, outputParent, outputName, selectedEntryKeys, acknowledgedWarningIds, requestId, scope
+            ),
         )
 
     def pvf_export_discard(planId: str) -> Result:
