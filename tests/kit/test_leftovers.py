@@ -139,3 +139,19 @@ def test_owner_of_any_name_is_a_pair_or_none(name: str) -> None:
 @given(st.text(alphabet=st.characters(blacklist_characters="/\x00"), min_size=1, max_size=40))
 def test_owner_round_trips_through_any_base_name(base: str) -> None:
     assert owner_of(temp_sibling(Path("/x") / base).name) == owner_of(temp_sibling(Path("/x/y")).name)
+
+
+def test_the_places_list_stays_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from moddesk.kit import leftovers
+
+    monkeypatch.setenv("MODDESK_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(leftovers, "_places_noted", set())
+    folders = []
+    for i in range(700):  # 700 lines of ~100 bytes: past the compaction size
+        folder = tmp_path / f"{'x' * 60} {i:04d}"
+        folder.mkdir()
+        folders.append(folder)
+        remember_place(folder)
+    assert leftovers.places_file().stat().st_size <= leftovers.PLACES_COMPACT_BYTES + 200
+    kept = remembered_places()
+    assert len(kept) <= leftovers.MAX_PLACES and kept[-1] == folders[-1]

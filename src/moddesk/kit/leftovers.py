@@ -32,6 +32,7 @@ TEMP_MARKER = ".moddesk-tmp-"
 DATA_DIR_ENV = "MODDESK_DATA_DIR"
 PLACES_FILE = "temp-places"
 MAX_PLACES = 200  # oldest folders are forgotten first; a folder is only a hint where to look
+PLACES_COMPACT_BYTES = 64 * 1024  # past this the list is rewritten with the newest MAX_PLACES
 UNKNOWN_OWNER_AGE = 3600.0  # seconds before doctor treats an owner-less temp as abandoned
 
 _OWNER = re.compile(re.escape(TEMP_MARKER) + r"(\d+)-(\d+)-")
@@ -209,8 +210,23 @@ def remember_place(folder: str | os.PathLike[str]) -> None:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(fd, (key + "\n").encode("utf-8", "surrogateescape"))
+            size = os.fstat(fd).st_size
         finally:
             os.close(fd)
+        if size > PLACES_COMPACT_BYTES:
+            _compact_places(target)
+
+
+def _compact_places(target: Path) -> None:
+    """Rewrite the list with its newest existing folders (a lost concurrent line is only a hint)."""
+    kept = "".join(f"{place}\n" for place in remembered_places())
+    temp = temp_sibling(target)
+    try:
+        temp.write_bytes(kept.encode("utf-8", "surrogateescape"))
+        os.replace(temp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
 
 
 def remembered_places() -> list[Path]:

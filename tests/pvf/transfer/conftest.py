@@ -62,3 +62,9 @@ def bench(tmp_path: Path) -> Iterator[Bench]:
         service, ImportService(service), ExportService(service), status["result"]["workspaceId"], path
     )
     service.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _private_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exports remember their folders in moddesk's data dir: keep the user's own out of tests."""
+    monkeypatch.setenv("MODDESK_DATA_DIR", str(tmp_path / "moddesk data"))
