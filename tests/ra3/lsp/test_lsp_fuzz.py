@@ -14,7 +14,14 @@ from lsp_fixture import write_fixture
 
 from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.index import ModIndex
-from moddesk.ra3.lsp.context import ATTRIBUTE_NAME, ATTRIBUTE_VALUE, ELEMENT, TEXT, context_at
+from moddesk.ra3.lsp.context import (
+    ATTRIBUTE_NAME,
+    ATTRIBUTE_VALUE,
+    ELEMENT,
+    TEXT,
+    context_at,
+    context_in_file,
+)
 from moddesk.ra3.lsp.positions import Lines, from_utf16, to_utf16
 from moddesk.ra3.lsp.xsd_info import XsdInfo
 from moddesk.ra3.project import detect_project
@@ -122,3 +129,14 @@ def test_resolved_view_survives_edited_chain_files(indexed: tuple[Path, ModIndex
         assert exc.code in ("ASSET_UNREADABLE", "ASSET_NOT_FOUND")
     else:
         assert answer["asset"]["id"] == "ChainTop" and answer["applied"] >= 1
+
+
+def test_context_from_the_enclosing_asset_equals_the_whole_file_scan(indexed: tuple[Path, ModIndex]) -> None:
+    project, index = indexed
+    for shown in ("Data/Units/SampleTank.xml", "Data/Units/Chain.xml"):
+        text = (project / shown).read_text("utf-8")
+        lines = Lines(text)
+        for line in range(len(lines.lines)):
+            for col in range(len(lines.line(line)) + 1):
+                fast = context_in_file(index.data, shown, text, lines, line, col)
+                assert fast == context_at(text, lines.offset(line, col)), (shown, line, col)

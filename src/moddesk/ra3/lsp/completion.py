@@ -3,6 +3,7 @@ enumeration values, and include paths."""
 
 from __future__ import annotations
 
+import bisect
 import os
 
 from lsprotocol import types as lsp
@@ -17,7 +18,7 @@ from moddesk.ra3.lsp.context import (
     types_of,
 )
 from moddesk.ra3.lsp.xsd_info import XsdInfo
-from moddesk.ra3.model import IndexData
+from moddesk.ra3.model import AssetDef, IndexData
 from moddesk.ra3.parse import split_value
 from moddesk.ra3.schema import FILE, ROOT_CONTAINERS, RefInfo, SchemaModel
 
@@ -41,31 +42,48 @@ def expected_reference(schema: SchemaModel, ctx: Context) -> tuple[RefInfo | Non
     return None, None
 
 
-def _ids(data: IndexData, target: str | None, prefix: str) -> list[lsp.CompletionItem]:
-    """Ids of assets of `target` (and derived types) starting with `prefix`, project first."""
+class IdCatalog:
+    """Asset ids per expected type, sorted for prefix lookups; rebuilt when the index generation moves."""
+
+    def __init__(self) -> None:
+        self._generation = -1
+        self._rows: dict[str | None, list[tuple[str, str, str, str]]] = {}
+
+    def rows(self, data: IndexData, target: str | None) -> list[tuple[str, str, str, str]]:
+        """(lower id, id, type, file:line) of assets of `target` and derived types, project first."""
+        if data.generation != self._generation:
+            self._rows, self._generation = {}, data.generation
+        hit = self._rows.get(target)
+        if hit is None:
+            wanted = data.derived_types(data.canonical(target)) if target else None
+            best: dict[tuple[str, str], AssetDef] = {}
+            for (t, idl), defs in data.by_key.items():
+                if wanted is None or t in wanted:
+                    best[(t, idl)] = min(defs, key=lambda x: (x.origin != "project", x.file))
+            hit = sorted((idl, d.id, t, f"{d.file}:{d.line}") for (t, idl), d in best.items())
+            self._rows[target] = hit
+        return hit
+
+
+def _ids(catalog: IdCatalog, data: IndexData, target: str | None, prefix: str) -> list[lsp.CompletionItem]:
+    """Ids of assets of `target` (and derived types) starting with `prefix`."""
     qual, ident = split_value(prefix)
-    wanted = data.derived_types(data.canonical(target)) if target else None
     pre = ident.lower()
-    rows: dict[tuple[str, str], tuple[str, str, str]] = {}
-    for (t, idl), defs in data.by_key.items():
-        if (
-            (wanted is None or t in wanted)
-            and idl.startswith(pre)
-            and (qual is None or t.lower() == qual.lower())
-        ):
-            d = min(defs, key=lambda x: (x.origin != "project", x.file))
-            rows[(t, idl)] = (d.id, t, f"{d.file}:{d.line}")
-            if len(rows) >= MAX_ITEMS * 5:
-                break
-    items = [
-        lsp.CompletionItem(
-            label=(f"{qual}:{ident_}" if qual else ident_),
-            kind=lsp.CompletionItemKind.Reference,
-            detail=t,
-            label_details=lsp.CompletionItemLabelDetails(description=where),
+    rows = catalog.rows(data, target)
+    items: list[lsp.CompletionItem] = []
+    for idl, ident_, t, where in rows[bisect.bisect_left(rows, (pre, "", "", "")) :]:
+        if not idl.startswith(pre) or len(items) >= MAX_ITEMS:
+            break
+        if qual is not None and t.lower() != qual.lower():
+            continue
+        items.append(
+            lsp.CompletionItem(
+                label=(f"{qual}:{ident_}" if qual else ident_),
+                kind=lsp.CompletionItemKind.Reference,
+                detail=t,
+                label_details=lsp.CompletionItemLabelDetails(description=where),
+            )
         )
-        for ident_, t, where in sorted(rows.values(), key=lambda r: r[0].lower())[:MAX_ITEMS]
-    ]
     return items
 
 
@@ -99,6 +117,7 @@ def complete(
     ctx: Context | None,
     doc_path: str,
     project_dir: str,
+    catalog: IdCatalog,
 ) -> list[lsp.CompletionItem]:
     """Completion items for a cursor context."""
     if ctx is None or schema is None:
@@ -108,7 +127,7 @@ def complete(
     if ctx.kind in (ATTRIBUTE_VALUE, TEXT):
         info, value_type = expected_reference(schema, ctx)
         if info is not None and info.kind != FILE and data is not None:
-            return _ids(data, info.ref_type, ctx.prefix)
+            return _ids(catalog, data, info.ref_type, ctx.prefix)
         if value_type is not None and xsd is not None:
             return [
                 lsp.CompletionItem(label=v, kind=lsp.CompletionItemKind.EnumMember, detail=value_type)

@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from moddesk.ra3.lsp.positions import Lines
+from moddesk.ra3.lsp.sites import assets_in
+from moddesk.ra3.model import IndexData
 from moddesk.ra3.schema import SchemaModel
 
 _TOKEN = re.compile(
@@ -38,12 +41,16 @@ def _local(name: str) -> str:
     return name.rsplit(":", 1)[-1]
 
 
-def context_at(text: str, offset: int) -> Context | None:
-    """The context at code-point `offset` of a document, None inside comments or declarations."""
+def context_at(text: str, offset: int, start: int = 0, stack: list[str] | None = None) -> Context | None:
+    """The context at code-point `offset` of a document, None inside comments or declarations.
+
+    `start` / `stack`: tokenise from `start` with this element stack already open (the start of the
+    enclosing top-level asset, which the index knows), instead of from the top of a big file.
+    """
     before = text[:offset]
-    stack: list[str] = []
-    end = 0
-    for m in _TOKEN.finditer(before):
+    stack = list(stack or [])
+    end = start
+    for m in _TOKEN.finditer(before, start):
         end = m.end()
         name = m.group(2)
         if name is None:
@@ -111,3 +118,20 @@ def all_attributes(schema: SchemaModel, type_name: str) -> dict[str, str]:
             for name, decl in tdef.attributes.items():
                 out[name] = decl.type
     return out
+
+
+def context_in_file(
+    data: IndexData | None, shown: str, text: str, lines: Lines, line: int, index: int
+) -> Context | None:
+    """`context_at` for (zero-based line, code-point index), tokenising from the enclosing top-level
+    asset's start tag when the index knows it and the text still has that tag there."""
+    start, stack = 0, None
+    if data is not None:
+        starts = [
+            a.line - 1
+            for a in assets_in(data, shown)
+            if 0 <= a.line - 1 <= line and ("<" + a.type) in lines.line(a.line - 1)
+        ]
+        if starts:
+            start, stack = lines.offset(max(starts), 0), ["AssetDeclaration"]
+    return context_at(text, lines.offset(line, index), start, stack)

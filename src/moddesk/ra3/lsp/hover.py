@@ -9,7 +9,7 @@ from moddesk.ra3.lsp.context import (
     ATTRIBUTE_VALUE,
     TEXT,
     all_attributes,
-    context_at,
+    context_in_file,
     types_of,
     word_range,
 )
@@ -52,6 +52,7 @@ def hover_markdown(
     host: EditorHost,
     data: IndexData,
     hit: Hit | None,
+    shown: str,
     text: str,
     line: int,
     index: int,
@@ -74,7 +75,7 @@ def hover_markdown(
             parts.append(f"{ref.kind} reference to {ref.ref_type or 'any type'} in `{where}` ({res.status})")
             for key in res.keys[:3]:
                 parts += _asset_lines(host, data, key)
-        member_doc = _value_doc(text, line, index, schema, xsd)
+        member_doc = _value_doc(data, shown, text, line, index, schema, xsd)
         if member_doc:
             parts.append(member_doc)
     elif isinstance(hit, AssetHit):
@@ -91,7 +92,7 @@ def hover_markdown(
         if info is not None and info.streams:
             modes = ", ".join(f"{s}: {MODE_NAMES[m]}" for s, m in sorted(info.streams.items()))
             parts.append(f"- {modes}")
-    doc = _schema_doc(text, line, index, schema, xsd)
+    doc = _schema_doc(data, shown, text, line, index, schema, xsd)
     if doc:
         parts.append(doc)
     if not parts:
@@ -103,12 +104,18 @@ def hover_markdown(
 
 
 def _value_doc(
-    text: str, line: int, index: int, schema: SchemaModel | None, xsd: XsdInfo | None
+    data: IndexData,
+    shown: str,
+    text: str,
+    line: int,
+    index: int,
+    schema: SchemaModel | None,
+    xsd: XsdInfo | None,
 ) -> str | None:
     """XSD documentation of the attribute or element whose value is under the cursor."""
     if schema is None or xsd is None:
         return None
-    ctx = context_at(text, Lines(text).offset(line, index))
+    ctx = context_in_file(data, shown, text, Lines(text), line, index)
     if ctx is None:
         return None
     if ctx.kind == ATTRIBUTE_VALUE and ctx.element and ctx.attribute:
@@ -121,7 +128,13 @@ def _value_doc(
 
 
 def _schema_doc(
-    text: str, line: int, index: int, schema: SchemaModel | None, xsd: XsdInfo | None
+    data: IndexData,
+    shown: str,
+    text: str,
+    line: int,
+    index: int,
+    schema: SchemaModel | None,
+    xsd: XsdInfo | None,
 ) -> str | None:
     """The XSD type and documentation of the element or attribute name under the cursor."""
     if schema is None or xsd is None:
@@ -132,10 +145,9 @@ def _schema_doc(
     word = row[start:end]
     if not word:
         return None
-    offset = lines.offset(line, start)
     before = row[:start]
     if before.endswith(("<", "</")):
-        ctx = context_at(text, offset)
+        ctx = context_in_file(data, shown, text, lines, line, start)
         stack = (ctx.stack if ctx is not None else [])[:]
         if before.endswith("</") and stack and stack[-1] == word.rsplit(":", 1)[-1]:
             stack.pop()
@@ -147,7 +159,7 @@ def _schema_doc(
         head = f"element `{word}`" + (f": type `{own}`" if own else "")
         return head + (f"\n\n{doc}" if doc else "")
     if row[end:].lstrip().startswith("="):
-        ctx = context_at(text, offset)
+        ctx = context_in_file(data, shown, text, lines, line, start)
         if ctx is None or ctx.kind != ATTRIBUTE_NAME or ctx.element is None:
             return None
         types = types_of(schema, [*ctx.stack, ctx.element])

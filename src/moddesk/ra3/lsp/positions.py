@@ -6,6 +6,7 @@ an editor counts UTF-16 units, so a column after an astral character (emoji, rar
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -55,9 +56,20 @@ class Lines:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        # LSP line breaks are exactly \n, \r\n and \r (str.splitlines also splits on \x0b, \u2028 …)
-        self.lines = _BREAK.split(text)
-        self.starts = [0] + [m.end() for m in _BREAK.finditer(text)]
+        # LSP line breaks are exactly \n, \r\n and \r (str.splitlines also splits on \x0b, \u2028 …);
+        # plain str.split is several times faster than the regex on the common \n-only file
+        self.lines = text.split("\n") if "\r" not in text else _BREAK.split(text)
+        self._starts: list[int] | None = None
+
+    @property
+    def starts(self) -> list[int]:
+        """Offset of the first character of each line (computed on first use)."""
+        if self._starts is None:
+            if "\r" not in self.text:
+                self._starts = [0, *itertools.accumulate(len(x) + 1 for x in self.lines[:-1])]
+            else:
+                self._starts = [0] + [m.end() for m in _BREAK.finditer(self.text)]
+        return self._starts
 
     def line(self, number: int) -> str:
         """Zero-based line `number`, '' outside the document."""

@@ -26,7 +26,7 @@ from moddesk.kit.errors import ServiceError
 from moddesk.ra3.errors import Ra3Error
 from moddesk.ra3.index import BuildProgress
 from moddesk.ra3.lsp import completion, hover, navigation, symbols
-from moddesk.ra3.lsp.context import context_at
+from moddesk.ra3.lsp.context import context_in_file
 from moddesk.ra3.lsp.diagnostics import SOURCE, DiagnosticTable, file_diagnostics
 from moddesk.ra3.lsp.host import EditorHost
 from moddesk.ra3.lsp.positions import Lines
@@ -59,6 +59,7 @@ class Ra3LanguageServer(LanguageServer):
         self._xsd: XsdInfo | None = None
         self._xsd_lock = threading.Lock()
         self._progress_lock = threading.Lock()
+        self.ids = completion.IdCatalog()
         self._progress_token: str | None = None
         self._progress_at = 0.0
 
@@ -291,7 +292,8 @@ def build_server(
         xsd = ls.xsd()
         with ls.host.index.lock:
             hit, text, line, index = locate(ls, params.text_document.uri, params.position)
-            markdown = hover.hover_markdown(ls.host, ls.host.data, hit, text, line, index, schema, xsd)
+            shown = ls.host.shown(ls.path_of(params.text_document.uri))
+            markdown = hover.hover_markdown(ls.host, ls.host.data, hit, shown, text, line, index, schema, xsd)
         if markdown is None:
             return None
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=markdown))
@@ -302,15 +304,15 @@ def build_server(
     def complete(ls: Ra3LanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList | None:
         if ls.host is None:
             return None
-        path, _shown, text = ls.document(params.text_document.uri)
+        path, shown, text = ls.document(params.text_document.uri)
         lines = Lines(text)
         line = params.position.line
-        offset = lines.offset(line, lines.index(line, params.position.character))
-        ctx = context_at(text, offset)
+        index = lines.index(line, params.position.character)
         xsd = ls.xsd()
         with ls.host.index.lock:
+            ctx = context_in_file(ls.host.data, shown, text, lines, line, index)
             items = completion.complete(
-                ls.host.data, ls.host.index.schema, xsd, ctx, path, ls.host.project_dir
+                ls.host.data, ls.host.index.schema, xsd, ctx, path, ls.host.project_dir, ls.ids
             )
         return lsp.CompletionList(is_incomplete=len(items) >= completion.MAX_ITEMS, items=items)
 
