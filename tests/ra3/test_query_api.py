@@ -101,3 +101,25 @@ def test_definition_inherit_chain(api: QueryApi) -> None:
     out = api.get_definition("WeaponTemplate", "sampletankgun")
     chain = out["inheritChain"]
     assert chain[0]["target"]["id"] == "BaseCannon" and chain[0]["resolution"] == "resolved"
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("max_edges", [1, 2, 5, 200])
+def test_forward_max_edges_is_exact_and_edges_never_repeat(api: QueryApi, depth: int, max_edges: int) -> None:
+    """maxEdges counts every edge (inheritFrom ones too); one written reference is one edge."""
+    for asset in ("SampleTank", "SampleScout"):
+        out = api.get_asset_references("GameObject", asset, depth=depth, max_edges=max_edges)
+        edges = out["edges"]
+        assert len(edges) == out["edgeCount"] <= max_edges
+        sites = [
+            (
+                e["source"]["file"],
+                e["source"]["line"],
+                e["source"]["character"],
+                e["via"]["attribute"] or e["via"]["element"],
+            )
+            for e in edges
+        ]
+        assert len(sites) == len(set(sites)), "a written reference listed twice"
+        unlimited = api.get_asset_references("GameObject", asset, depth=depth, max_edges=2000)
+        assert out["truncated"] == (unlimited["edgeCount"] > max_edges)

@@ -4,7 +4,9 @@ Edges, not a flat closure: each says which element / attribute of which file mad
 and `definedIn` names the ancestor asset when the edge is written on an `inheritFrom` base.
 `depth` defaults to 1 (max 3); the inheritFrom chain (max 8) is walked inside the same depth;
 `targetTypes` keeps edges whose target is assignable to one of them (inheritFrom edges always stay,
-they explain where the rest is written); `maxEdges` truncates with `omittedByTargetType` counts.
+they explain where the rest is written); `maxEdges` is exact: past it, edges are counted in
+`omittedByTargetType`. One written reference is one edge: reached again from another asset (siblings
+sharing a base at depth 2+), it gains that asset in `alsoFrom` instead of repeating.
 """
 
 from __future__ import annotations
@@ -97,6 +99,9 @@ def asset_references(
     filtered = 0
     visited = {start}
     frontier = [start]
+    # an edge written once (one file position) is listed once: reached again from another asset
+    # (siblings sharing an inheritFrom base, at depth 2+) it only gains that asset in `alsoFrom`
+    listed: dict[tuple[str, int, int, str], dict[str, Any]] = {}
     for level in range(1, depth + 1):
         nxt: list[Key] = []
         for key in frontier:
@@ -104,7 +109,14 @@ def asset_references(
             for owner, via_ref in _inherit_chain(data, key):
                 if via_ref is not None:
                     writer = prev if prev != key else None
-                    edges.append(_edge(data, key, writer, via_ref, (owner,), RESOLVED, level))
+                    if _fold(listed, data, key, via_ref):
+                        pass
+                    elif len(edges) >= max_edges:
+                        omitted[owner[0]] += 1
+                    else:
+                        edge = _edge(data, key, writer, via_ref, (owner,), RESOLVED, level)
+                        edges.append(edge)
+                        listed[_site(via_ref)] = edge
                 prev = owner
                 defined_in = owner if owner != key else None
                 for ref in _owned(data, owner):
@@ -117,10 +129,14 @@ def asset_references(
                     if not _accept(data, ttype, targets):
                         filtered += 1
                         continue
+                    if _fold(listed, data, key, ref):
+                        continue
                     if len(edges) >= max_edges:
                         omitted[ttype or "?"] += 1
                         continue
-                    edges.append(_edge(data, key, defined_in, ref, res.keys, res.status, level))
+                    edge = _edge(data, key, defined_in, ref, res.keys, res.status, level)
+                    edges.append(edge)
+                    listed[_site(ref)] = edge
                     if res.status == RESOLVED and res.keys[0] not in visited:
                         visited.add(res.keys[0])
                         nxt.append(res.keys[0])
@@ -136,6 +152,24 @@ def asset_references(
         "filteredByTargetType": filtered,
         "note": "joinAction (Replace/Remove) merging is not applied: edges are as written in each file",
     }
+
+
+def _site(ref: RefSite) -> tuple[str, int, int, str]:
+    return (ref.file, ref.line, ref.col, ref.attribute or ref.element or "")
+
+
+def _fold(
+    listed: dict[tuple[str, int, int, str], dict[str, Any]], data: IndexData, key: Key, ref: RefSite
+) -> bool:
+    """True when this written reference is already an edge: note ``key`` on it instead (max 50)."""
+    edge = listed.get(_site(ref))
+    if edge is None:
+        return False
+    also: list[dict[str, str]] = edge.setdefault("alsoFrom", [])
+    if len(also) < 50:
+        also.append({"type": key[0], "id": _where(data, key).get("id", key[1])})
+    edge["alsoFromCount"] = edge.get("alsoFromCount", 0) + 1
+    return True
 
 
 def _edge(
