@@ -68,7 +68,7 @@ def export_loop(port: int, archive: Path, out: Path) -> None:
     exports = ExportService(service)
     print("READY", flush=True)
     for round_ in range(1_000_000):
-        plan = exports.prepare(ws, service.workspace.revision, "selection", [""])
+        plan = exports.prepare(ws, service.workspace.revision, "selection", ["stackable"])
         exports.execute(plan["planId"], str(out), f"dump{round_}")
         print(f"EXPORTED {round_}", flush=True)
 
