@@ -7,7 +7,7 @@ For the RA3 corpus mod (NothingHereButTrees) and the C&C3 SDK base data it repor
   beside `get_definition` / `find_references` / `list_assets_by_type` called in-process;
 - diagnostics after a keystroke: `didChange` that breaks a reference -> the diagnostic arrives.
 
-    python benchmarks/ra3_lsp.py [--corpora DIR] [--sites 150] [--keystrokes 10]
+    python benchmarks/ra3_lsp.py [--corpora DIR] [--sites 150] [--keystrokes 10] [--only ra3|cnc3] [--quick]
 """
 
 from __future__ import annotations
@@ -240,18 +240,30 @@ def report(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _default_corpora() -> Path:
+    """$MODDESK_CORPORA, else ../shared/corpora beside the repository, else the shared machine's folder."""
+    env = os.environ.get("MODDESK_CORPORA")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+    return beside if beside.is_dir() else Path("/work/shared/corpora")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--corpora", type=Path, default=Path(os.environ.get("MODDESK_CORPORA", "../shared/corpora"))
-    )
+    parser.add_argument("--corpora", type=Path, default=_default_corpora())
+
     parser.add_argument("--sites", type=int, default=150)
     parser.add_argument("--keystrokes", type=int, default=10)
     parser.add_argument("--only", choices=("ra3", "cnc3"), default=None)
+    parser.add_argument("--quick", action="store_true", help="30 sites, 3 keystrokes (a smoke run)")
     args = parser.parse_args()
+    if args.quick:
+        args.sites, args.keystrokes = min(args.sites, 30), min(args.keystrokes, 3)
     sage = args.corpora / "sage"
     if not (sage / "ra3-nhbt").is_dir():
-        sys.exit(f"no SAGE corpora under {args.corpora} (pass --corpora or set MODDESK_CORPORA)")
+        print(f"skipped: no SAGE corpora under {args.corpora} (pass --corpora or set MODDESK_CORPORA)")
+        return
     with tempfile.TemporaryDirectory() as mount:
         # the mod's includes say DATA:RA3 Undecided/Data/...: mount it at <sdk>/Mods/RA3 Undecided
         mods = Path(mount) / "sdk" / "Mods"
