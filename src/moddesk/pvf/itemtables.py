@@ -16,7 +16,7 @@ import re
 import struct
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -56,39 +56,34 @@ def list_paths_for(kind: str, paths: list[str]) -> list[str]:
     return wanted
 
 
-_CLOSE = re.compile(r"\[/([^\]\r\n]+)\]")
+# Backtick strings and comment lines are matched (and skipped) first, so a tag-like string such as
+# `[fighter]` is never taken for a section.
+_TAGS = re.compile(r"`[^`]*`|^#[^\n]*|\[(/?)([^\[\]\r\n`]+)\]", re.MULTILINE)
 
 
 def first_values(text: str, wanted: set[str]) -> dict[str, Lexeme]:
-    """The first value of each wanted top-level section, lexing only as far as needed.
+    """The first value of each wanted top-level section; only those values are lexed.
 
     Blocks are told apart as the document model does (a name closed by ``[/name]`` somewhere in the
     file opens a block), so a section nested in a block is not taken for a top-level one.
     """
-    blocks = set(_CLOSE.findall(text))
+    tags = [(g[0], g[1], m.end()) for m in _TAGS.finditer(text) if (g := m.groups())[1] is not None]
+    blocks = {name for slash, name, _ in tags if slash}
     stack: list[str] = []
     out: dict[str, Lexeme] = {}
-    current: str | None = None
-    for lx in lex(text):
-        if lx.kind == "section":
-            tag = str(lx.value)
-            current = None
-            if tag.startswith("[/"):
-                name = tag[2:-1]
-                if name in stack:
-                    del stack[len(stack) - 1 - stack[::-1].index(name) :]
-                continue
-            name = tag[1:-1]
-            if not stack and name in wanted and name not in out:
-                current = name
-            if name in blocks:
-                stack.append(name)
+    for slash, name, end in tags:
+        if slash:
+            if name in stack:
+                del stack[len(stack) - 1 - stack[::-1].index(name) :]
             continue
-        if current is not None:
-            out[current] = lx
-            current = None
+        if not stack and name in wanted and name not in out:
+            first = next(lex(text[end:]), None)
+            if first is not None and first.kind != "section":
+                out[name] = replace(first, start=first.start + end, end=first.end + end)
             if len(out) == len(wanted):
                 break
+        if name in blocks:
+            stack.append(name)
     return out
 
 

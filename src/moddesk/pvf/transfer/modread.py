@@ -107,7 +107,7 @@ class _Budget:
         self.total = 0
 
     def take(self, member: str, size: int) -> None:
-        self.files += 1
+        self.files += member not in ("pack.json", "mod.json")  # the limits are on the payload
         self.total += size
         if self.files > MAX_FILES:
             raise invalid(f"the package holds more than {MAX_FILES} files", member=member)
