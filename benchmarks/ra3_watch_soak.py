@@ -200,10 +200,12 @@ def soak(project: Path, schema: Path | None, seconds: float, seed: int, rate: fl
         assert live is not None
         with watched.index.lock:
             got = fingerprint(live)
-        entries = [e.path for e in watched.config.entries]  # the settings the watcher started with
+        entries = list(watched.config.entries)  # the settings the watcher started with, stream names too
     finally:
         watcher.stop()
-    cold = ModIndex(detect_project(project, schema_path=schema, entries=entries))
+    config = detect_project(project, schema_path=schema)
+    config.entries = entries
+    cold = ModIndex(config)
     want = fingerprint(cold.build())
     diffs = 0
     for key in want:

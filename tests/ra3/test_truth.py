@@ -318,3 +318,55 @@ def test_references_inside_undeclared_modules_are_inferred(tmp_path: Path) -> No
     assert len(unknown) == 1 and "2 references inferred" in unknown[0]["message"]
     caveat = {c["code"]: c["places"] for c in q.find_references("SampleScout")["caveats"]}
     assert caveat["UNKNOWN_ELEMENTS"] == 1
+
+
+# --- diagnostics triage -------------------------------------------------------------------------------
+def test_diagnostics_are_triaged_with_a_summary_first(tmp_path: Path) -> None:
+    project = write_sample_project(tmp_path)
+    mod = project / "Data" / "Mod.xml"
+    mod.write_text(
+        mod.read_text("utf-8").replace(
+            '<Include type="all" source="Weapons.xml"/>',
+            '<Include type="all" source="Weapons.xml"/>\n'
+            '    <Include type="reference" source="DATA:global.xml"/>\n'
+            '    <Include type="all" source="Typos.xml"/>',
+        ),
+        "utf-8",
+    )
+    _write(
+        project / "Data" / "Typos.xml",
+        _doc(
+            '  <GameObject id="TypoTank">\n'
+            "    <Behaviors>\n"
+            '      <FireWeaponUpdate id="ModuleTag_F"><FireWeaponNugget WeaponName="SampleTankGn"/></FireWeaponUpdate>\n'
+            '      <CreateObjectDie id="ModuleTag_D" CreationList="OCL_VanillaDebris"/>\n'
+            "    </Behaviors>\n"
+            "  </GameObject>\n"
+        ),
+    )
+    _i, q = _build(project)
+    answer = q.list_diagnostics(limit=200)
+    assert list(answer)[:3] == ["index", "summary", "diagnostics"]
+    rows = answer["diagnostics"]
+    ranks = [{"error": 0, "warning": 1, "expected": 2}[r["severity"]] for r in rows]
+    assert ranks == sorted(ranks) and rows[0]["severity"] == "error"
+    by_message = {r["message"]: r for r in rows}
+    typo = next(r for m, r in by_message.items() if "'SampleTankGn'" in m)
+    assert (
+        typo["severity"] == "warning"
+        and typo["group"] == "mod-local"
+        and typo["didYouMean"] == "SampleTankGun"
+    )
+    vanilla = next(r for m, r in by_message.items() if "'OCL_VanillaDebris'" in m)
+    assert vanilla["severity"] == "expected" and vanilla["group"] == "base-game"
+    ref_include = next(r for r in rows if r["code"] == "INCLUDE_NOT_FOUND" and "global.xml" in r["message"])
+    assert ref_include["severity"] == "expected"
+    missing = next(r for r in rows if r["code"] == "INCLUDE_NOT_FOUND" and "Nowhere" in r["message"])
+    assert missing["severity"] == "error"
+    summary = answer["summary"]
+    assert summary["unresolvedReferences"] == {"mod-local": 1, "base-game": 1}
+    assert sum(summary["bySeverity"].values()) == answer["total"]
+    # one number everywhere
+    status = q.get_status()
+    assert status["stats"]["diagnosticCount"] == answer["total"] == sum(status["diagnosticsByCode"].values())
+    assert q.list_diagnostics(severity="expected")["total"] == summary["bySeverity"]["expected"]

@@ -136,3 +136,18 @@ def test_snapshot_fallback_says_stale_with_the_changed_files(tmp_path: Path, hom
     (project / "Data" / "Units" / "SampleTank.xml").unlink()
     source = SnapshotSource.load(project)
     assert source.changed_files() == ["Data/Units/SampleTank.xml", "Data/Weapons.xml"]
+
+
+def test_short_soak_live_index_equals_a_cold_build(tmp_path: Path, home: Path) -> None:
+    """A few seconds of random file and folder operations (the benchmark's chaos; 2 minutes there)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "ra3_watch_soak", Path(__file__).resolve().parents[2] / "benchmarks" / "ra3_watch_soak.py"
+    )
+    assert spec is not None and spec.loader is not None
+    soak = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(soak)
+    project = write_sample_project(tmp_path / "sdk")
+    _add_extra(project)
+    assert soak.soak(project, None, seconds=6.0, seed=16, rate=6.0) == 0

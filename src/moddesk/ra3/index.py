@@ -787,13 +787,16 @@ class ModIndex:
         reparse: set[str] = set()
         arts: list[str] = []
         for path in changed:
+            if path in self._includers:
+                # a fragment changed, vanished or came back: every document splicing it re-extracts
+                self._fragments.pop(path, None)
+                reparse.update(p for p in self._includers[path] if p in self._records)
             if path in self._records:
                 reparse.add(path)
                 if self._records[path][0] is None:
                     structural = True  # it was missing: restored, it may satisfy includes again
-            elif path in self._fragments:
-                self._fragments.pop(path, None)
-                reparse.update(self._includers.get(path, set()))
+            elif path in self._includers:
+                continue
             elif path in self._art:
                 if _stamp(path) is None:
                     structural = True  # an include target vanished
@@ -802,6 +805,13 @@ class ModIndex:
                 self._load_art(path)
             else:
                 structural = True  # a new or previously missing file may now satisfy an include
+        if structural:
+            # an xi:include that found nothing may find the new file: its document re-extracts too
+            reparse.update(
+                p
+                for p, (stamp, rec) in self._records.items()
+                if stamp is not None and any(x.href and x.target is None for x in rec.xi_includes)
+            )
         for path in sorted(reparse):
             old = self._records[path][1]
             stamp = _stamp(path)

@@ -361,14 +361,25 @@ def build_server(backend: Ra3Backend) -> MCPServer:
     def list_diagnostics(
         code: Annotated[str | None, Field(description="Only this code, e.g. XML_MALFORMED")] = None,
         file: Annotated[str | None, Field(description="Only this file")] = None,
+        severity: Annotated[
+            Literal["error", "warning", "expected"] | None,
+            Field(description="Only this severity; expected = base-game references a mod cannot check"),
+        ] = None,
         limit: Limit = 100,
         cursor: Cursor = None,
         wait_for_index: Wait = False,
         allow_stale: AllowStale = True,
     ) -> Answer:
-        """Problems the indexer found (malformed XML, missing includes, unresolved or ambiguous references) with file:line. Paged."""
+        """Problems the indexer found with file:line, errors first, a summary by severity before the page; unresolved references split into mod-local (likely typos) and base-game (expected). Paged."""
         return ask(
-            "list_diagnostics", wait_for_index, allow_stale, code=code, file=file, limit=limit, cursor=cursor
+            "list_diagnostics",
+            wait_for_index,
+            allow_stale,
+            code=code,
+            file=file,
+            severity=severity,
+            limit=limit,
+            cursor=cursor,
         )
 
     def list_assets_by_type(

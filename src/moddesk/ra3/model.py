@@ -167,6 +167,7 @@ class IndexData:
         ] = {}  # game, sdk, schema, entries, dataPaths the build used
         # (generation, summary) of what the index left out; computed by the query layer on demand
         self.skipped_cache: tuple[int, dict[str, tuple[int, int]]] | None = None
+        self.triage_cache: tuple[int, list[Any]] | None = None  # (generation, triaged diagnostics)
         self._canonical = {t.lower(): t for t in self.type_bases}
         self._derived: dict[str, frozenset[str]] = {}
         self._derived_size = 0
@@ -287,7 +288,8 @@ class IndexData:
             "fileCount": len(self.files),
             "activeFileCount": sum(1 for f in self.files.values() if f.streams),
             "includeCount": len(self.includes),
-            "diagnosticCount": len(self.diagnostics),
+            # the one number: parse/include plus reference diagnostics, what list_diagnostics pages through
+            "diagnosticCount": len(self.diagnostics) + len(self.reference_diagnostics()),
         }
 
     # --- types ------------------------------------------------------------------------------

@@ -508,7 +508,9 @@ def resolve_source(cfg: ProjectConfig, source: str, from_file: Path) -> Resoluti
         for root in search:
             tried.append(str(root / rel))
             hit, outside = _resolve_within(roots, str(root), rel)
-            refused += outside
+            # a search root outside the roots (the folders above a mod without an SDK) is skipped
+            # quietly; a path climbing out of a root that is inside them is refused
+            refused += outside and _under(os.path.abspath(str(root)), roots) is not None
             if hit is not None and hit.is_file():
                 return Resolution(hit, tuple(tried))
     if refused:  # decided from the paths alone, so it never tells whether an outside file exists

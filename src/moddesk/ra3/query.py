@@ -38,6 +38,8 @@ from moddesk.ra3.parse import RefSite
 from moddesk.ra3.project import ProjectConfig, resolve_source
 from moddesk.ra3.resolved import DEFAULT_MAX_NODES, TextReader, disk_reader, resolved_asset
 from moddesk.ra3.schema import FILE, INHERIT
+from moddesk.ra3.triage import SEVERITY_RANK, triage
+from moddesk.ra3.triage import summary as triage_summary
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 50
@@ -199,9 +201,11 @@ class QueryApi:
             return out
         out["stats"] = data.stats()
         out["streams"] = data.streams
-        diags = data.diagnostics + data.reference_diagnostics()
-        out["diagnosticsByCode"] = dict(Counter(d.code for d in diags).most_common())
-        out["stats"]["diagnosticCount"] = len(diags)  # parse/include plus computed reference diagnostics
+        rows = triage(data)
+        counts = triage_summary(rows)
+        out["diagnosticsBySeverity"] = counts["bySeverity"]
+        out["diagnosticsByCode"] = counts["byCode"]
+        out["stats"]["diagnosticCount"] = len(rows)  # the one number: what list_diagnostics pages through
         out["manifests"] = data.manifests
         return out
 
@@ -225,25 +229,36 @@ class QueryApi:
         file: str | None = None,
         limit: int = DEFAULT_LIMIT,
         cursor: str | None = None,
+        severity: str | None = None,
+        group: str | None = None,
         *,
         wait_for_index: bool = False,
         allow_stale: bool = True,
         timeout: float = 10.0,
     ) -> dict[str, Any]:
-        """Diagnostics (malformed XML, unresolved includes, ambiguous ids ...) with file:line."""
+        """Diagnostics with file:line, triaged (severity error / warning / expected; group mod-local /
+        base-game / build), errors first, with a summary of the whole set before the page."""
         data = self._view(wait_for_index, allow_stale, timeout)
+        if severity is not None and severity not in SEVERITY_RANK:
+            raise Ra3Error("INVALID_ARGUMENT", f"severity must be one of {', '.join(SEVERITY_RANK)}")
+        shown = self._display(data, file).lower() if file is not None else None
+        everything = triage(data)
         items = [
-            d
-            for d in data.diagnostics + data.reference_diagnostics()
-            if (code is None or d.code == code)
-            and (file is None or d.file.lower() == self._display(data, file).lower())
+            t
+            for t in everything
+            if (code is None or t.diagnostic.code == code)
+            and (shown is None or t.diagnostic.file.lower() == shown)
+            and (severity is None or t.severity == severity)
+            and (group is None or t.group == group)
         ]
-        page, meta = self._page("diagnostics", {"code": code, "file": file}, items, limit, cursor)
-        rows = [
-            {"code": d.code, "file": d.file, "line": d.line, "message": d.message, "severity": d.severity}
-            for d in page
-        ]
-        return {"index": self.index_block(), "diagnostics": rows, **meta}
+        query = {"code": code, "file": file, "severity": severity, "group": group}
+        page, meta = self._page("diagnostics", query, items, limit, cursor)
+        return {
+            "index": self.index_block(),
+            "summary": triage_summary(everything),
+            "diagnostics": [t.to_json() for t in page],
+            **meta,
+        }
 
     # --- assets -----------------------------------------------------------------------------
     @_consistent

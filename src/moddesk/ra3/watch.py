@@ -37,6 +37,7 @@ from moddesk.ra3.query import QueryApi
 from moddesk.ra3.settings import configure
 from moddesk.ra3.setup import is_enabled
 from moddesk.ra3.snapshot import write_snapshot
+from moddesk.ra3.triage import triage
 
 logger = logging.getLogger("moddesk.ra3.watch")
 
@@ -174,6 +175,7 @@ class WatchedProject:
         self._rescan()  # the baseline reconciliation compares against: taken before the build reads
         try:
             self.index.build(self._progress)
+            self._prepare()
             self._on_event(self.project_dir, f"indexed: {self._stats_line()}")
         except Exception as exc:  # the index keeps its error state and last good data
             logger.exception("initial build of %s failed", self.project_dir)
@@ -233,6 +235,15 @@ class WatchedProject:
                 out.update(self.index.known_files_under(path))
         return out
 
+    def _prepare(self) -> None:
+        """Triage the new index's diagnostics here, in the worker, not in the first query after a change.
+
+        The worker is the only thread that mutates the index, so reading it here needs no lock.
+        """
+        data = self.index.data
+        if data is not None:
+            triage(data)
+
     def _apply(self, paths: set[str]) -> None:
         try:
             if self.index.data is None:
@@ -240,6 +251,7 @@ class WatchedProject:
                 self._on_event(self.project_dir, f"indexed: {self._stats_line()}")
             else:
                 result = self.index.update_files(sorted(paths))
+                self._prepare()
                 kind = "re-indexed" if result.structural else "updated"
                 self._on_event(
                     self.project_dir, f"{kind} {len(result.files)} file(s) in {result.seconds * 1000:.0f} ms"
