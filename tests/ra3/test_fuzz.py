@@ -153,3 +153,29 @@ def test_mutated_mod_never_crashes_build_or_queries(
     q.is_file_active("Data/Weapons.xml")
     for asset in q.list_assets_by_type("GameObject", limit=5)["assets"]:
         q.get_asset_references(asset["type"], asset["id"], depth=2)
+
+
+@FUZZ
+@given(text=st.text(max_size=400))
+def test_project_file_parses_or_says_invalid(tmp_path: Path, text: str) -> None:
+    from moddesk.ra3.errors import Ra3Error
+    from moddesk.ra3.settings import PROJECT_FILE, read_settings
+
+    (tmp_path / PROJECT_FILE).write_text(text, encoding="utf-8")
+    try:
+        settings_read = read_settings(tmp_path)
+    except Ra3Error as exc:
+        assert exc.code == "PROJECT_FILE_INVALID"
+    else:
+        assert settings_read is not None and settings_read.game in (None, "ra3", "cnc3", "kw")
+
+
+@FUZZ
+@given(text=st.text(alphabet=st.sampled_from(list('abc.xml:\\/"% =\n-DataStatic')), max_size=300))
+def test_buildmod_bat_never_breaks_detection(tmp_path: Path, text: str) -> None:
+    (tmp_path / "Data").mkdir(exist_ok=True)
+    (tmp_path / "Data" / "Static.xml").write_text("<AssetDeclaration/>", "utf-8")
+    (tmp_path / "BuildMod.bat").write_text(text, encoding="utf-8")
+    cfg = detect_project(tmp_path)
+    assert cfg.game == "kw" and cfg.entries
+    assert all(e.path.is_file() and tmp_path in e.path.parents for e in cfg.entries)

@@ -291,3 +291,53 @@ def test_find_asset_pages_with_limit_and_cursor(home: Path, tmp_path: Path) -> N
             assert len(files) == 2, files
 
     anyio.run(main)
+
+
+def test_truth_over_mcp_outside_include_inactive_files_and_no_schema(home: Path, tmp_path: Path) -> None:
+    """Through the official client: an outside include is refused with its diagnostic, a miss in an
+    unincluded file says where, and a mod without a schema says so in the text block."""
+    import shutil
+
+    from moddesk.ra3.sample import write_sample_project
+
+    project = write_sample_project(tmp_path / "sdk")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "x.xml").write_text('<AssetDeclaration xmlns="uri:ea.com:eala:asset"/>', "utf-8")
+    mod = project / "Data" / "Mod.xml"
+    mod.write_text(
+        mod.read_text("utf-8").replace(
+            "<Includes>", '<Includes>\n    <Include type="all" source="DATA:../outside/x.xml"/>', 1
+        ),
+        "utf-8",
+    )
+    lonely = tmp_path / "no sdk" / "Mods" / "Sample Mod"
+    shutil.copytree(project, lonely)
+    for folder in (project, lonely):
+        built = subprocess.run(
+            [*CLI, "index", str(folder), "--json"], env=_env(home), capture_output=True, text=True, timeout=60
+        )
+        assert built.returncode == 0, built.stderr
+
+    async def main() -> None:
+        async with Client(_mcp(home, project), read_timeout_seconds=60) as client:
+            refused = await _call(client, "list_diagnostics", code="INCLUDE_OUTSIDE_ROOTS")
+            rows = refused["result"]["diagnostics"]
+            assert [(r["file"], r["line"], r["severity"]) for r in rows] == [("Data/Mod.xml", 5, "error")]
+            probe = await _call(client, "resolve_include", source="DATA:../../../../etc/passwd")
+            assert probe["result"]["resolved"] is None
+            assert probe["result"]["error"].startswith("INCLUDE_OUTSIDE_ROOTS")
+            miss = await _call(client, "find_asset", id="NeverBuilt")
+            assert (
+                "which no stream includes (its include at Data/Mod.xml:10 is commented out)" in miss["text"]
+            )
+            inactive = await _call(client, "list_inactive_files")
+            assert [f["path"] for f in inactive["result"]["files"]] == ["Data/Units/Unused.xml"]
+        async with Client(_mcp(home, lonely), read_timeout_seconds=60) as client:
+            status = await _call(client, "find_references", id="SampleTankGun")
+            assert (
+                status["index"]["complete"] is False
+                and status["index"]["incomplete"][0]["reason"] == "NO_SCHEMA"
+            )
+            assert "references cannot be typed" in status["text"]
+
+    anyio.run(main)
