@@ -241,7 +241,7 @@ class WatchedProject:
         The worker is the only thread that mutates the index, so reading it here needs no lock.
         """
         data = self.index.data
-        if data is not None:
+        if data is not None and self._jobs.empty():  # more changes queued: apply them first
             triage(data)
 
     def _apply(self, paths: set[str]) -> None:
