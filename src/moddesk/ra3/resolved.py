@@ -4,14 +4,16 @@ BAB (`NodeJoiner`) starts the derived asset as a deep copy of its base and joins
 it: attributes overwrite; a child with an `id` replaces or merges into the base child with that id
 (module lists); a child without an `id` merges into the single same-named base child, and is
 appended when the base has none or several; `xai:joinAction` `Replace`/`Overwrite` replaces the
-matched node, `Remove` deletes it, `Append` (the default) merges. Bit-flag `+FLAG -FLAG` deltas and
-schema `maxOccurs` are not modelled: values are shown as written. Values keep the file and line
-they come from, and which asset of the chain wrote them.
+matched node, `Remove` deletes it, `Append` (the default) merges. Bit-flag deltas
+(`KindOf="+FLAG -FLAG"`) are applied to the inherited value; schema `maxOccurs` is not modelled.
+Values keep the file and line they come from, and which asset of the chain wrote them (a delta is
+credited to the asset that applied it last).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +27,7 @@ from moddesk.ra3.schema import INHERIT
 
 XAI_NS = "uri:ea.com:eala:asset:instance"
 _JOIN = "{" + XAI_NS + "}joinAction"
+_FLAG_DELTA = re.compile(r"[+-][A-Za-z_][A-Za-z0-9_]*")
 MAX_CHAIN = 8
 DEFAULT_MAX_NODES = 2000
 
@@ -167,35 +170,85 @@ def _element(root: etree._Element, asset: AssetDef) -> etree._Element | None:
     return min(hits, key=lambda el: abs(_line(el) - asset.line))
 
 
-def _node(el: etree._Element, file: str, source: str) -> Node:
-    """An element as a Node (comments and namespaced attributes dropped)."""
-    line = _line(el)
-    node = Node(local_name(el.tag) or "", file, line, source)
+@dataclass(slots=True)
+class _Source:
+    """One parsed file's text, to put values on the line they are written on.
+
+    libxml2 numbers an element by the line where its start tag *ends*; a tag spread over several
+    lines has its attributes above that line.
+    """
+
+    file: str
+    lines: list[str]
+
+    def tag_line(self, el: etree._Element) -> int:
+        """The line of `<Name`."""
+        end = _line(el)
+        pattern = re.compile(r"<(?:[\w.-]+:)?" + re.escape(local_name(el.tag) or "") + r"(?![\w.:-])")
+        for number in range(min(end, len(self.lines)), max(end - 40, 0), -1):
+            if pattern.search(self.lines[number - 1]):
+                return number
+        return end
+
+    def attr_line(self, el: etree._Element, name: str, start: int) -> int:
+        """The line of `name=` inside the start tag that begins on `start`."""
+        pattern = re.compile(r"(?<![\w:.-])" + re.escape(name) + r"\s*=")
+        for number in range(start, min(_line(el), len(self.lines)) + 1):
+            if pattern.search(self.lines[number - 1]):
+                return number
+        return start
+
+
+def _attributes(el: etree._Element, src: _Source) -> list[tuple[str, str, int]]:
+    """(name, value, line) of an element's own attributes (namespaced ones dropped)."""
+    start = src.tag_line(el)
+    out = []
     for key, value in el.items():
         name = str(key)
-        if name.startswith("{"):
-            continue
-        node.attributes[name] = Value(str(value), file, line, source)
+        if not name.startswith("{"):
+            out.append((name, str(value), src.attr_line(el, name, start) if _line(el) != start else start))
+    return out
+
+
+def _node(el: etree._Element, src: _Source, source: str) -> Node:
+    """An element as a Node (comments and namespaced attributes dropped)."""
+    line = src.tag_line(el)
+    node = Node(local_name(el.tag) or "", src.file, line, source)
+    for name, value, at in _attributes(el, src):
+        node.attributes[name] = Value(value, src.file, at, source)
     text = (el.text or "").strip()
     if text and len(el) == 0:
-        node.text = Value(text, file, line, source)
+        node.text = Value(text, src.file, _line(el), source)
     for child in el:
         if isinstance(child.tag, str):
-            node.children.append(_node(child, file, source))
+            node.children.append(_node(child, src, source))
     return node
 
 
-def _join(base: Node, el: etree._Element, file: str, source: str, inherited: str) -> None:
+def apply_flag_delta(base: str, delta: str) -> str | None:
+    """`+FLAG -FLAG` applied to a bit-flag list value (BAB), or None when `delta` is a plain value."""
+    tokens = delta.split()
+    if not tokens or not all(_FLAG_DELTA.fullmatch(t) for t in tokens):
+        return None
+    flags = base.split()
+    for token in tokens:
+        flag = token[1:]
+        if token[0] == "+" and flag not in flags:
+            flags.append(flag)
+        elif token[0] == "-" and flag in flags:
+            flags.remove(flag)
+    return " ".join(flags)
+
+
+def _join(base: Node, el: etree._Element, src: _Source, source: str, inherited: str) -> None:
     """Join the override element `el` into `base` in place (BAB NodeJoiner, simplified)."""
-    line = _line(el)
-    for key, value in el.items():
-        name = str(key)
-        if name.startswith("{"):
-            continue
-        base.attributes[name] = Value(str(value), file, line, source)
+    for name, value, at in _attributes(el, src):
+        old = base.attributes.get(name)
+        merged = apply_flag_delta(old.value if old is not None else "", value)
+        base.attributes[name] = Value(value if merged is None else merged, src.file, at, source)
     text = (el.text or "").strip()
     if text and len(el) == 0:
-        base.text = Value(text, file, line, source)
+        base.text = Value(text, src.file, _line(el), source)
     for child in el:
         if not isinstance(child.tag, str):
             continue
@@ -209,15 +262,15 @@ def _join(base: Node, el: etree._Element, file: str, source: str, inherited: str
             matches = same if len(same) == 1 else []
         if not matches:
             if action != "remove":
-                base.children.append(_node(child, file, source))
+                base.children.append(_node(child, src, source))
             continue
         at = matches[0]
         if action == "remove":
             del base.children[at]
         elif action in ("replace", "overwrite", "override") or base.children[at].name != name:
-            base.children[at] = _node(child, file, source)
+            base.children[at] = _node(child, src, source)
         else:
-            _join(base.children[at], child, file, source, action if action != "append" else "")
+            _join(base.children[at], child, src, source, action if action != "append" else "")
 
 
 def resolved_asset(
@@ -245,8 +298,8 @@ def resolved_asset(
         )
     start = _best(defs)
     chain, stopped = inherit_chain(data, start)
-    trees: dict[str, etree._Element | None] = {}
-    elements: list[tuple[AssetDef, etree._Element]] = []
+    trees: dict[str, tuple[etree._Element | None, _Source]] = {}
+    elements: list[tuple[AssetDef, etree._Element, _Source]] = []
     notes: list[str] = [stopped] if stopped else []
     for asset in chain:
         if asset.origin == "manifest":
@@ -256,22 +309,24 @@ def resolved_asset(
             break
         if asset.file not in trees:
             try:
-                trees[asset.file] = parse_xml_bytes(read(asset.file), asset.file)[0]
+                raw = read(asset.file)
+                lines = raw.decode("utf-8", "replace").splitlines()
+                trees[asset.file] = (parse_xml_bytes(raw, asset.file)[0], _Source(asset.file, lines))
             except OSError as exc:
-                trees[asset.file] = None
+                trees[asset.file] = (None, _Source(asset.file, []))
                 notes.append(f"cannot read {asset.file}: {exc}")
-        root = trees[asset.file]
+        root, src = trees[asset.file]
         el = _element(root, asset) if root is not None else None
         if el is None:
             notes.append(f"{asset.type}:{asset.id} was not found in {asset.file} (edited since indexing?)")
             break
-        elements.append((asset, el))
+        elements.append((asset, el, src))
     if not elements:
         raise Ra3Error("ASSET_UNREADABLE", "; ".join(notes) or f"{canon}:{id} has no readable definition")
-    base_asset, base_el = elements[-1]
-    merged = _node(base_el, base_asset.file, f"{base_asset.type}:{base_asset.id}")
-    for asset, el in reversed(elements[:-1]):
-        _join(merged, el, asset.file, f"{asset.type}:{asset.id}", "")
+    base_asset, base_el, base_src = elements[-1]
+    merged = _node(base_el, base_src, f"{base_asset.type}:{base_asset.id}")
+    for asset, el, src in reversed(elements[:-1]):
+        _join(merged, el, src, f"{asset.type}:{asset.id}", "")
     # the resolved asset is the child: its own id and type, not the base's
     first = elements[0][0]
     merged.name = first.type
@@ -288,7 +343,7 @@ def resolved_asset(
         "resolved": tree,
         "truncated": budget[0] <= 0,
         "rule": "child overrides parent; attributes overwrite; children with an id merge by id; "
-        "xai:joinAction Replace/Remove honoured; +FLAG/-FLAG deltas shown as written",
+        "xai:joinAction Replace/Remove honoured; +FLAG/-FLAG deltas applied",
     }
     if notes:
         out["notes"] = notes

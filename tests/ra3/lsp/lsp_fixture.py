@@ -10,7 +10,8 @@ from moddesk.ra3.sample import NS, write_sample_project
 CHAIN = f"""<?xml version="1.0" encoding="utf-8"?>
 <AssetDeclaration {NS} xmlns:xai="uri:ea.com:eala:asset:instance">
   <Tags/>
-  <GameObject id="ChainBase" CommandSet="SampleTankCommandSet" BuildCost="100" Side="Allies">
+  <GameObject id="ChainBase" CommandSet="SampleTankCommandSet" BuildCost="100" Side="Allies"
+      KindOf="SELECTABLE CAN_ATTACK">
     <Behaviors>
       <FireWeaponUpdate id="ModuleTag_Gun">
         <FireWeaponNugget WeaponName="SampleTankGun"/>
@@ -26,7 +27,7 @@ CHAIN = f"""<?xml version="1.0" encoding="utf-8"?>
       </FireWeaponUpdate>
     </Behaviors>
   </GameObject>
-  <GameObject id="ChainTop" inheritFrom="ChainMid" Side="Soviet">
+  <GameObject id="ChainTop" inheritFrom="ChainMid" Side="Soviet" KindOf="+VEHICLE -CAN_ATTACK">
     <Behaviors>
       <CreateObjectDie id="ModuleTag_Death" xai:joinAction="Remove"/>
       <WeaponSetUpdate id="ModuleTag_Set"/>

@@ -331,6 +331,10 @@ def _check_chain(answer: dict) -> None:  # type: ignore[type-arg]
     assert (attrs["BuildCost"]["value"], attrs["BuildCost"]["from"]) == ("200", "GameObject:ChainMid")
     assert (attrs["CommandSet"]["from"], attrs["CommandSet"]["line"]) == ("GameObject:ChainBase", 4)
     assert attrs["CommandSet"]["file"] == "Data/Units/Chain.xml"
+    assert (attrs["KindOf"]["value"], attrs["KindOf"]["from"]) == (
+        "SELECTABLE VEHICLE",
+        "GameObject:ChainTop",
+    )
     behaviors = tree["children"][0]["children"]
     ids = [m["attributes"]["id"]["value"] for m in behaviors]
     assert ids == ["ModuleTag_Gun", "ModuleTag_Set"]  # Death removed by ChainTop

@@ -25,7 +25,7 @@ from moddesk.ra3.lsp.context import (
 from moddesk.ra3.lsp.positions import Lines, from_utf16, to_utf16
 from moddesk.ra3.lsp.xsd_info import XsdInfo
 from moddesk.ra3.project import detect_project
-from moddesk.ra3.resolved import disk_reader, resolved_asset
+from moddesk.ra3.resolved import apply_flag_delta, disk_reader, resolved_asset
 
 XMLISH = st.text(alphabet=st.sampled_from(list("<>/=\"' \n\r\tabcAB:_-!?[]😀中")), max_size=300)
 
@@ -140,3 +140,16 @@ def test_context_from_the_enclosing_asset_equals_the_whole_file_scan(indexed: tu
             for col in range(len(lines.line(line)) + 1):
                 fast = context_in_file(index.data, shown, text, lines, line, col)
                 assert fast == context_at(text, lines.offset(line, col)), (shown, line, col)
+
+
+def test_flag_deltas() -> None:
+    assert apply_flag_delta("SELECTABLE CAN_ATTACK", "+VEHICLE -CAN_ATTACK") == "SELECTABLE VEHICLE"
+    assert apply_flag_delta("A", "+A") == "A" and apply_flag_delta("", "-A") == ""
+    assert apply_flag_delta("A B", "C") is None  # a plain value replaces
+    assert apply_flag_delta("10", "-5") is None  # a negative number is not a delta
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_flag_delta_never_fails(base: str, delta: str) -> None:
+    out = apply_flag_delta(base, delta)
+    assert out is None or isinstance(out, str)
