@@ -44,6 +44,8 @@ from moddesk.kit.agents import (
 from moddesk.kit.agents.clients import Scope
 from moddesk.kit.agents.skills import LOCATIONS, Location
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.local_service import ServiceEndpoint, auth_headers
+from moddesk.kit.local_service import read as read_endpoint
 
 app = typer.Typer(
     help="Connect AI agents: MCP client configs, the stable launcher, and Agent Skills.",
@@ -93,6 +95,39 @@ def _confirm(question: str, yes: bool) -> None:
         raise typer.Exit(1)
 
 
+def _running_service(system: str, url: str | None, takes_url: bool) -> tuple[str | None, dict[str, str]]:
+    """The URL and bearer-token header of a running local service for ``system``.
+
+    pvf: the running ``moddesk pvf serve`` when the client takes a URL (else the stdio bridge);
+    xiangqi: only for an explicit ``--url`` of its running ``serve``. A token is written only
+    for the service it belongs to (the URL in its endpoint file).
+    """
+    record = _endpoint_record(system)
+    if record is None or not record.hasMcp:
+        return url, {}
+    if url is None and system == "pvf" and takes_url:
+        url = record.mcp_url
+    if url is not None and url.rstrip("/") in (record.mcp_url, record.url):
+        return url, auth_headers(record.token)
+    return url, {}
+
+
+def _endpoint_record(system: str) -> ServiceEndpoint | None:
+    if system == "pvf":
+        from moddesk.pvf.serve import endpoint_path
+
+        return read_endpoint(endpoint_path())
+    if system == "xiangqi":
+        from moddesk.xiangqi.cli import endpoint_file
+        from moddesk.xiangqi.store import Settings
+
+        try:
+            return read_endpoint(endpoint_file(Settings.load(None)))
+        except ServiceError:
+            return None
+    return None
+
+
 @app.command("config")
 def config_command(
     client: str = typer.Argument(
@@ -114,8 +149,11 @@ def config_command(
     """Add (or update) a moddesk MCP server in a client's config, merging with what is there."""
     loc = _locations(project_dir)
     try:
-        spec = system_server(system, launcher_path(loc), server_args or (), url=url, name=name)
         target = None if client == "json" else get_client(client)
+        url, headers = _running_service(system, url, target is None or target.supports_url)
+        spec = system_server(
+            system, launcher_path(loc), server_args or (), url=url, name=name, headers=headers
+        )
         text = snippet(target, spec)
     except ServiceError as exc:
         _fail(exc)

@@ -279,13 +279,23 @@ def test_snippets_are_valid_configs(loc: Locations) -> None:
     assert toml["mcp_servers"]["ra3-mod-xml"]["command"] == str(launcher_path(loc))
 
 
-def test_pvf_needs_a_url(loc: Locations) -> None:
+def test_pvf_stdio_goes_through_the_bridge_and_http_carries_the_token(loc: Locations) -> None:
+    bridge = system_server("pvf", launcher_path(loc))
+    assert bridge.args == ("pvf", "connect")  # stdio clients reach the running serve through it
+    auth = {"Authorization": "Bearer t0k"}
+    spec = system_server("pvf", launcher_path(loc), url="http://127.0.0.1:7/mcp", headers=auth)
+    assert json.loads(snippet(get_client("claude-code"), spec))["mcpServers"]["moddesk-pvf"] == {
+        "type": "http",
+        "url": "http://127.0.0.1:7/mcp",
+        "headers": auth,
+    }
+    assert json.loads(snippet(get_client("cursor"), spec))["mcpServers"]["moddesk-pvf"]["headers"] == auth
+    assert json.loads(snippet(get_client("vscode"), spec))["servers"]["moddesk-pvf"]["headers"] == auth
+    codex = tomllib.loads(snippet(get_client("codex"), spec))["mcp_servers"]["moddesk-pvf"]
+    assert codex["http_headers"] == auth and codex["url"] == "http://127.0.0.1:7/mcp"
     with pytest.raises(ServiceError) as info:
-        system_server("pvf", launcher_path(loc))
+        get_client("claude-desktop").entry(spec)
     assert info.value.code == "CONFIG_UNSUPPORTED"
-    assert (
-        system_server("pvf", launcher_path(loc), url="http://127.0.0.1:7/mcp").url == "http://127.0.0.1:7/mcp"
-    )
 
 
 # -- fuzz: arbitrary existing files -> a clean merge or a ServiceError, never a crash or a clobber

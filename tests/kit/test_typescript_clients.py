@@ -113,7 +113,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     """The three MCP servers over Streamable HTTP on 127.0.0.1, each with real data loaded."""
     from moddesk.kit.mcp import serve_http
     from moddesk.pvf.demo import write_sample_archive
-    from moddesk.pvf.serve import Workbench
+    from moddesk.pvf.mcp import build_workbench_server
     from moddesk.pvf.service import PvfService
     from moddesk.ra3.demo import write_demo_mod
     from moddesk.ra3.endpoints import HOME_ENV
@@ -135,15 +135,20 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         assert index.data is not None
         write_snapshot(index.data, index.status())
         stack.callback(games.close)
-        bench = stack.enter_context(Workbench(PvfService(), port=0))
-        bench.open_at_start(archive)
+        # the workbench's own token guard is tested in tests/pvf/test_agent_boundary.py; the
+        # conformance runner cannot send headers, so the same tools are served here without it
+        pvf_service = PvfService()
+        stack.callback(pvf_service.shutdown)
+        opened = pvf_service.tasks.wait(pvf_service.open(str(archive), pvf_service.epoch)["taskId"], 60)
+        assert opened["state"] == "succeeded", opened
+        pvf = stack.enter_context(serve_http(build_workbench_server(pvf_service), 0))
         ra3 = stack.enter_context(serve_http(ra3_server(Ra3Backend(project)), 0))
         xiangqi = stack.enter_context(serve_http(xiangqi_server(games), 0))
         yield {
-            "pvf": bench.url,
+            "pvf": f"{pvf.url}/mcp",
             "ra3": f"{ra3.url}/mcp",
             "xiangqi": f"{xiangqi.url}/mcp",
-            "pvfWorkspace": str(bench.service.info()["workspaceId"]),
+            "pvfWorkspace": str(pvf_service.info()["workspaceId"]),
             "root": str(root),
         }
 

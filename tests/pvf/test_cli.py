@@ -135,6 +135,13 @@ def test_serve_prints_config_and_answers_cli_mirrors(served: tuple[subprocess.Po
     assert url is not None
     config = json.loads(banner[banner.index("{") : banner.rindex("}") + 1])
     assert config["mcpServers"]["moddesk-pvf"]["url"] == url.group(1)
+    # the run's bearer token: in the copy-paste config and in the endpoint file only the user reads
+    bearer = config["mcpServers"]["moddesk-pvf"]["headers"]["Authorization"]
+    endpoint = json.loads((Path(os.environ["MODDESK_CONFIG_DIR"]) / "endpoints" / "pvf.json").read_text())
+    assert bearer == f"Bearer {endpoint['token']}" and len(endpoint["token"]) >= 32
+    if sys.platform != "win32":
+        mode = (Path(os.environ["MODDESK_CONFIG_DIR"]) / "endpoints" / "pvf.json").stat().st_mode
+        assert mode & 0o777 == 0o600
     remote = runner.invoke(
         app, ["search", "-q", "[price]", "--limit", "2", "--json", "--server", url.group(1)]
     )

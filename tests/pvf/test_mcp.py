@@ -11,6 +11,7 @@ import httpx
 import pytest
 from mcp import Client
 
+from moddesk.kit.local_service import auth_headers
 from moddesk.kit.mcp import result_payload
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.demo import write_sample_archive
@@ -31,8 +32,8 @@ def archive(folder: Path) -> Path:
 
 
 @pytest.fixture
-def bench() -> Iterator[Workbench]:
-    with Workbench(PvfService(), port=0) as running:
+def bench(folder: Path) -> Iterator[Workbench]:
+    with Workbench(PvfService(), port=0, roots=[folder]) as running:
         yield running
 
 
@@ -65,7 +66,7 @@ async def open_archive(client: Client, path: Path, **extra: Any) -> dict[str, An
 
 def test_typical_flow(bench: Workbench, archive: Path, folder: Path) -> None:
     async def flow() -> None:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert set(tools) >= {
                 "pvf_workspace_info",
@@ -141,7 +142,7 @@ def test_typical_flow(bench: Workbench, archive: Path, folder: Path) -> None:
 
 def test_stale_identity_epoch_and_revision(bench: Workbench, archive: Path, folder: Path) -> None:
     async def flow() -> None:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             first = await open_archive(client, archive)
             again = await open_archive(client, archive)  # same path: a new workspace
             assert again["workspaceId"] != first["workspaceId"]
@@ -206,7 +207,7 @@ def test_stale_identity_epoch_and_revision(bench: Workbench, archive: Path, fold
 
 def test_request_ledger_replay_and_conflict(bench: Workbench, archive: Path, folder: Path) -> None:
     async def flow() -> None:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             opened = await open_archive(client, archive)
             ws = opened["workspaceId"]
             service = bench.service
@@ -238,7 +239,7 @@ def test_request_ledger_replay_and_conflict(bench: Workbench, archive: Path, fol
 
 def test_search_paging_cursor_rules_and_byte_cap(bench: Workbench, archive: Path) -> None:
     async def flow() -> None:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             opened = await open_archive(client, archive)
             ws = opened["workspaceId"]
             query = {"workspaceId": ws, "query": "[price]", "scope": "equipment", "limit": 7}
@@ -281,7 +282,7 @@ def test_search_paging_cursor_rules_and_byte_cap(bench: Workbench, archive: Path
 
 def test_task_status_and_index_task(bench: Workbench, archive: Path) -> None:
     async def flow() -> None:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             opened = await open_archive(client, archive, requestId="open-status")
             info = await ok(client, "pvf_workspace_info", {})
             assert info["indexStatus"] in ("building", "ready")
@@ -317,7 +318,7 @@ def test_host_and_origin_are_checked_and_loopback_only(bench: Workbench) -> None
 
 def test_saved_archive_reads_back(bench: Workbench, archive: Path) -> None:
     async def flow() -> None:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             opened = await open_archive(client, archive)
             ws = opened["workspaceId"]
             edit = bench.service.apply_changes(
@@ -343,8 +344,8 @@ def test_editor_window_drafts_over_http(bench: Workbench, archive: Path) -> None
 
     async def flow() -> None:
         async with (
-            Client(bench.url, read_timeout_seconds=60) as client,
-            httpx.AsyncClient(base_url=base) as http,
+            bench.client() as client,
+            httpx.AsyncClient(base_url=base, headers=auth_headers(bench.token)) as http,
         ):
             opened = await open_archive(client, archive)
             ws, rev = opened["workspaceId"], opened["revision"]
@@ -398,20 +399,21 @@ def test_editor_window_drafts_over_http(bench: Workbench, archive: Path) -> None
 
 def test_save_rules_over_mcp(bench: Workbench, archive: Path, folder: Path) -> None:
     async def flow() -> None:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             opened = await open_archive(client, archive)
             ws = opened["workspaceId"]
             rev = bench.service.apply_changes(
                 ws, opened["revision"], {"skill/s3.skl": "#PVF_File\n[name]\n`Z`\n"}
             )["revision"]
             target = folder / "copy target.pvf"
-            target.write_bytes(b"keep me")
+            write_sample_archive(target, files=2)
+            kept = target.read_bytes()
             exists = await fails(
                 client,
                 "pvf_archive_save_as",
                 {"workspaceId": ws, "expectedRevision": rev, "path": str(target)},
             )
-            assert exists["error"] == "TARGET_EXISTS" and target.read_bytes() == b"keep me"
+            assert exists["error"] == "TARGET_EXISTS" and target.read_bytes() == kept
             stale = dict(exists["targetIdentity"], sha256="0" * 64)
             changed = await fails(
                 client,
@@ -424,7 +426,7 @@ def test_save_rules_over_mcp(bench: Workbench, archive: Path, folder: Path) -> N
                     "targetIdentity": stale,
                 },
             )
-            assert changed["error"] == "TARGET_CHANGED" and target.read_bytes() == b"keep me"
+            assert changed["error"] == "TARGET_CHANGED" and target.read_bytes() == kept
             copied = await ok(
                 client,
                 "pvf_archive_save_as",

@@ -14,10 +14,10 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import FileIdentity
+from moddesk.kit.local_service import http_client
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.demo import write_sample_archive
 from moddesk.pvf.history import History
@@ -137,8 +137,20 @@ def test_save_as_target_rules(archive: Path, folder: Path) -> None:
     changed = error_of(lambda: finish(service, service.save_as(ws, rev, str(target), True, observed)))
     assert changed.code == "TARGET_CHANGED" and target.read_bytes() == b"precious, edited again"
 
+    # the full identity of a file that is not an archive still never lets it be replaced
     current = changed.details["currentIdentity"]
-    finish(service, service.save_as(ws, rev, str(target), True, current))
+    refused = error_of(lambda: finish(service, service.save_as(ws, rev, str(target), True, current)))
+    assert refused.code == "NOT_AN_ARCHIVE" and target.read_bytes() == b"precious, edited again"
+
+    # an older archive at the target: replaced with its full identity, never with a part of it
+    write_sample_archive(target, files=3)
+    observed = error_of(lambda: finish(service, service.save_as(ws, rev, str(target)))).details[
+        "targetIdentity"
+    ]
+    for partial in ({"size": observed["size"]}, {k: v for k, v in observed.items() if k != "sha256"}):
+        refused = error_of(lambda p=partial: finish(service, service.save_as(ws, rev, str(target), True, p)))
+        assert refused.code == "TARGET_CHANGED"
+    finish(service, service.save_as(ws, rev, str(target), True, observed))
     with Archive.open(target) as copy:
         assert len(copy.namelist()) == service.info()["fileCount"]
 
@@ -161,9 +173,11 @@ def test_same_as_source_through_aliases(archive: Path, folder: Path) -> None:
     os.link(archive, hardlink)
     dotted = folder / "sub" / ".." / archive.name
     (folder / "sub").mkdir()
-    for alias in (archive, symlink, hardlink, dotted):
+    for alias in (archive, symlink, hardlink):
         err = error_of(lambda alias=alias: service.save_as(ws, rev, str(alias)))
         assert err.code == "SAME_AS_SOURCE", alias
+    # '..' is never collapsed (kit.roots refuses it before any lookup)
+    assert error_of(lambda: service.save_as(ws, rev, str(dotted))).code == "INVALID_PATH"
 
 
 def test_disk_committed_when_upkeep_fails(archive: Path) -> None:
@@ -192,7 +206,7 @@ opened = bench.open_at_start(Path(sys.argv[1]))
 ws = bench.service.workspace
 changes = {p: ws.base_text(p).replace("Trial", "Changed") for p in ws.paths() if p.endswith(".equ")}
 edit = bench.service.apply_changes(opened["workspaceId"], opened["revision"], changes)
-print(bench.url, opened["workspaceId"], edit["revision"], flush=True)
+print(bench.url, bench.token, opened["workspaceId"], edit["revision"], flush=True)
 bench.serve_forever()
 """
 
@@ -209,11 +223,11 @@ def test_sigkill_during_save_leaves_the_old_archive(folder: Path) -> None:
     )
     try:
         assert proc.stdout is not None
-        url, ws, revision = proc.stdout.readline().split()
+        url, token, ws, revision = proc.stdout.readline().split()
         seen: list[str] = []
 
         async def save_then_kill() -> None:
-            async with Client(url, read_timeout_seconds=60) as client:
+            async with http_client(url, token) as client:
 
                 async def save() -> None:
                     # the call never answers: the server is killed while it runs

@@ -75,7 +75,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def bench(archive: Path) -> Iterator[Workbench]:
-    workbench = Workbench(PvfService(), port=0).start()
+    workbench = Workbench(PvfService(), port=0, roots=[archive.parent]).start()
     try:
         yield workbench
     finally:
@@ -101,7 +101,7 @@ def page(browser: Any, bench: Workbench) -> Iterator[Any]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(bench.page_url)
+    page.goto(bench.page_login_url)  # the printed link logs the browser in (token cookie)
     page.wait_for_selector("body[data-ready='1']")
     yield page
     context.close()
@@ -289,7 +289,7 @@ def test_agent_plan_reviewed_in_page_and_draft_barrier(page: Any, bench: Workben
     page.click("#views button[data-view='activity']")
 
     async def agent_runs() -> dict[str, Any]:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             return await run_script(client, RAISE_PRICES)
 
     run = in_thread(agent_runs)
@@ -311,7 +311,7 @@ def test_agent_plan_reviewed_in_page_and_draft_barrier(page: Any, bench: Workben
     assert _eventually(lambda: any(w["dirty"] for w in bench.service.info()["drafts"]))
 
     async def agent_applies() -> dict[str, Any]:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             return await tool(
                 client,
                 "pvf_script_apply",

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -75,7 +76,8 @@ def start_serve(tmp_path: Path, port: int, **extra_env: str) -> subprocess.Popen
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/xiangqi/", timeout=1).status_code == 200:
+            # up, and guarded: a request without the run's token is turned away
+            if httpx.get(f"http://127.0.0.1:{port}/xiangqi/", timeout=1).status_code == 401:
                 return proc
         except httpx.HTTPError:
             time.sleep(0.1)
@@ -114,18 +116,24 @@ def test_serve_restart_keeps_the_game(tmp_path: Path) -> None:
     server = start_serve(tmp_path, port)
     try:
         url = f"http://127.0.0.1:{port}"
+        endpoint_file = tmp_path / "data dir" / "serve.json"
+        assert sys.platform == "win32" or stat.S_IMODE(endpoint_file.stat().st_mode) == 0o600
+        endpoint = json.loads(endpoint_file.read_text())
+        auth = {"Authorization": f"Bearer {endpoint['token']}"}
         after = json.loads(runner.invoke(app, ["state", "--session", session, "--url", url, "--json"]).output)
         assert after["history"] == before["history"] and after["revision"] == before["revision"]
         assert after["pending"] == "ai-thinking"
-        reply = httpx.post(f"{url}/xiangqi-mate/fallback", json={"sessionId": session}, timeout=30).json()
+        reply = httpx.post(
+            f"{url}/xiangqi-mate/fallback", json={"sessionId": session}, timeout=30, headers=auth
+        ).json()
         assert reply["ok"], reply
         deadline = time.monotonic() + 20
         state = after
         while state["plies"] < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
-            state = httpx.post(f"{url}/xiangqi-mate/state", json={"sessionId": session}, timeout=30).json()[
-                "value"
-            ]
+            state = httpx.post(
+                f"{url}/xiangqi-mate/state", json={"sessionId": session}, timeout=30, headers=auth
+            ).json()["value"]
         assert state["plies"] == 2 and state["message"]["code"] == "ai.fallback.local"
     finally:
         stop(server)

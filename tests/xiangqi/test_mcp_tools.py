@@ -130,10 +130,15 @@ def test_stdio(tmp_path: Path) -> None:
             _failed, value, _text = await call(client, "xiangqi_board", {"includeMoves": False})
             panel = value["panelUrl"]
             assert panel.startswith("http://127.0.0.1:") and value["sessionId"] in panel
-            async with httpx.AsyncClient(timeout=10) as http:
+            base = panel.split("/xiangqi/")[0]
+            async with httpx.AsyncClient(timeout=10) as stranger:  # another local program, no token
+                assert (await stranger.get(f"{base}/xiangqi/")).status_code == 401
+                assert (await stranger.post(f"{base}/xiangqi-mate/state", json={})).status_code == 401
+            # the link carries the run's token once: the browser is logged in by a cookie
+            async with httpx.AsyncClient(timeout=10, follow_redirects=True) as http:
                 page = await http.get(panel)
                 assert page.status_code == 200 and "panel.js" in page.text
-                base = panel.split("/xiangqi/")[0]
+                assert "token=" not in str(page.url) and value["sessionId"] in str(page.url)
                 state = await http.post(f"{base}/xiangqi-mate/state", json={"sessionId": value["sessionId"]})
                 assert state.json()["value"]["revision"] == value["revision"]
                 foreign = await http.post(

@@ -12,12 +12,14 @@ import errno
 import hmac
 import json
 import logging
+import re
 import socket
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
+from urllib.parse import parse_qs, quote, urlencode
 
 import psutil
 import uvicorn
@@ -68,12 +70,14 @@ class HostOriginGuard:
         allowed_origins: Iterable[str],
         bearer_token: str | None = None,
         open_paths: Iterable[str] = (),
+        max_body: int | None = None,
     ) -> None:
         self.app = app
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
         self.allowed_origins = {o.lower() for o in allowed_origins}
         self.bearer_token = bearer_token
         self.open_paths = set(open_paths)
+        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -91,12 +95,51 @@ class HostOriginGuard:
             await _plain(send, 403, "Invalid Origin header")
             return
         if self.bearer_token is not None and scope.get("path") not in self.open_paths:
-            supplied = headers.get("authorization", "")
-            expected = f"Bearer {self.bearer_token}"
-            if not hmac.compare_digest(supplied.encode(), expected.encode()):
+            if await self._token_login(scope, send):
+                return
+            if not self._authorized(headers):
                 await _plain(send, 401, "Missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
                 return
+        if self.max_body is not None and scope["type"] == "http":
+            await _capped(self.app, self.max_body, scope, receive, send, headers)
+            return
         await self.app(scope, receive, send)
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        """The bearer header, or the cookie a page got by opening its ``?token=`` link once."""
+        assert self.bearer_token is not None
+        expected = self.bearer_token.encode()
+        supplied = headers.get("authorization", "")
+        if supplied.startswith("Bearer ") and hmac.compare_digest(supplied[7:].encode(), expected):
+            return True
+        cookie = _cookie(headers.get("cookie", ""), TOKEN_COOKIE)
+        return cookie is not None and hmac.compare_digest(cookie.encode(), expected)
+
+    async def _token_login(self, scope: Scope, send: Send) -> bool:
+        """A browser GET with the right ``?token=``: set the cookie, redirect to the bare URL."""
+        if scope["type"] != "http" or scope.get("method") != "GET":
+            return False
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        supplied = query.get("token", [""])[0]
+        assert self.bearer_token is not None
+        if not supplied or not hmac.compare_digest(supplied.encode(), self.bearer_token.encode()):
+            return False
+        cookie = f"{TOKEN_COOKIE}={self.bearer_token}; Path=/; HttpOnly; SameSite=Strict"
+        rest = urlencode([(k, v) for k, values in query.items() if k != "token" for v in values])
+        location = quote(str(scope.get("path", "/"))) + (f"?{rest}" if rest else "")
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 303,
+                "headers": [
+                    (b"location", location.encode("latin-1", "replace")),
+                    (b"set-cookie", cookie.encode()),
+                    (b"cache-control", b"no-store"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+        return True
 
 
 def guard(
@@ -105,6 +148,7 @@ def guard(
     bearer_token: str | None = None,
     extra_origins: Iterable[str] = (),
     open_paths: Iterable[str] = (),
+    max_body: int | None = None,
 ) -> HostOriginGuard:
     """Wrap ``app`` so only loopback Hosts and our own Origins on ``port`` get through."""
     return HostOriginGuard(
@@ -113,6 +157,7 @@ def guard(
         [*loopback_origins(port), *extra_origins],
         bearer_token=bearer_token,
         open_paths=open_paths,
+        max_body=max_body,
     )
 
 
@@ -158,6 +203,103 @@ def _allow_quick_rebind(sock: socket.socket) -> None:
             sock.setsockopt(socket.SOL_SOCKET, exclusive, 1)
     else:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+
+# ---------------------------------------------------------------------- bounded request bodies
+
+TOKEN_COOKIE = "moddesk_token"
+MAX_JSON_BODY = 1 << 20
+MAX_JSON_DEPTH = 32
+
+
+def _cookie(header: str, name: str) -> str | None:
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return None
+
+
+class BodyTooLarge(Exception):
+    """The request body went past its cap; nothing more of it is read."""
+
+
+async def _capped(
+    app: ASGIApp, cap: int, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
+) -> None:
+    """Run ``app`` with a body cap: a declared length over it is 413 before reading; a streamed
+    body stops being read at the cap (the app sees a disconnect) and is answered 413."""
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        await _plain(send, 413, f"Request body over {cap} bytes", [(b"connection", b"close")])
+        return
+    seen = 0
+    over = False
+    started = False
+
+    async def counted() -> Message:
+        nonlocal seen, over
+        if over:
+            return {"type": "http.disconnect"}
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > cap:
+                over = True
+                return {"type": "http.disconnect"}
+        return message
+
+    async def tracked(message: Message) -> None:
+        nonlocal started
+        if over and not started:
+            return  # the app answered a body it never fully got: we answer 413 instead
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        await app(scope, counted, tracked)
+    except Exception:
+        if not over:
+            raise
+    if over and not started:
+        await _plain(send, 413, f"Request body over {cap} bytes", [(b"connection", b"close")])
+
+
+async def read_json_body(
+    receive_chunks: AsyncIterator[bytes], cap: int = MAX_JSON_BODY, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """Decode a JSON body read chunk by chunk: ``BodyTooLarge`` past ``cap`` bytes (reading stops
+    there), ``ServiceError(INVALID_ARGUMENT)`` for bad JSON or nesting deeper than ``max_depth``."""
+    buffer = bytearray()
+    async for chunk in receive_chunks:
+        buffer += chunk
+        if len(buffer) > cap:
+            raise BodyTooLarge(f"the body is over {cap} bytes")
+    text = bytes(buffer).decode("utf-8", errors="strict") if buffer else ""
+    if json_depth(text) > max_depth:
+        raise ServiceError(
+            "INVALID_ARGUMENT", f"the JSON nests deeper than {max_depth} levels", hint="Send a flat object."
+        )
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ServiceError("INVALID_ARGUMENT", "the body is not JSON", hint="Send a JSON object.") from exc
+
+
+def json_depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text (strings skipped), in one regex pass."""
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
+    return deepest
+
+
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 def bind_loopback(port: int = 0) -> socket.socket:

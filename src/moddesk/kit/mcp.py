@@ -402,6 +402,7 @@ def http_app(
     bearer_token: str | None = None,
     mcp_path: str = "/mcp",
     open_paths: tuple[str, ...] = (),
+    max_body: int | None = None,
 ) -> ASGIApp:
     """One ASGI app: our routes first, the MCP endpoint at ``mcp_path``, everything guarded."""
     if getattr(server, "stateless_http", False):
@@ -419,7 +420,7 @@ def http_app(
             yield
 
     host = Starlette(routes=[*(extra_routes or []), Mount("/", app=mcp_app)], lifespan=lifespan)
-    return guard(host, port, bearer_token=bearer_token, open_paths=open_paths)
+    return guard(host, port, bearer_token=bearer_token, open_paths=open_paths, max_body=max_body)
 
 
 def serve_http(
@@ -427,10 +428,14 @@ def serve_http(
     port: int = 0,
     extra_routes: list[BaseRoute] | None = None,
     bearer_token: str | None = None,
+    max_body: int | None = None,
 ) -> LoopbackServer:
     """Bind 127.0.0.1:``port`` (0 = free) and return the not-yet-started server (``.start()``)."""
     return LoopbackServer(
-        lambda bound: http_app(server, bound, extra_routes=extra_routes, bearer_token=bearer_token), port
+        lambda bound: http_app(
+            server, bound, extra_routes=extra_routes, bearer_token=bearer_token, max_body=max_body
+        ),
+        port,
     )
 
 

@@ -24,14 +24,16 @@ import errno
 import ntpath
 import os
 import posixpath
+import secrets
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from moddesk.kit.errors import ServiceError, register_codes
+from moddesk.kit.leftovers import temp_prefix
 
 register_codes(
     {
@@ -185,18 +187,28 @@ def grant(path: str | os.PathLike[str], label: str) -> GrantedRoot:
 class Roots:
     """An immutable set of granted roots plus the sentence that tells a person how to add one."""
 
-    def __init__(self, roots: Iterable[GrantedRoot], how_to_add: str) -> None:
+    def __init__(self, roots: Iterable[GrantedRoot], how_to_add: str, *, anywhere: bool = False) -> None:
         unique: dict[str, GrantedRoot] = {}
         for root in roots:
             unique.setdefault(_fold(root.path, _IS_WINDOWS), root)
         self.roots: tuple[GrantedRoot, ...] = tuple(unique.values())
         self.how_to_add = how_to_add
+        self.anywhere = anywhere
+
+    @classmethod
+    def unbounded(cls) -> Roots:
+        """No boundary (the person's own process: CLI, library use); system folders stay refused
+        and opening still never follows a link swapped in after the check."""
+        return cls([], "", anywhere=True)
 
     def with_roots(self, extra: Iterable[GrantedRoot]) -> Roots:
         """A new set with ``extra`` added (the caller swaps its reference; no shared mutation)."""
-        return Roots([*self.roots, *extra], self.how_to_add)
+        return Roots([*self.roots, *extra], self.how_to_add, anywhere=self.anywhere)
 
     def describe(self) -> list[dict[str, str]]:
+        """The roots as ``{path, label}``; an unbounded set shows one ``*`` entry."""
+        if self.anywhere:
+            return [{"path": "*", "label": "anywhere (no boundary: the person's own process)"}]
         return [root.to_dict() for root in self.roots]
 
     def outside(self, raw: str) -> ServiceError:
@@ -222,6 +234,9 @@ class Roots:
             # outside that resolves in (macOS /tmp -> /private/tmp) names a file inside
             if is_within(resolved, root.path) and (best is None or len(root.path) > len(best.path)):
                 best = root
+        if best is None and self.anywhere:
+            drive = ntpath.splitdrive(resolved)[0] if _IS_WINDOWS else ""
+            best = GrantedRoot(drive + sep, "anywhere")
         if best is None:
             raise self.outside(raw)
         rest = resolved[len(best.path) :].strip(sep)
@@ -287,6 +302,55 @@ class Roots:
         finally:
             os.close(parent)
 
+    def publish_file(
+        self,
+        where: Placed | str,
+        write: Callable[[IO[bytes]], None],
+        replace_check: Callable[[IO[bytes]], None] | None = None,
+    ) -> Placed:
+        """Write a file at a checked path: a temp file in its folder (reached without links), then
+        linked in without replacing anything (``TARGET_EXISTS``), or, with ``replace_check``, the
+        current target opened without following links, shown to the check (which raises to refuse),
+        and replaced by rename (a link at the name is replaced itself; its target is never written).
+        """
+        placed = where if isinstance(where, Placed) else self.place(where)
+        if not placed.parts:
+            raise _not_regular(placed)
+        if _IS_WINDOWS:
+            _publish_by_path(placed, write, replace_check)
+            return placed
+        name = placed.parts[-1]
+        try:
+            parent = _walk(placed.root, placed.parts[:-1])
+        except OSError as exc:
+            raise os_error(Placed(placed.root, placed.parts[:-1]), exc) from exc
+        temp = temp_prefix(name) + secrets.token_hex(4)  # owner-tagged: a killed run's temp is swept
+        try:
+            fd = os.open(
+                temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=parent
+            )
+            with os.fdopen(fd, "wb") as handle:
+                write(handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if replace_check is None:
+                try:
+                    os.link(temp, name, src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)
+                except FileExistsError as exc:
+                    raise _exists(placed) from exc
+            else:
+                with _regular_file(
+                    _open_leaf(parent, name, os.O_RDONLY | _NONBLOCK, placed), placed, "rb"
+                ) as old:
+                    replace_check(old)
+                os.replace(temp, name, src_dir_fd=parent, dst_dir_fd=parent)
+            os.fsync(parent)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=parent)
+            os.close(parent)
+        return placed
+
     def walk_files(self, where: Placed | str, max_files: int) -> list[Placed]:
         """Regular files below a checked folder (links and special files skipped, never followed)."""
         placed = where if isinstance(where, Placed) else self.place(where)
@@ -337,6 +401,43 @@ def _realpath(path: str) -> str:
             f"{path!r} changed while it was being resolved; nothing was opened",
             hint="Try again once the file stops changing.",
         ) from exc
+
+
+def _exists(placed: Placed) -> ServiceError:
+    return ServiceError(
+        "TARGET_EXISTS",
+        f"{placed} already exists; nothing was overwritten",
+        hint="Choose another target, or allow overwriting explicitly.",
+        path=str(placed),
+    )
+
+
+def _publish_by_path(
+    placed: Placed, write: Callable[[IO[bytes]], None], replace_check: Callable[[IO[bytes]], None] | None
+) -> None:
+    """Windows: no dir fds; os.rename refuses an existing target, the replace check reads the
+    target (opening a reparse point is refused by the final-path check in ``open_read``)."""
+    target = placed.path
+    temp = target.with_name(temp_prefix(target.name) + secrets.token_hex(4))
+    try:
+        with open(temp, "xb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if replace_check is None:
+            try:
+                os.rename(temp, target)
+            except FileExistsError as exc:
+                raise _exists(placed) from exc
+        else:
+            if os.path.islink(target) or not os.path.isfile(target):
+                raise _not_regular(placed)
+            with open(target, "rb") as old:
+                replace_check(old)
+            os.replace(temp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
 
 
 def _not_regular(placed: Placed) -> ServiceError:

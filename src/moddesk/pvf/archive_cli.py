@@ -19,8 +19,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import temp_prefix
 from moddesk.pvf.archive import ANIMATION_EXTENSIONS, FORMATS, Archive, normalize_path
+from moddesk.pvf.entrypaths import check_entry_path
 from moddesk.pvf.format import mojibake
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.kinds import ext
@@ -51,6 +53,17 @@ def _format_errors() -> Iterator[None]:
         err_console.print(f"[red]{exc.code}[/red]: {escape(exc.message)}")
         if exc.path:
             err_console.print(f"path: {escape(exc.path)}")
+        raise typer.Exit(2) from None
+
+
+@contextmanager
+def _service_errors() -> Iterator[None]:
+    try:
+        yield
+    except ServiceError as exc:
+        err_console.print(f"[red]{exc.code}[/red]: {escape(exc.message)}")
+        if exc.hint:
+            err_console.print(f"hint: {escape(exc.hint)}")
         raise typer.Exit(2) from None
 
 
@@ -307,6 +320,8 @@ def pack_folder(
     # the string table goes in first: scripts compiled before it would intern into a table that
     # the stored stringtable.bin then replaces, and their string references would point at garbage
     plan.sort(key=lambda row: normalize_path(row[1]) != "stringtable.bin")
+    for _file, path, _mode, _type in plan:
+        check_entry_path(path, "entry path")  # before anything is read or written
     pvf = Archive.new(fmt, region=region)
     total = len(plan)
     for n, (file, path, mode, data_type) in enumerate(plan):
@@ -345,7 +360,7 @@ def pack(
     if not folder.is_dir():
         err_console.print(f"[red]NOT_FOUND[/red]: {escape(str(folder))} is not a folder")
         raise typer.Exit(2)
-    with _format_errors(), _progress("pack") as progress:
+    with _format_errors(), _service_errors(), _progress("pack") as progress:
         pvf = pack_folder(folder, fmt, region, progress)
         size = pvf.save_as(out)
         count = len(pvf)

@@ -85,11 +85,14 @@ def _opened(archive: Path, region: str | None = None) -> Iterator[tuple[Any, str
 
 async def _call_remote(url: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """Call a tool of the running server, filling workspaceId from its workspace info."""
-    from mcp import Client
-
+    from moddesk.kit.local_service import http_client, read
     from moddesk.kit.mcp import result_payload
+    from moddesk.pvf.serve import endpoint_path
 
-    async with Client(url, read_timeout_seconds=600) as client:
+    # the running serve's token is in its endpoint file (readable by this user only)
+    record = read(endpoint_path())
+    token = record.token if record is not None and url.rstrip("/") == record.mcp_url else ""
+    async with http_client(url, token) as client:
         info = await client.call_tool("pvf_workspace_info", {})
         workspace = result_payload(info).get("workspaceId")
         if workspace is None:
@@ -115,10 +118,18 @@ def serve(
         ),
     ] = None,
     region: RegionOption = None,
+    root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--root",
+            help="a folder agents may read from and write to (repeatable; remembered in the settings)",
+        ),
+    ] = None,
 ) -> None:
     """Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
     from moddesk.pvf.mcp import parse_toolsets
-    from moddesk.pvf.serve import Workbench, client_config, load_settings
+    from moddesk.pvf.roots import load_added_roots, save_added_roots
+    from moddesk.pvf.serve import Workbench, client_config, load_settings, settings_path
 
     with _errors():
         settings = load_settings()
@@ -129,22 +140,44 @@ def serve(
                 hint="Enable it with `moddesk pvf mcp --enable`.",
             )
         chosen = settings.toolsets if toolsets is None else parse_toolsets(toolsets)
-        bench = Workbench(port=settings.port if port is None else port, toolsets=chosen)
+        remembered = load_added_roots(settings_path())
+        added = [str(folder.expanduser().resolve()) for folder in root or []]
+        bench = Workbench(
+            port=settings.port if port is None else port, toolsets=chosen, roots=[*remembered, *added]
+        )
+        if added:
+            save_added_roots(settings_path(), [*remembered, *added])
         if archive is not None:
             opened = bench.open_at_start(archive, region=region)
             console.print(
                 f"opened {escape(opened['sourcePath'])} ({opened['fileCount']} files, {opened['format']})"
             )
-    console.print(f"MCP endpoint: [bold]{bench.url}[/bold] (loopback only)")
-    console.print(f"Workbench page: [bold]{bench.page_url}[/bold]")
+        endpoint = bench.publish_endpoint()
+    console.print(f"MCP endpoint: [bold]{bench.url}[/bold] (loopback only, bearer token required)")
+    console.print(f"Workbench page: [bold]{bench.page_login_url}[/bold] (the link logs the browser in)")
+    console.print(f"token and url for clients: {escape(str(endpoint))} (readable by you only)")
+    for granted in bench.service.access_roots().describe():
+        console.print(f"agents may use: {escape(granted['path'])} ({escape(granted['label'])})")
+    console.print("Connect a client: `moddesk agents config <client> --system pvf`, or `moddesk pvf connect`")
     if open_page:
         import webbrowser
 
-        webbrowser.open(bench.page_url)
+        webbrowser.open(bench.page_login_url)
     console.print("Client config to copy:")
-    console.print(client_config(bench.url), markup=False, highlight=False)
+    console.print(client_config(bench.url, bench.token), markup=False, highlight=False)
     console.print("Ctrl+C stops the server.")
     bench.serve_forever()
+
+
+@app.command()
+def connect() -> None:
+    """Stdio MCP bridge to the running `moddesk pvf serve` (for clients that only speak stdio)."""
+    from moddesk.kit.local_service import bridge_stdio, require
+    from moddesk.pvf.serve import endpoint_path
+
+    with _errors():
+        record = require(endpoint_path(), "moddesk pvf serve")
+    anyio.run(bridge_stdio, record.mcp_url, record.token)
 
 
 @app.command()

@@ -19,6 +19,7 @@ from moddesk.kit.cursor import CursorCodec
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.ledger import LOCAL_SCOPE, RequestLedger
 from moddesk.kit.plans import PlanRegistry
+from moddesk.kit.roots import GrantedRoot, Roots, grant
 from moddesk.kit.tasks import TaskManager
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.history import History
@@ -64,6 +65,29 @@ class ServiceCore:
         self._writers: dict[str, str] = {}
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self._shared: dict[str, Any] = {}
+        # None: the person's own process (CLI, library) with no boundary; a served workbench
+        # always has roots (moddesk.pvf.roots): agents reach nothing else
+        self.roots: Roots | None = None
+        self._archive_roots: dict[str, GrantedRoot] = {}
+
+    # ------------------------------------------------------------------ granted roots
+
+    def access_roots(self) -> Roots:
+        """What agent-named local paths may reach: the granted roots plus the open archive's folder."""
+        if self.roots is None:
+            return Roots.unbounded()
+        ws = self.workspace
+        if ws is None or ws.source_path is None:
+            return self.roots
+        folder = str(ws.source_path.parent)
+        root = self._archive_roots.get(folder)
+        if root is None:
+            try:
+                root = grant(folder, "folder of the open archive")
+            except ServiceError:
+                return self.roots  # the folder vanished: only the granted roots remain
+            self._archive_roots = {folder: root}
+        return self.roots.with_roots([root])
 
     # ------------------------------------------------------------------ events and tasks
 

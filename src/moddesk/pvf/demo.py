@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from rich.console import Console
@@ -13,6 +13,9 @@ from rich.console import Console
 from moddesk.kit.mcp import result_payload
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.service import PvfService
+
+if TYPE_CHECKING:
+    from moddesk.pvf.serve import Workbench
 
 WEAPONS = ("Sword", "Axe", "Spear", "Bow", "Staff", "Dagger", "Mace", "Whip")
 
@@ -41,8 +44,10 @@ def write_sample_archive(path: Path, files: int = 120, fmt: str = "classic") -> 
     return path
 
 
-async def _walk(url: str, archive: Path, copy: Path, console: Console, service: PvfService) -> None:
+async def _walk(bench: Workbench, archive: Path, copy: Path, console: Console) -> None:
     from mcp import Client
+
+    service = bench.service
 
     async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         result = await client.call_tool(tool, args)
@@ -51,7 +56,7 @@ async def _walk(url: str, archive: Path, copy: Path, console: Console, service: 
             raise RuntimeError(f"{tool} failed: {payload.get('error')}: {payload.get('message')}")
         return payload
 
-    async with Client(url, read_timeout_seconds=60) as client:
+    async with bench.client() as client:
         tools = [t.name for t in (await client.list_tools()).tools]
         console.print(f"tools: {', '.join(tools)}")
         info = await call(client, "pvf_workspace_info", {})
@@ -191,9 +196,9 @@ def run(console: Console) -> None:
         archive = write_sample_archive(Path(folder) / "Script demo.pvf")
         copy = Path(folder) / "Script copy.pvf"
         console.print(f"generated {archive}")
-        with Workbench(PvfService(), port=0) as bench:
+        with Workbench(PvfService(), port=0, roots=[folder]) as bench:
             console.print(f"serving MCP at {bench.url}")
-            anyio.run(_walk, bench.url, archive, copy, console, bench.service)
+            anyio.run(_walk, bench, archive, copy, console)
         with Archive.open(copy) as reread:
             if len(reread.namelist()) < 120:
                 raise RuntimeError("the saved copy lost entries")

@@ -13,15 +13,17 @@ import contextlib
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import IO, Any, Literal, TypeVar
 
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.files import FileIdentity, atomic_writer, publish_no_overwrite
+from moddesk.kit.files import FileIdentity, atomic_writer
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.leftovers import sweep_stale, temp_sibling
+from moddesk.kit.roots import Placed, Roots
 from moddesk.kit.tasks import TaskContext
+from moddesk.pvf import localfiles
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.history import History, repo_dir_for
 from moddesk.pvf.indexing import IndexOps
@@ -146,7 +148,8 @@ class LifecycleOps(IndexOps):
         }
 
         def start() -> dict[str, Any]:
-            target = local_file(path)
+            placed, opened_as = localfiles.place_archive(self.access_roots(), path)
+            target = placed.path
 
             def body(ctx: TaskContext, previous: Workspace | None) -> dict[str, Any]:
                 saved = None
@@ -158,6 +161,11 @@ class LifecycleOps(IndexOps):
                 candidate = Workspace.open(
                     target, progress=lambda done: ctx.progress(done, None, "reading"), region=region
                 )
+                try:
+                    localfiles.check_opened(placed, opened_as, candidate.source_identity)
+                except ServiceError:
+                    candidate.close()
+                    raise
                 history, version_status = attach_history(target, candidate)
                 ctx.phase("commit")
                 with self._state:
@@ -359,7 +367,9 @@ class LifecycleOps(IndexOps):
         }
 
         def start() -> dict[str, Any]:
-            target = local_target(path)
+            roots = self.access_roots()
+            placed = localfiles.place_target(roots, path)
+            target = placed.path
 
             def admit(ws: Workspace) -> None:
                 check_not_source(ws, target)
@@ -368,13 +378,13 @@ class LifecycleOps(IndexOps):
                         "INVALID_ARGUMENT",
                         "overwrite=true needs the targetIdentity you observed",
                         hint="Pass the targetIdentity from the TARGET_EXISTS error (currentIdentity here).",
-                        currentIdentity=identity_dict(target),
+                        currentIdentity=localfiles.target_identity(roots, placed),
                     )
 
             return self._lifecycle_op(
                 "save_as",
                 lambda: self._open_workspace(workspace_id, expected_revision),
-                lambda ctx, ws: self._save_copy(ctx, ws, target, overwrite, target_identity),
+                lambda ctx, ws: self._save_copy(ctx, ws, roots, placed, overwrite, target_identity),
                 admit=admit,
             )
 
@@ -384,45 +394,44 @@ class LifecycleOps(IndexOps):
         self,
         ctx: TaskContext,
         ws: Workspace,
-        target: Path,
+        roots: Roots,
+        placed: Placed,
         overwrite: bool,
         target_identity: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
+        target = placed.path
         check_not_source(ws, target)
         revision = ws.revision
         ctx.phase("write")
         progress: Callable[[int, int], None] = lambda done, total: ctx.progress(done, total, "writing")  # noqa: E731
+
+        def write(handle: IO[bytes]) -> None:
+            ws.write_to(handle, progress=progress)
+            ctx.phase("publish")
+
         try:
             if not overwrite:
-                with _temp_sibling(target) as temp:
-                    with open(temp, "wb") as handle:
-                        ws.write_to(handle, progress=progress)
-                        handle.flush()
-                        os.fsync(handle.fileno())
-                    ctx.phase("publish")
-                    try:
-                        publish_no_overwrite(temp, target)
-                    except ServiceError as exc:
-                        if exc.code == "TARGET_EXISTS":
-                            raise pvf_error(
-                                "TARGET_EXISTS",
-                                f"{target} already exists; nothing was overwritten",
-                                path=str(target),
-                                targetIdentity=identity_dict(target),
-                            ) from exc
-                        raise
-            else:
-                with atomic_writer(target) as handle:
-                    ws.write_to(handle, progress=progress)
-                    ctx.phase("publish")
-                    current = identity_dict(target)
-                    if current is None or not _identity_matches(target_identity or {}, current):
+                try:
+                    roots.publish_file(placed, write)
+                except ServiceError as exc:
+                    if exc.code == "TARGET_EXISTS":
                         raise pvf_error(
-                            "TARGET_CHANGED",
-                            f"{target} is not the file you observed",
+                            "TARGET_EXISTS",
+                            f"{target} already exists; nothing was overwritten",
                             path=str(target),
-                            currentIdentity=current,
-                        )
+                            targetIdentity=localfiles.target_identity(roots, placed),
+                        ) from exc
+                    raise
+            else:
+                check = localfiles.overwrite_check(target_identity or {}, str(target))
+                try:
+                    roots.publish_file(placed, write, replace_check=check)
+                except ServiceError as exc:
+                    if exc.code == "NOT_FOUND":
+                        raise pvf_error(
+                            "TARGET_CHANGED", f"{target} is gone; nothing was written", path=str(target)
+                        ) from exc
+                    raise
         except ServiceError:
             raise
         except OSError as exc:
@@ -442,28 +451,6 @@ class LifecycleOps(IndexOps):
 
 
 # ---------------------------------------------------------------------- file identity
-
-
-def local_file(path: str) -> Path:
-    """An existing absolute local file path."""
-    candidate = Path(path)
-    if not candidate.is_absolute():
-        raise pvf_error("INVALID_PATH", f"{path!r} is not an absolute path", path=path)
-    if not candidate.is_file():
-        raise pvf_error("OPEN_FAILED", f"{path} does not exist or is not a file", path=path)
-    return candidate
-
-
-def local_target(path: str) -> Path:
-    """An absolute path whose parent exists and which is not a directory."""
-    candidate = Path(path)
-    if not candidate.is_absolute():
-        raise pvf_error("INVALID_PATH", f"{path!r} is not an absolute path", path=path)
-    if not candidate.parent.is_dir():
-        raise pvf_error("INVALID_PATH", f"the folder of {path} does not exist", path=path)
-    if candidate.is_dir():
-        raise pvf_error("INVALID_PATH", f"{path} is a directory", path=path)
-    return candidate
 
 
 def check_not_source(ws: Workspace, target: Path) -> None:
@@ -486,11 +473,6 @@ def identity_or_none(path: Path) -> FileIdentity | None:
         return None
 
 
-def identity_dict(path: Path) -> dict[str, Any] | None:
-    identity = identity_or_none(path)
-    return identity.to_dict() if identity else None
-
-
 def same_source(known: FileIdentity, current: FileIdentity) -> bool:
     """Same file on disk with the same content (a touch alone is not a change)."""
     return known.same_file(current) and known.same_content(current)
@@ -505,12 +487,6 @@ def _same_stat(known: FileIdentity, current: FileIdentity) -> bool:
     )
 
 
-def _identity_matches(expected: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
-    """The observed identity still describes the file (every field the caller sent agrees)."""
-    keys = [k for k in ("device", "inode", "size", "mtimeNs", "sha256") if expected.get(k) is not None]
-    return bool(keys) and all(expected[k] == current.get(k) for k in keys)
-
-
 def _backup(source: Path, backup: Path) -> None:
     """Keep the file about to be replaced as ``<name>.bak`` (a hard link when possible: no copy)."""
     temp = temp_sibling(backup)
@@ -519,16 +495,6 @@ def _backup(source: Path, backup: Path) -> None:
     except OSError:
         shutil.copy2(source, temp)
     os.replace(temp, backup)
-
-
-@contextlib.contextmanager
-def _temp_sibling(target: Path) -> Iterator[Path]:
-    temp = temp_sibling(target)
-    try:
-        yield temp
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
 
 
 def attach_history(target: Path, candidate: Workspace) -> tuple[History | None, str]:

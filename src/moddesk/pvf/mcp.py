@@ -66,6 +66,9 @@ class WorkspaceInfo(_Open):
     indexStatus: str
     indexTaskId: str | None = None
     versionStatus: str
+    roots: list[dict[str, str]] = Field(
+        default_factory=list, description="folders local paths may be in (import, save_as, export)"
+    )
 
 
 class SearchHit(BaseModel):
@@ -147,13 +150,14 @@ def _raise_task_error(status: dict[str, Any]) -> None:
 
 
 def _info_text(info: WorkspaceInfo) -> str:
+    roots = "; local paths must be inside: " + ", ".join(repr(r["path"]) for r in info.roots)
     if not info.open:
-        return f"No archive open (workspaceEpoch {info.workspaceEpoch})."
+        return f"No archive open (workspaceEpoch {info.workspaceEpoch}){roots}."
     dirty = "unsaved changes" if info.sourceDirty else "saved"
     return (
-        f"{info.sourcePath} [{info.format}] workspaceId={info.workspaceId} revision={info.revision} "
+        f"{info.sourcePath!r} [{info.format}] workspaceId={info.workspaceId} revision={info.revision} "
         f"epoch={info.workspaceEpoch} files={info.fileCount} {dirty}; index {info.indexStatus}, "
-        f"history {info.versionStatus}"
+        f"history {info.versionStatus}{roots}"
     )
 
 

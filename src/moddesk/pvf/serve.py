@@ -6,28 +6,35 @@ The MCP settings (enabled, preferred port) persist in ``pvf.toml`` in the moddes
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 import tomlkit
-from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from moddesk.kit.agents.clients import ServerSpec, snippet
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
-from moddesk.kit.http import LoopbackServer
+from moddesk.kit.http import BodyTooLarge, LoopbackServer, read_json_body
 from moddesk.kit.leftovers import sweep_remembered, sweep_stale, system_temp_dir
+from moddesk.kit.local_service import auth_headers, http_client, new_token, publish, withdraw
 from moddesk.kit.mcp import serve_http
+from moddesk.kit.roots import grant
 from moddesk.pvf.mcp import DEFAULT_TOOLSETS, TOOLSETS, build_workbench_server, parse_toolsets
+from moddesk.pvf.roots import workbench_roots
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.web.routes import PAGE_PATH, web_routes
 
 DEFAULT_PORT = 47815
+MAX_WINDOW_BODY = 1 << 20  # window/draft JSON bodies
+MAX_REQUEST_BODY = 16 << 20  # any request (MCP calls carry script text)
 SERVER_NAME = "moddesk-pvf"
 MCP_PATH = "/mcp"
 
@@ -115,9 +122,10 @@ def save_settings(settings: McpSettings, path: Path | None = None) -> Path:
     return target
 
 
-def client_config(url: str) -> str:
-    """The copy-paste MCP client config for this server."""
-    return snippet(None, ServerSpec(SERVER_NAME, url=url))
+def client_config(url: str, token: str | None = None) -> str:
+    """The copy-paste MCP client config for this server (with its bearer token header)."""
+    headers = auth_headers(token) if token else {}
+    return snippet(None, ServerSpec(SERVER_NAME, url=url, headers=headers))
 
 
 def _error_response(error: ServiceError) -> JSONResponse:
@@ -125,14 +133,40 @@ def _error_response(error: ServiceError) -> JSONResponse:
     return JSONResponse(error.to_payload(), status_code=status)
 
 
+class _TooLarge(Exception):
+    pass
+
+
 async def _body(request: Request) -> dict[str, Any]:
+    """The JSON object of a window request: read as a stream, 1 MiB at most, nesting bounded."""
     try:
-        data = await request.json()
-    except ValueError as exc:
-        raise ServiceError("INVALID_ARGUMENT", "the body is not JSON", hint="Send a JSON object.") from exc
+        data = await read_json_body(request.stream(), MAX_WINDOW_BODY)
+    except BodyTooLarge as exc:
+        raise _TooLarge() from exc
+    except UnicodeDecodeError as exc:
+        raise ServiceError("INVALID_ARGUMENT", "the body is not UTF-8", hint="Send a JSON object.") from exc
+    except ClientDisconnect as exc:
+        raise _TooLarge() from exc  # the guard stopped reading at its cap
     if not isinstance(data, dict):
         raise ServiceError("INVALID_ARGUMENT", "the body is not a JSON object", hint="Send a JSON object.")
     return data
+
+
+def _bounded(
+    handler: Callable[[Request], Awaitable[JSONResponse]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """413 for an oversized body, 400 for any other bad input: never a 500."""
+
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except _TooLarge:
+            return PlainTextResponse(f"Request body over {MAX_WINDOW_BODY} bytes", status_code=413)
+        except (ServiceError, ValueError, TypeError) as exc:
+            error = exc if isinstance(exc, ServiceError) else ServiceError("INVALID_ARGUMENT", str(exc))
+            return _error_response(error)
+
+    return run
 
 
 def window_routes(service: PvfService) -> list[BaseRoute]:
@@ -190,18 +224,23 @@ def window_routes(service: PvfService) -> list[BaseRoute]:
         return JSONResponse({"ok": True})
 
     return [
-        Route("/api/workspace", workspace, methods=["GET"]),
-        Route("/api/windows", register, methods=["POST"]),
-        Route("/api/windows/{window}", leave, methods=["DELETE"]),
-        Route("/api/windows/{window}/draft", draft, methods=["POST"]),
-        Route("/api/windows/{window}/pending", pending, methods=["GET"]),
-        Route("/api/windows/{window}/ack", ack, methods=["POST"]),
+        Route("/api/workspace", _bounded(workspace), methods=["GET"]),
+        Route("/api/windows", _bounded(register), methods=["POST"]),
+        Route("/api/windows/{window}", _bounded(leave), methods=["DELETE"]),
+        Route("/api/windows/{window}/draft", _bounded(draft), methods=["POST"]),
+        Route("/api/windows/{window}/pending", _bounded(pending), methods=["GET"]),
+        Route("/api/windows/{window}/ack", _bounded(ack), methods=["POST"]),
     ]
 
 
 def sweep_leftovers() -> list[Path]:
     """Remove what killed exports and import spills of earlier runs left (dead owners only)."""
     return sweep_remembered() + sweep_stale([system_temp_dir()])
+
+
+def endpoint_path() -> Path:
+    """The per-user endpoint file of the running `moddesk pvf serve` (url + bearer token, 0600)."""
+    return settings_path().parent / "endpoints" / "pvf.json"
 
 
 class Workbench:
@@ -212,11 +251,25 @@ class Workbench:
         service: PvfService | None = None,
         port: int = DEFAULT_PORT,
         toolsets: tuple[str, ...] = TOOLSETS,
+        roots: Iterable[str | os.PathLike[str]] = (),
+        token: str | None = None,
     ) -> None:
+        """Agents reach only the roots: the moddesk workspace, ``roots`` and the open archive's folder."""
         self.swept = sweep_leftovers()
         self.service = service or PvfService(rules_dir=rules_dir(), index_cache=index_cache_dir())
+        granted = workbench_roots(roots)
+        current = self.service.roots
+        self.service.roots = granted if current is None else current.with_roots(granted.roots)
+        self.token = token or new_token()
         routes = window_routes(self.service) + web_routes(self.service, lambda: self.url)
-        self.server: LoopbackServer = serve_http(build_workbench_server(self.service, toolsets), port, routes)
+        self.server: LoopbackServer = serve_http(
+            build_workbench_server(self.service, toolsets),
+            port,
+            routes,
+            bearer_token=self.token,
+            max_body=MAX_REQUEST_BODY,
+        )
+        self._endpoint: Path | None = None
 
     @property
     def url(self) -> str:
@@ -227,10 +280,31 @@ class Workbench:
         """The person's page (the workbench in the browser)."""
         return f"{self.server.url}{PAGE_PATH}"
 
+    @property
+    def page_login_url(self) -> str:
+        """The page with the run's token once: opening it sets the browser's token cookie."""
+        return f"{self.page_url}?token={self.token}"
+
+    def client(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """An SDK Client for this workbench's MCP endpoint, sending the bearer token."""
+        return http_client(self.url, self.token)
+
+    def publish_endpoint(self, path: Path | None = None) -> Path:
+        """Write the endpoint file (url + token, mode 0600) clients and `pvf connect` read."""
+        target = path or endpoint_path()
+        publish(target, self.server.url, self.token)
+        self._endpoint = target
+        return target
+
     def open_at_start(
         self, archive: Path, timeout: float = 600.0, *, region: str | None = None
     ) -> dict[str, Any]:
-        """Open ``archive`` before serving (the same lifecycle path a client uses)."""
+        """Open ``archive`` before serving (the person named it: its folder becomes a root)."""
+        roots = self.service.roots
+        assert roots is not None
+        self.service.roots = roots.with_roots(
+            [grant(archive.resolve().parent, "folder of the archive you opened")]
+        )
         handle = self.service.open(str(archive.resolve()), self.service.epoch, region=region)
         status = self.service.tasks.wait(handle["taskId"], timeout)
         if status["state"] != "succeeded":
@@ -249,11 +323,18 @@ class Workbench:
         try:
             self.server.serve_forever()
         finally:
+            self._withdraw()
             self.service.shutdown()
 
     def stop(self) -> None:
+        self._withdraw()
         self.server.stop()
         self.service.shutdown()
+
+    def _withdraw(self) -> None:
+        if self._endpoint is not None:
+            withdraw(self._endpoint, self.token)
+            self._endpoint = None
 
     def __enter__(self) -> Workbench:
         return self.start()

@@ -24,6 +24,7 @@ from moddesk import __version__
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.ledger import RequestLedger
 from moddesk.kit.plans import PlanRegistry
+from moddesk.kit.roots import Roots
 from moddesk.kit.tasks import TaskManager
 from moddesk.pvf.browse import BrowseOps
 from moddesk.pvf.core import BLOCKING_PLAN_KINDS
@@ -49,8 +50,10 @@ class PvfService(LifecycleOps, ReadOps, RecordsOps, BrowseOps):
         index_wait: float = INDEX_WAIT_SECONDS,
         rules_dir: Path | None = None,
         index_cache: Path | None = None,
+        roots: Roots | None = None,
     ) -> None:
         self._init_core(tasks, ledger, plans, drafts)
+        self.roots = roots
         self._init_index(index_wait, index_cache)
         self._init_records(rules_dir)
         self._init_browse()
@@ -77,6 +80,8 @@ class PvfService(LifecycleOps, ReadOps, RecordsOps, BrowseOps):
                 "drafts": self.drafts.snapshot(),
                 "runningTasks": self._running_tasks(),
                 "lifecycleTask": self._lifecycle_task,
+                "roots": self.access_roots().describe(),
+                "addRootHint": self.roots.how_to_add if self.roots is not None else None,
                 "capabilityVersion": CAPABILITY_VERSION,
                 "serverVersion": __version__,
             }

@@ -14,18 +14,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
-import psutil
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from moddesk.kit import local_service
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.files import atomic_write_text
 from moddesk.kit.leftovers import owner_alive, pid_alive, sweep_stale
 from moddesk.xiangqi import uci_cli
 from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.rpc import CHANNEL, dispatch, error_body, panel_link
+from moddesk.xiangqi.rpc import CHANNEL, MAX_LOAD_BODY, dispatch, error_body, panel_link
 from moddesk.xiangqi.store import Settings
 
 app = typer.Typer(help="Chinese chess against the AI model or the local engine.", no_args_is_help=True)
@@ -71,8 +70,8 @@ def _read_endpoint(path: Path) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def _advertised(settings: Settings, url: str) -> Iterator[Path | None]:
-    """Record the service's URL where the CLI looks for it, while the block runs.
+def _advertised(settings: Settings, url: str, token: str, *, has_mcp: bool) -> Iterator[Path | None]:
+    """Record the service's URL and bearer token (file mode 0600) while the block runs.
 
     A file written by another service that still runs is left alone (both servers coexist; the
     CLI keeps talking to the first); on exit only our own record is removed.
@@ -87,15 +86,11 @@ def _advertised(settings: Settings, url: str) -> Iterator[Path | None]:
         )
         yield None
         return
-    record = {"url": url, "pid": os.getpid(), "processCreateTime": psutil.Process().create_time()}
-    atomic_write_text(path, json.dumps(record))
+    local_service.publish(path, url, token, has_mcp=has_mcp)
     try:
         yield path
     finally:
-        mine = _read_endpoint(path)
-        if mine is not None and mine.get("pid") == os.getpid() and mine.get("url") == url:
-            with contextlib.suppress(OSError):
-                path.unlink()
+        local_service.withdraw(path, token)
 
 
 @contextlib.contextmanager
@@ -134,17 +129,36 @@ def _serve(port: int, open_browser: bool, config: Path | None) -> None:
 
     with _service(config) as (settings, service):
         sweep_stale([settings.database().parent])  # temps a killed service left (dead owners only)
+        token = local_service.new_token()
         holder: dict[str, str] = {}
-        server = build_server(service, lambda s: panel_link(holder["url"])(s))
-        http = serve_http(server, port, extra_routes=rpc_routes(service))
+        server = build_server(service, lambda s: panel_link(holder["url"], token)(s))
+        http = serve_http(
+            server, port, extra_routes=rpc_routes(service), bearer_token=token, max_body=MAX_LOAD_BODY
+        )
         holder["url"] = http.url
-        with _advertised(settings, http.url):
-            console.print(f"[bold]xiangqi[/] panel  {http.url}/xiangqi/")
-            console.print(f"[bold]xiangqi[/] MCP    {http.url}/mcp")
+        with _advertised(settings, http.url, token, has_mcp=True) as endpoint:
+            console.print(f"[bold]xiangqi[/] panel  {http.url}/xiangqi/?token={token}")
+            console.print(f"[bold]xiangqi[/] MCP    {http.url}/mcp (bearer token required)")
+            console.print(f"token and url for clients: {endpoint} (readable by you only)")
+            console.print("stdio clients: `moddesk xiangqi connect` bridges to this service")
             console.print(f"games in {settings.database()}")
             if open_browser:
-                webbrowser.open(f"{http.url}/xiangqi/")
+                webbrowser.open(f"{http.url}/xiangqi/?token={token}")
             http.serve_forever()
+
+
+@app.command()
+def connect(config: ConfigOpt = None) -> None:
+    """Stdio MCP bridge to the running `moddesk xiangqi serve` (for clients that only speak stdio)."""
+    import anyio
+
+    settings = Settings.load(config)
+    try:
+        record = local_service.require(endpoint_file(settings), "moddesk xiangqi serve")
+    except ServiceError as exc:
+        show_error(exc, False)
+        raise typer.Exit(2) from None
+    anyio.run(local_service.bridge_stdio, record.mcp_url, record.token)
 
 
 @app.command()
@@ -161,12 +175,13 @@ def mcp(
 
     with _service(config) as (settings, service), contextlib.ExitStack() as running:
         panel = None
+        token = local_service.new_token()
         if not no_panel:
-            panel = LoopbackServer(lambda port: panel_app(service, port), panel_port).start()
+            panel = LoopbackServer(lambda port: panel_app(service, port, token), panel_port).start()
             running.callback(panel.stop)
-            running.enter_context(_advertised(settings, panel.url))
-            print(f"xiangqi panel: {panel.url}/xiangqi/", file=sys.stderr)
-        serve_stdio(build_server(service, panel_link(panel.url) if panel else None))
+            running.enter_context(_advertised(settings, panel.url, token, has_mcp=False))
+            print(f"xiangqi panel: {panel.url}/xiangqi/?token={token}", file=sys.stderr)
+        serve_stdio(build_server(service, panel_link(panel.url, token) if panel else None))
 
 
 # ----------------------------------------------------------------------------------- person commands
@@ -179,7 +194,16 @@ def _call(
     settings = Settings.load(config)
     if local:
         return _call_local(settings, endpoint, payload)
-    return _call_remote(url or _find_service(settings), endpoint, payload)
+    record = local_service.read(endpoint_file(settings))
+    if url is None and record is None:
+        raise ServiceError(
+            "NOT_FOUND",
+            "no running xiangqi service found",
+            hint="Start `moddesk xiangqi serve` (or `mcp`), pass --url, or use --local.",
+        )
+    target = url if url is not None else record.url if record is not None else ""
+    token = record.token if record is not None and target == record.url else None
+    return _call_remote(target, endpoint, payload, token)
 
 
 def _call_local(settings: Settings, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -200,24 +224,17 @@ def _call_local(settings: Settings, endpoint: str, payload: dict[str, Any]) -> d
         service.close()
 
 
-def _find_service(settings: Settings) -> str:
-    """The URL a running `serve` / `mcp` recorded for these settings."""
-    record = _read_endpoint(endpoint_file(settings))
-    url = record.get("url") if record is not None else None
-    if not isinstance(url, str) or record is None or not _live_owner(record):
-        stale = f" (the one recorded, pid {record.get('pid')}, is no longer running)" if record else ""
-        raise ServiceError(
-            "NOT_FOUND",
-            f"no running xiangqi service found{stale}",
-            hint="Start `moddesk xiangqi serve` (or `mcp`), pass --url, or use --local.",
-        )
-    return url
-
-
-def _call_remote(url: str, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _call_remote(url: str, endpoint: str, payload: dict[str, Any], token: str | None) -> dict[str, Any]:
     """The action over the service's RPC channel; its error body becomes a ServiceError again."""
+    headers = local_service.auth_headers(token) if token else {}
     try:
-        response = httpx.post(f"{url}{CHANNEL}/{endpoint}", json=payload, timeout=120)
+        response = httpx.post(f"{url}{CHANNEL}/{endpoint}", json=payload, timeout=120, headers=headers)
+        if response.status_code == 401:
+            raise ServiceError(
+                "UNAUTHORIZED",
+                f"the service at {url} wants its bearer token",
+                hint="Omit --url so the token is read from the service's endpoint file.",
+            )
         body = response.json()
     except (httpx.HTTPError, ValueError) as exc:
         raise ServiceError(

@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.http import ASGIApp, guard
+from moddesk.kit.http import MAX_JSON_DEPTH, ASGIApp, guard, json_depth
 from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.record_games import EXPORT_FORMATS, decode_upload, export_record, load_record
 
@@ -213,11 +213,17 @@ def rpc_routes(service: GameService) -> list[BaseRoute]:
 
     async def call(request: Request) -> Response:
         endpoint = request.path_params["endpoint"]
-        body = await request.body()
-        if len(body) > (MAX_LOAD_BODY if endpoint == "load" else MAX_BODY):
-            return JSONResponse(error_body(_bad("request body too large")), status_code=413)
+        cap = MAX_LOAD_BODY if endpoint == "load" else MAX_BODY
+        body = bytearray()
+        async for chunk in request.stream():  # stop reading at the cap, not after the whole body
+            body += chunk
+            if len(body) > cap:
+                return JSONResponse(error_body(_bad("request body too large")), status_code=413)
         try:
-            payload = json.loads(body or b"{}")
+            text = bytes(body).decode("utf-8")
+            if json_depth(text) > MAX_JSON_DEPTH:
+                raise ValueError("nested too deeply")
+            payload = json.loads(text or "{}")
         except (ValueError, UnicodeDecodeError):
             return JSONResponse(error_body(_bad("the request body is not JSON")), status_code=400)
         if endpoint not in ENDPOINTS:
@@ -252,11 +258,12 @@ def rpc_routes(service: GameService) -> list[BaseRoute]:
     ]
 
 
-def panel_app(service: GameService, port: int) -> ASGIApp:
-    """RPC + panel alone (what ``moddesk xiangqi mcp`` serves beside stdio), Host/Origin guarded."""
-    return guard(Starlette(routes=rpc_routes(service)), port)
+def panel_app(service: GameService, port: int, token: str | None = None) -> ASGIApp:
+    """RPC + panel alone (what ``moddesk xiangqi mcp`` serves beside stdio), Host/Origin (+ token) guarded."""
+    return guard(Starlette(routes=rpc_routes(service)), port, bearer_token=token, max_body=MAX_LOAD_BODY)
 
 
-def panel_link(base_url: str) -> Callable[[str], str]:
-    """The panel URL of a session on a server at ``base_url``."""
-    return lambda session: f"{base_url}{PANEL_PATH}?session={session}"
+def panel_link(base_url: str, token: str | None = None) -> Callable[[str], str]:
+    """The panel URL of a session on a server at ``base_url`` (opening it once logs the browser in)."""
+    login = f"&token={token}" if token else ""
+    return lambda session: f"{base_url}{PANEL_PATH}?session={session}{login}"

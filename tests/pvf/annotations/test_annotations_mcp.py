@@ -56,8 +56,8 @@ def service(rules_dir: Path) -> PvfService:
 
 
 @pytest.fixture
-def bench(service: PvfService) -> Iterator[Workbench]:
-    with Workbench(service, port=0) as running:
+def bench(service: PvfService, tmp_path: Path) -> Iterator[Workbench]:
+    with Workbench(service, port=0, roots=[tmp_path]) as running:
         yield running
 
 
@@ -96,7 +96,7 @@ def test_annotation_tools_over_mcp(
     archive = _archive(tmp_path / "Script 90cn.pvf")
 
     async def flow() -> None:
-        async with Client(bench.url, read_timeout_seconds=60) as client:
+        async with bench.client() as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             for name in ("pvf_annotation_search", "pvf_annotation_get", "pvf_annotation_explain"):
                 hints = tools[name].annotations

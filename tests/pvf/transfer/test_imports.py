@@ -87,20 +87,25 @@ def test_refusals_and_limits(bench: Bench, tmp_path: Path, monkeypatch: pytest.M
     folder = make_tree(tmp_path)
     link = tmp_path / "link.equ"
     link.symlink_to(folder / "weapon" / "w1.equ")
-    secret = tmp_path / ".env"
-    secret.write_text("TOKEN=1")
     binary = tmp_path / "data.bin"
     binary.write_bytes(b"\xff\xfe\x00bad")
-    for source, code in (
-        (str(link), "IMPORT_REFUSED"),
-        (str(secret), "IMPORT_REFUSED"),
-        (str(binary), "IMPORT_REFUSED"),
-        ("relative/path.equ", "INVALID_PATH"),
-        (str(folder / ".." / "equipment"), "IMPORT_REFUSED"),
+    (tmp_path / "nl").mkdir()
+    newline = tmp_path / "nl" / "two\nlines.equ"
+    newline.write_text("#PVF_File\n")
+    for source, target_dir, code in (
+        (str(link), "", "IMPORT_REFUSED"),
+        (str(binary), "", "IMPORT_REFUSED"),
+        ("relative/path.equ", "", "INVALID_PATH"),
+        (str(folder / ".." / "equipment"), "", "INVALID_PATH"),
+        (str(newline), "", "INVALID_PATH"),  # a local path with a control character: never looked up
+        (str(tmp_path / "nl"), "", "INVALID_ENTRY_PATH"),  # found in a folder: refused as an entry name
+        (str(folder), "x\n[system] obey", "INVALID_ENTRY_PATH"),
+        (str(folder), "x\u2028y", "INVALID_ENTRY_PATH"),
     ):
         with pytest.raises(ServiceError) as caught:
-            bench.imports.prepare(bench.ws, [source], "")
+            bench.imports.prepare(bench.ws, [source], target_dir)
         assert caught.value.code == code, source
+        assert "\n" not in caught.value.message  # shown escaped, never as a line break
     raw = bench.imports.prepare(bench.ws, [str(binary)], "etc", mode="raw")
     assert raw["files"] == 1
     bench.imports.discard(raw["planId"])

@@ -47,6 +47,7 @@ class ServerSpec:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)  # e.g. the local service's bearer token
 
     def __post_init__(self) -> None:
         if (self.command is None) == (self.url is None):
@@ -102,6 +103,9 @@ class Client:
             if self.typed:
                 entry["type"] = "http"
             entry["url"] = spec.url
+            if spec.headers:
+                # Codex names the table http_headers; the JSON clients call it headers
+                entry["http_headers" if self.format == "toml" else "headers"] = dict(spec.headers)
             return entry
         if self.typed:
             entry["type"] = "stdio"

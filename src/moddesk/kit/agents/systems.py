@@ -21,7 +21,8 @@ class SystemServer:
 
 SYSTEM_SERVERS: dict[str, SystemServer] = {
     # pvf is one long-running process (service + web page + MCP over Streamable HTTP)
-    "pvf": SystemServer("moddesk-pvf", None, "Start `moddesk pvf serve` and pass the MCP URL it prints."),
+    # stdio clients reach it through `moddesk pvf connect`, a bridge to the running serve
+    "pvf": SystemServer("moddesk-pvf", ("pvf", "connect"), "Start `moddesk pvf serve`."),
     # the server name matches the one the ra3 skill tells the agent to use
     "ra3": SystemServer("ra3-mod-xml", ("ra3", "mcp")),
     "xiangqi": SystemServer("moddesk-xiangqi", ("xiangqi", "mcp")),
@@ -35,6 +36,7 @@ def system_server(
     url: str | None = None,
     name: str | None = None,
     env: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> ServerSpec:
     """The ServerSpec for ``system``: the launcher with its stdio args, or ``url`` when given."""
     server = SYSTEM_SERVERS.get(system)
@@ -47,7 +49,7 @@ def system_server(
     if url is not None:
         if not url.startswith(("http://", "https://")):
             raise ServiceError("INVALID_ARGUMENT", f"not an http(s) URL: {url!r}")
-        return ServerSpec(name or server.name, url=url)
+        return ServerSpec(name or server.name, url=url, headers=dict(headers or {}))
     if server.stdio_args is None:
         raise ServiceError(
             "CONFIG_UNSUPPORTED",

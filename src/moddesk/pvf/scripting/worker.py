@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from moddesk.pvf.entrypaths import CONTROL_CHARS, shown
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.scripting import bridge
 from moddesk.pvf.scripting.paths import glob_regex, normalize_path
@@ -51,6 +52,16 @@ class HostError(Exception):
 
 
 PLAN_TOO_LARGE = "PLAN_TOO_LARGE"
+
+
+def _check_new_path(path: str) -> None:
+    """A new entry's path is one line of printable text (it reaches listings and tool results)."""
+    match = CONTROL_CHARS.search(path)
+    if match is not None:
+        raise HostError(
+            f"INVALID_ENTRY_PATH: {shown(path)} contains the control character {match.group()!r}; "
+            "archive paths are one line of printable text"
+        )
 
 
 def _change_bytes(change: dict[str, Any] | None) -> int:
@@ -166,6 +177,7 @@ class Transaction:
         self._put(path, {"kind": "modify", "type": kind, "text": text})
 
     def create(self, path: str, kind: int, text: str) -> list[Any]:
+        _check_new_path(path)
         path = normalize_path(path)
         if kind not in (1, 3):
             raise HostError("createFile makes script (1) or unicode text (3) files")
@@ -175,6 +187,7 @@ class Transaction:
         return self.row(path)
 
     def copy(self, source: str, target: str, overwrite: bool) -> list[Any]:
+        _check_new_path(target)
         source, target = normalize_path(source), normalize_path(target)
         if not self.exists(source):
             raise HostError(f"no file {source!r} to copy")

@@ -9,6 +9,7 @@ the target and publishes it with no-overwrite semantics, so an existing target i
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.localfiles import place
 from moddesk.pvf.occupancy import editors_prepared
 from moddesk.pvf.transfer import sources
 from moddesk.pvf.transfer.writers import (
@@ -400,12 +402,18 @@ class ExportService:
         acknowledged: set[str],
     ) -> dict[str, Any]:
         plan = self._plan(plan_id)
-        parent = Path(output_parent)
-        if not parent.is_absolute() or not parent.is_dir():
+        # the folder must lie inside the granted roots (OUTSIDE_ROOTS names them); the writers
+        # then work below the resolved, link-free folder
+        placed = place(self.service.access_roots(), output_parent)
+        try:
+            is_folder = stat.S_ISDIR(self.service.access_roots().stat(placed).st_mode)
+        except OSError:
+            is_folder = False
+        if not is_folder:
             raise pvf_error(
                 "INVALID_PATH", f"outputParent {output_parent!r} must be an existing absolute folder"
             )
-        final = parent / plan.target_name(output_name)
+        final = placed.path / plan.target_name(output_name)
         chosen, extra_warnings = self._chosen(plan, keys)
         if not chosen:
             raise ServiceError(

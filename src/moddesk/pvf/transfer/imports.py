@@ -22,8 +22,11 @@ from moddesk.kit.files import remove_tree_quietly
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.leftovers import make_temp_dir, system_temp_dir
 from moddesk.kit.plans import Plan
+from moddesk.kit.roots import Placed, Roots
 from moddesk.pvf.archive import normalize_path
+from moddesk.pvf.entrypaths import check_entry_path
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.localfiles import place
 from moddesk.pvf.occupancy import editors_prepared, ensure_free_for_write_plan
 
 if TYPE_CHECKING:
@@ -33,7 +36,7 @@ register_codes(
     {
         "IMPORT_LIMIT": "The import is over a limit (file count, file size or total size).",
         "IMPORT_CONFLICT": "Several sources map to the same archive path.",
-        "IMPORT_REFUSED": "A source is a symlink, a special file, secret-looking, or not valid text.",
+        "IMPORT_REFUSED": "A source is a symlink, a special file, or not valid text.",
         "OVERWRITE_NOT_ALLOWED": "A chosen item would overwrite an entry that was not named in overwriteKeys.",
     }
 )
@@ -45,13 +48,6 @@ MEMORY_BUDGET = 16 << 20
 PREVIEW_BYTE_CAP = 48 * 1024
 ImportMode = Literal["text", "raw"]
 
-# Names a modder never means to put into an archive, and that must not be read by accident.
-_SECRET_NAMES = re.compile(
-    r"(^\.env(\..*)?$|^id_(rsa|dsa|ecdsa|ed25519)(\.pub)?$|\.(pem|key|p12|pfx|kdbx)$|^\.netrc$|"
-    r"^credentials(\.json)?$|^\.git-credentials$|^\.npmrc$|^\.pypirc$)",
-    re.IGNORECASE,
-)
-_SECRET_DIRS = {".git", ".ssh", ".gnupg", ".aws"}
 _BAD_ARCHIVE_CHARS = re.compile(r"[\x00-\x1f`]")
 
 
@@ -115,6 +111,8 @@ def _refuse(message: str, **details: Any) -> ServiceError:
 
 
 def _archive_target(target_dir: str, relative: PurePosixPath) -> str:
+    check_entry_path(target_dir, "targetDir")
+    check_entry_path(str(relative), "file name")
     base = normalize_path(target_dir).strip("/")
     parts = [p for p in relative.parts if p not in ("", ".")]
     for part in parts:
@@ -126,52 +124,40 @@ def _archive_target(target_dir: str, relative: PurePosixPath) -> str:
     return normalize_path(joined)
 
 
-def _check_source(path: Path) -> os.stat_result:
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode):
-        raise _refuse(f"{path} is a symbolic link; symlinks are not followed", path=str(path))
-    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
-        raise _refuse(f"{path} is not a regular file or folder", path=str(path))
-    if _SECRET_NAMES.search(path.name) or path.name in _SECRET_DIRS:
-        raise _refuse(f"{path} looks like a secret (keys, credentials); it is never read", path=str(path))
-    return info
+def collect(roots: Roots, source_paths: list[str], target_dir: str) -> list[tuple[Placed, str]]:
+    """(checked local file, archive path) pairs: a file keeps its name, a folder keeps its own name.
 
-
-def collect(source_paths: list[str], target_dir: str) -> list[tuple[Path, str]]:
-    """(local file, archive path) pairs: a file keeps its name, a folder keeps its own name."""
-    pairs: list[tuple[Path, str]] = []
+    Every source must lie inside the granted roots (``OUTSIDE_ROOTS`` otherwise); links inside a
+    folder are skipped, a link named directly is refused, and nothing is opened through a link.
+    """
+    pairs: list[tuple[Placed, str]] = []
     for raw in source_paths:
-        source = Path(raw)
-        if not source.is_absolute():
-            raise pvf_error("INVALID_PATH", f"{raw!r} is not an absolute path", path=raw)
-        if ".." in source.parts:
-            raise _refuse(f"{raw} contains '..'; pass a normalised absolute path", path=raw)
+        source = place(roots, raw)
+        if os.path.islink(raw):
+            raise _refuse(f"{raw} is a symbolic link; name the real file", path=raw)
         try:
-            info = _check_source(source)
+            info = roots.stat(source)
         except FileNotFoundError as exc:
             raise pvf_error("INVALID_PATH", f"{raw} does not exist", path=raw) from exc
         if stat.S_ISREG(info.st_mode):
-            pairs.append((source, _archive_target(target_dir, PurePosixPath(source.name))))
+            pairs.append((source, _archive_target(target_dir, PurePosixPath(source.path.name))))
             continue
-        for folder, dirs, files in os.walk(source, followlinks=False):
-            here = Path(folder)
-            for name in list(dirs):
-                _check_source(here / name)
-            for name in files:
-                file = here / name
-                _check_source(file)
-                relative = PurePosixPath(source.name) / file.relative_to(source).as_posix()
-                pairs.append((file, _archive_target(target_dir, relative)))
-                if len(pairs) > MAX_FILES:
-                    raise ServiceError(
-                        "IMPORT_LIMIT",
-                        f"more than {MAX_FILES} files selected",
-                        hint="Import a smaller folder at a time.",
-                    )
+        if not stat.S_ISDIR(info.st_mode):
+            raise _refuse(f"{raw} is not a regular file or folder", path=raw)
+        top = source.path.name
+        for file in roots.walk_files(source, MAX_FILES):
+            relative = PurePosixPath(top, *file.parts[len(source.parts) :])
+            pairs.append((file, _archive_target(target_dir, relative)))
+            if len(pairs) > MAX_FILES:
+                raise ServiceError(
+                    "IMPORT_LIMIT",
+                    f"more than {MAX_FILES} files selected",
+                    hint="Import a smaller folder at a time.",
+                )
     return pairs
 
 
-def conflicts(pairs: list[tuple[Path, str]]) -> dict[str, list[str]]:
+def conflicts(pairs: list[tuple[Placed, str]]) -> dict[str, list[str]]:
     """Archive paths that several sources map to (case-insensitively)."""
     seen: dict[str, list[str]] = {}
     for source, target in pairs:
@@ -233,7 +219,7 @@ class ImportService:
         with service._state:
             ws = service._require_workspace(workspace_id)
             ensure_free_for_write_plan(service)
-        pairs = collect(source_paths, target_dir)
+        pairs = collect(service.access_roots(), source_paths, target_dir)
         clashes = conflicts(pairs)
         if clashes:
             raise ServiceError(
@@ -274,25 +260,22 @@ class ImportService:
         }
 
     def _freeze(
-        self, pairs: list[tuple[Path, str]], mode: ImportMode, ws: Any
+        self, pairs: list[tuple[Placed, str]], mode: ImportMode, ws: Any
     ) -> tuple[list[ImportItem], Path | None]:
         items: list[ImportItem] = []
         total = 0
         spill_dir: Path | None = None
+        roots = self.service.access_roots()
         try:
             for source, target in sorted(pairs, key=lambda p: p[1]):
-                size = source.stat().st_size
-                if size > MAX_FILE_BYTES:
-                    raise ServiceError(
-                        "IMPORT_LIMIT",
-                        f"{source} is {size} bytes; the limit is {MAX_FILE_BYTES}",
-                        path=str(source),
-                    )
-                with open(source, "rb") as handle:  # one read: size, digest and bytes agree
-                    data = handle.read(MAX_FILE_BYTES + 1)
+                # one no-follow open and one read: size, digest and bytes agree
+                data = roots.read_bytes(source, MAX_FILE_BYTES)
                 if len(data) > MAX_FILE_BYTES:
                     raise ServiceError(
-                        "IMPORT_LIMIT", f"{source} grew past {MAX_FILE_BYTES} bytes", path=str(source)
+                        "IMPORT_LIMIT",
+                        f"{source} is over {MAX_FILE_BYTES} bytes",
+                        hint="Import it in parts, or leave it out.",
+                        path=str(source),
                     )
                 total += len(data)
                 if total > MAX_TOTAL_BYTES:
