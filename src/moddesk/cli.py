@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from moddesk import __version__
+from moddesk.kit.errors import ServiceError
 
 SYSTEMS = ("pvf", "ra3", "xiangqi")
 # extras -> the modules each one brings, to tell a user which extras are installed
@@ -140,6 +141,27 @@ def _clean_leftovers(extra: list[str], dry_run: bool) -> int:
     return failed
 
 
+def _pvf_roots_rows() -> list[tuple[str, str]]:
+    """The folders agents of `moddesk pvf serve` may use, and whether a serve is running."""
+    try:
+        from moddesk.kit.local_service import read
+        from moddesk.pvf.roots import load_added_roots, workspace_dir
+        from moddesk.pvf.serve import endpoint_path, settings_path
+    except ImportError:
+        return [("pvf roots", "pvf extra not installed")]
+    try:
+        added = load_added_roots(settings_path())
+    except ServiceError as exc:
+        added = [f"({exc.message})"]
+    rows = [("pvf roots", f"{workspace_dir()} (moddesk workspace: inbox/, outbox/)")]
+    rows += [("", f"{folder} (added with --root)") for folder in added]
+    rows.append(("", "+ the open archive's folder; add one: moddesk pvf serve --root DIR"))
+    running = read(endpoint_path())
+    state = f"running at {running.url} (token in {endpoint_path()})" if running else "not running"
+    rows.append(("pvf serve", state))
+    return rows
+
+
 @app.command()
 def doctor(
     clean: bool = typer.Option(False, "--clean", help="Remove temps whose owner process is gone."),
@@ -176,6 +198,8 @@ def doctor(
     if os.environ.get("MODDESK_HOME"):
         table.add_row("MODDESK_HOME", os.environ["MODDESK_HOME"] + " (agent configs, skills, launcher)")
     table.add_row("MCP launcher", _launcher_state())
+    for item, value in _pvf_roots_rows():
+        table.add_row(item, value)
     table.add_row("ra3 home", os.environ.get("RA3MODXML_HOME", os.path.expanduser("~/.ra3modxml")))
     table.add_row("leftovers", _leftover_summary())
     console.print(table)

@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -213,3 +214,40 @@ def test_windows_forms_normalise_and_compare_case_insensitively() -> None:
     for bad in ("C:relative", "\\\\.\\PhysicalDrive0", "C:\\a\\CON", "C:\\a\\b:stream", "\\\\srv"):
         with pytest.raises(ServiceError):
             normalise(bad, windows=True)
+
+
+@POSIX_ONLY
+def test_publish_file_never_overwrites_unless_checked_and_never_writes_through_a_link(
+    tree: dict[str, Path],
+) -> None:
+    roots = _roots(tree)
+    target = tree["inside"] / "out.bin"
+    roots.publish_file(str(target), lambda handle: handle.write(b"first"))
+    assert target.read_bytes() == b"first"
+    with pytest.raises(ServiceError) as info:
+        roots.publish_file(str(target), lambda handle: handle.write(b"second"))
+    assert info.value.code == "TARGET_EXISTS" and target.read_bytes() == b"first"
+
+    seen: list[bytes] = []
+
+    def refuse(old: Any) -> None:
+        seen.append(old.read())
+        raise ServiceError("TARGET_CHANGED", "no")
+
+    with pytest.raises(ServiceError):
+        roots.publish_file(str(target), lambda handle: handle.write(b"third"), replace_check=refuse)
+    assert seen == [b"first"] and target.read_bytes() == b"first"
+    roots.publish_file(str(target), lambda handle: handle.write(b"fourth"), replace_check=lambda old: None)
+    assert target.read_bytes() == b"fourth"
+    # no temp file is left behind by any of these
+    assert sorted(p.name for p in tree["inside"].iterdir()) == ["out.bin", "sub dir"]
+
+
+def test_unbounded_roots_still_refuse_system_folders(tmp_path: Path) -> None:
+    anywhere = Roots.unbounded()
+    assert anywhere.place(str(tmp_path)).path == tmp_path.resolve()
+    assert anywhere.describe()[0]["path"] == "*"
+    if sys.platform != "win32":
+        with pytest.raises(ServiceError) as info:
+            anywhere.place("/proc/self/environ")
+        assert info.value.code == "SPECIAL_FILE"

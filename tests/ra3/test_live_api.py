@@ -336,3 +336,29 @@ def test_one_process_serves_several_projects_routed_by_project(home: Path, tmp_p
         assert r.status_code == 400 and r.json()["error"] == "INVALID_ARGUMENT"  # which project? say so
     finally:
         watcher.stop()
+
+
+def test_live_api_stops_reading_at_its_cap(two_projects: tuple[Watcher, Watcher]) -> None:
+    """A body past the cap is refused without being read to its end (declared or streamed)."""
+    wa, _ = two_projects
+    url = f"{wa.server.url}/query/find_asset?project={wa.projects[0].project_dir}"
+    auth = {"Authorization": f"Bearer {wa.server.token}", "Content-Type": "application/json"}
+    sent = 0
+
+    def stream() -> Iterator[bytes]:
+        nonlocal sent
+        for _ in range(64):  # 64 MiB offered
+            sent += 1 << 20
+            yield b" " * (1 << 20)
+
+    with httpx.Client(timeout=30) as http:
+        try:
+            answer = http.post(url, content=stream(), headers=auth)
+            assert answer.status_code in (400, 413), answer.status_code
+        except httpx.HTTPError:
+            pass  # the server answered and closed while we were still sending
+        declared = http.post(url, content=b"{" + b" " * (2 << 20) + b"}", headers=auth)
+        assert declared.status_code == 413
+        deep = http.post(url, content=b"[" * 50_000 + b"]" * 50_000, headers=auth)
+        assert deep.status_code == 400 and "Traceback" not in deep.text
+    assert sent < 64 << 20

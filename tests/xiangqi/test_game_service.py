@@ -424,3 +424,27 @@ def test_local_opponent_levels(tmp_path: Path) -> None:
         assert error_of(svc.new, "hero", "r", "local", level=11).code == "INVALID_ARGUMENT"
     finally:
         svc.close()
+
+
+def test_model_undo_is_bounded_and_never_reopens_a_resigned_game(service: GameService) -> None:
+    """Only the person ends a game by resigning (seed 002 §3); the model's undo is its last pair."""
+    service.new("hero", side="r", opponent="model")
+    service.move("hero", "h2e2")
+    service.move("opponent", "h9g7")
+    service.move("hero", "h0g2")
+    service.move("opponent", "i9h9")
+    service.move("hero", "i0h0")
+    # more than its last move pair, or only the person's move: refused, nothing changes
+    for plies in (3, 4, 2000):
+        refused = error_of(service.undo, "opponent", plies)
+        assert refused.code == "UNDO_REFUSED" and refused.details["maxPlies"] == 2
+    assert error_of(service.undo, "opponent", 1).code == "UNDO_REFUSED"  # that ply is the person's
+    assert service.state()["plies"] == 5
+    undone = service.undo("opponent", 2)
+    assert [u["iccs"] for u in undone["undone"]] == ["i9h9", "i0h0"] and undone["plies"] == 3
+    # the person resigns: the model cannot take anything back, the person still can
+    service.resign()
+    assert error_of(service.undo, "opponent", 1).code == "UNDO_REFUSED"
+    assert service.state()["status"]["state"] == "resigned"
+    reopened = service.undo("hero", 3)
+    assert reopened["plies"] == 0 and reopened["status"]["state"] == "playing"

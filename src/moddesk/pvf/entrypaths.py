@@ -34,3 +34,17 @@ def check_entry_path(path: str, field: str = "path") -> str:
             field=field,
         )
     return path
+
+
+_PLAIN = re.compile("[^\\s'\"\\\\\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def label(text: str) -> str:
+    """A path or name for a line of tool text: as is when plain, else quoted with escapes, so a
+    name from an archive can never start a line of its own."""
+    return text if _PLAIN.fullmatch(text) else repr(text)
+
+
+def one_line(text: str) -> str:
+    """``text`` with control and line-breaking characters shown as escapes (``\\n``, ``\\x1b``)."""
+    return CONTROL_CHARS.sub(lambda match: repr(match.group())[1:-1], text)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.mcp import ProgressRelay, add_tool, caller_scope, compact_json, new_server
 from moddesk.kit.pages import TEXT_BUDGET, TEXT_BUDGET_MAX
+from moddesk.pvf.entrypaths import label, one_line
 from moddesk.pvf.scripting.service import ScriptService
 from moddesk.pvf.scripting.tools import register_script_tools
 from moddesk.pvf.search import MAX_LIMIT
@@ -164,7 +165,7 @@ def _info_text(info: WorkspaceInfo) -> str:
 def _search_text(result: SearchResult) -> str:
     lines = [f"{len(result.hits)} hits at revision {result.revision} (workspaceId {result.workspaceId})"]
     for hit in result.hits:
-        where = f"{hit.path}:{hit.line}" if hit.line else hit.path
+        where = f"{label(hit.path)}:{hit.line}" if hit.line else label(hit.path)
         lines.append(f"{where}  {hit.snippet!r}" if hit.snippet is not None else where)
     if result.truncated:
         lines.append(f"[page stopped early: {result.truncatedReason}]")
@@ -175,12 +176,12 @@ def _search_text(result: SearchResult) -> str:
 def _read_text(result: ReadResult) -> str:
     if result.binary:
         return (
-            f"{result.path}: binary, {result.size} bytes, sha256 {result.sha256}, revision {result.revision}"
+            f"{label(result.path)}: binary, {result.size} bytes, sha256 {result.sha256}, revision {result.revision}"
             f"\nhex: {result.hexPreview}"
         )
     if result.startColumn is not None:  # one piece of a line too long for one answer
         head = (
-            f"{result.path} line {result.startLine} of {result.totalLines}, columns {result.startColumn}-"
+            f"{label(result.path)} line {result.startLine} of {result.totalLines}, columns {result.startColumn}-"
             f"{result.startColumn + len(result.text or '')} of {result.lineLength}, revision {result.revision}"
         )
         if result.nextColumn is not None:
@@ -191,7 +192,7 @@ def _read_text(result: ReadResult) -> str:
         else:
             tail = f"\n[line {result.startLine} ends; next: startLine={(result.startLine or 0) + 1}]"
         return f"{head}\n{result.text}{tail}"
-    head = f"{result.path} lines {result.startLine}-{result.endLine} of {result.totalLines}, revision {result.revision}"
+    head = f"{label(result.path)} lines {result.startLine}-{result.endLine} of {result.totalLines}, revision {result.revision}"
     if result.truncated:
         head += f" (more: startLine={(result.endLine or 0) + 1})"
     return f"{head}\n{result.text}"
@@ -208,7 +209,7 @@ def _task_text(view: TaskView) -> str:
         parts.append("result: " + compact_json(view.result))
     if view.error is not None:
         parts.append("error: " + compact_json(view.error))
-    parts.extend(f"log: {line}" for line in view.logs)
+    parts.extend(f"log: {one_line(str(line))}" for line in view.logs)
     if view.nextLogCursor:
         parts.append(f"nextLogCursor: {view.nextLogCursor}")
     return "\n".join(parts)

@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from moddesk.kit.errors import ServiceError, register_codes
-from moddesk.kit.http import LoopbackServer, guard
+from moddesk.kit.http import MAX_JSON_DEPTH, LoopbackServer, guard, json_depth
 from moddesk.ra3.endpoints import (
     Endpoint,
     is_process_alive,
@@ -162,11 +162,15 @@ def build_live_app(registry: ProjectRegistry, verbs: Callable[[], frozenset[str]
             return _error_response(
                 ServiceError("UNKNOWN_QUERY", f"no query named {verb!r}", known=sorted(verbs())), index
             )
-        body = await request.body()
+        body = bytearray()
         try:
-            if len(body) > MAX_BODY_BYTES:
-                raise ServiceError("INVALID_ARGUMENT", "request body too large")
+            async for chunk in request.stream():  # stop reading at the cap, not after the whole body
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    raise ServiceError("INVALID_ARGUMENT", "request body too large")
             try:
+                if json_depth(body.decode("utf-8", "replace")) > MAX_JSON_DEPTH:
+                    raise ValueError("the JSON nests too deeply")
                 params = json.loads(body) if body.strip() else {}
             except ValueError as exc:
                 raise ServiceError("INVALID_ARGUMENT", f"invalid JSON body: {exc}") from exc
@@ -197,7 +201,9 @@ class LiveServer:
         self.registry = registry
         self.token = new_token()
         app = build_live_app(registry, verbs)
-        self._server = LoopbackServer(lambda bound: guard(app, bound, bearer_token=self.token), port=port)
+        self._server = LoopbackServer(
+            lambda bound: guard(app, bound, bearer_token=self.token, max_body=MAX_BODY_BYTES), port=port
+        )
 
     @property
     def url(self) -> str:

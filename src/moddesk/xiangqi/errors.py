@@ -24,6 +24,10 @@ GAME_ERRORS: dict[str, tuple[str, str]] = {
     "UNKNOWN_SESSION": ("No game with this session id exists here.", "没有这个会话的对局"),
     "STALE_REVISION": ("The game changed since the given revision; read it again.", "对局已更新，请重新读取"),
     "NOTHING_TO_UNDO": ("There is no move to take back.", "没有可以悔的棋"),
+    "UNDO_REFUSED": (
+        "The model may not take these moves back: the person resigned, or it is more than its last move pair.",
+        "模型不能悔这步棋：对方已认输，或超过了自己最近一回合",
+    ),
     "NOT_PENDING": (
         "The opponent is not thinking, so there is nothing to hand to the local engine.",
         "对手不在思考中",

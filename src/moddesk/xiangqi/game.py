@@ -27,6 +27,9 @@ from moddesk.xiangqi.store import GameRecord, GameStore, OpponentKind, Settings,
 logger = logging.getLogger("moddesk.xiangqi.game")
 
 Actor = Literal["hero", "opponent"]
+# the model's undo reaches back at most over its own last move and the reply to it (seed 002 §3:
+# only the person ends a game by resigning; the person's undo keeps its full power)
+MODEL_UNDO_PLIES = 2
 
 MESSAGE_TONES = {
     "ai.fallback.local": "warn",
@@ -617,10 +620,12 @@ class GameService:
         with self._mutate(session) as record:
             if not record.moves:
                 raise GameError("NOTHING_TO_UNDO", "no move has been played", hint="Play a move first.")
-            self._cancel_job(session)
             count = max(1, min(plies, len(record.moves)))
-            undone = record.moves[-count:]
             before = self._game(record)
+            if actor == "opponent":
+                self._check_model_undo(record, before, count)
+            self._cancel_job(session)
+            undone = record.moves[-count:]
             undone_zh = [h["zh"] for h in before.history()[-count:]]
             del record.moves[-count:]
             del record.reasons[-count:]
@@ -633,6 +638,30 @@ class GameService:
         value = self.view(session)
         value["undone"] = [{"iccs": i, "zh": z} for i, z in zip(undone, undone_zh, strict=True)]
         return value
+
+    def _check_model_undo(self, record: GameRecord, game: Game, count: int) -> None:
+        """The model's undo: never reopens a resigned game (only the person ends one by resigning,
+        and only the person undoes past that), at most its last move pair, and its own move in it."""
+        if record.resigned is not None:
+            raise GameError(
+                "UNDO_REFUSED",
+                "the person resigned this game; only the person can take moves back now",
+                hint="Start a new game with xiangqi_new if the person wants another.",
+            )
+        if count > MODEL_UNDO_PLIES:
+            raise GameError(
+                "UNDO_REFUSED",
+                f"the model may take back at most {MODEL_UNDO_PLIES} plies (its last move and the reply)",
+                hint="Ask the person to undo more from the panel or the CLI.",
+                maxPlies=MODEL_UNDO_PLIES,
+            )
+        sides = [entry["side"] for entry in game.history()[-count:]]
+        if self._opponent_side(record) not in sides:
+            raise GameError(
+                "UNDO_REFUSED",
+                "none of these plies is the model's own move; the person's moves are theirs to take back",
+                hint="Undo only after the model has moved.",
+            )
 
     def resign(self, session_id: str | None = None) -> dict[str, Any]:
         """The person resigns (hero only: there is no tool for this)."""

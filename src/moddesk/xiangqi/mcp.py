@@ -289,7 +289,8 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         plies: Annotated[int, Field(ge=1, le=2000, description="how many plies to take back")] = 2,
         sessionId: SessionArg = None,
     ) -> dict[str, Any]:
-        """Take back moves (default 2 = one move each), never past the start."""
+        """Take back your last move and the reply to it (2 plies at most, one of them yours).
+        Refused (UNDO_REFUSED) after the person resigned: only the person can take more back."""
         return with_panel(service.undo("opponent", plies, sessionId))
 
     def xiangqi_hint(

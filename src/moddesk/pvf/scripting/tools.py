@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel, ConfigDict, Field
 
 from moddesk.kit.mcp import add_tool, caller_scope, compact_json
+from moddesk.pvf.entrypaths import label, one_line
 from moddesk.pvf.scripting.runtime import MAX_SOURCE_BYTES
 from moddesk.pvf.scripting.service import ScriptService
 
@@ -87,7 +88,7 @@ def _status_text(status: ScriptStatus) -> str:
     if status.error is not None:
         lines.append("error: " + compact_json(status.error))
     lines.extend("diagnostic: " + compact_json(d) for d in status.diagnostics)
-    lines.extend(f"log: {line}" for line in status.logs)
+    lines.extend(f"log: {one_line(str(line))}" for line in status.logs)
     if status.nextLogCursor:
         lines.append(f"nextLogCursor: {status.nextLogCursor}")
     return "\n".join(lines)
@@ -98,7 +99,7 @@ def _preview_text(page: PreviewPage) -> str:
     lines = [f"plan {page.planId}: {page.total} changes at base revision {page.baseRevision}"]
     for item in page.items:
         deps = f" needs {', '.join(item['dependsOn'])}" if item.get("dependsOn") else ""
-        lines.append(f"changeKey {item['changeKey']}: {item['kind']} {item['path']}{deps}")
+        lines.append(f"changeKey {item['changeKey']}: {item['kind']} {label(item['path'])}{deps}")
         lines.extend(f"warning: {compact_json(w)}" for w in item.get("warnings") or [])
         rest = {
             k: v
