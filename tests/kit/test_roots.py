@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +126,10 @@ def test_racing_symlink_swap_never_reads_target(tree: dict[str, Path]) -> None:
         while not stop.is_set():
             spare.write_text("benign")
             os.replace(spare, victim)
+            time.sleep(0.0002)  # each state lasts a moment, so reads meet both (and the swaps between)
             os.symlink(secret, spare)
             os.replace(spare, victim)
+            time.sleep(0.0002)
 
     victim.write_text("benign")
     racer = threading.Thread(target=swap, daemon=True)

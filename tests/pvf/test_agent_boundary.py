@@ -11,6 +11,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -126,8 +127,10 @@ def test_symlink_swapped_in_by_a_racing_thread_is_never_read(bench: Workbench, e
         while not stop.is_set():
             spare.write_bytes(benign)
             os.replace(spare, victim)
+            time.sleep(0.0002)  # each state lasts a moment, so calls meet both (and the swaps between)
             os.symlink(env["outside"] / "credentials", spare)
             os.replace(spare, victim)
+            time.sleep(0.0002)
 
     victim.write_bytes(benign)
     racer = threading.Thread(target=swap, daemon=True)
