@@ -409,10 +409,8 @@ def test_views_render(page: Any, bench: Workbench, archive: Path) -> None:
     page.click("#btn-lang")
 
 
-def test_switch_archive_with_unsaved_changes_then_history(
-    page: Any, bench: Workbench, tmp_path: Path
-) -> None:
-    fresh = tmp_path / "fresh archive.pvf"
+def test_switch_archive_with_unsaved_changes_then_history(page: Any, bench: Workbench, archive: Path) -> None:
+    fresh = archive.parent / "fresh archive.pvf"  # inside the roots: the page opens only what agents may
     generate_archive(fresh, files=300, seed=9)
     if bench.service.info()["open"]:
         ws_id, revision = workspace(bench)
@@ -430,6 +428,10 @@ def test_switch_archive_with_unsaved_changes_then_history(
     page.wait_for_selector("#ws-status:has-text('fresh archive.pvf')")  # the page knows it too
 
     # history: enable, change a file from the page, commit, see the change, undo it
+    # the page shows the new archive before its views are used (its info arrives by server events)
+    page.wait_for_function(
+        "name => (document.querySelector('#notice')?.textContent || '').includes(name)", arg=fresh.name
+    )
     page.click("#views button[data-view='history']")
     page.click("#history-init")
     page.wait_for_selector("#history-commit, #notice:not([hidden]) .code")
