@@ -370,3 +370,31 @@ def test_diagnostics_are_triaged_with_a_summary_first(tmp_path: Path) -> None:
     status = q.get_status()
     assert status["stats"]["diagnosticCount"] == answer["total"] == sum(status["diagnosticsByCode"].values())
     assert q.list_diagnostics(severity="expected")["total"] == summary["bySeverity"]["expected"]
+
+
+def test_cli_index_says_incomplete_without_a_schema(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RA3MODXML_HOME": str(tmp_path / "home"), "COLUMNS": "400"}
+    sdk = tmp_path / "sdk"
+    write_sample_project(sdk)
+    lonely = tmp_path / "elsewhere" / "Mods" / "Sample Mod"
+    shutil.copytree(sdk / MOD, lonely)
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "moddesk.ra3.cli", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    out = run("index", str(lonely))
+    assert "incomplete (NO_SCHEMA)" in out and "references cannot be typed" in out
+    refs = run("query", "refs", "SampleScout", "-p", str(lonely))
+    assert "incomplete (NO_SCHEMA)" in refs and "caveat (UNPARSABLE_FILES)" in refs

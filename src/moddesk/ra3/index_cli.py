@@ -124,6 +124,12 @@ def _status_line(answer: dict[str, Any]) -> None:
         f"[dim]index: {idx.get('state')} complete={idx.get('complete')} stale={idx.get('stale')} "
         f"build={idx.get('buildId')} at {idx.get('generatedAt')} ({idx.get('source')}) {idx.get('projectDir')}[/dim]"
     )
+    for reason in idx.get("incomplete") or []:
+        console.print(f"[yellow]incomplete ({reason.get('reason')})[/yellow]: {reason.get('message')}")
+    if idx.get("changedFiles"):
+        console.print("[yellow]stale[/yellow]: changed on disk since: " + ", ".join(idx["changedFiles"][:10]))
+    for caveat in answer.get("caveats") or []:
+        console.print(f"[yellow]caveat ({caveat.get('code')})[/yellow]: {caveat.get('message')}")
 
 
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:

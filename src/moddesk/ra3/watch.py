@@ -177,6 +177,8 @@ class WatchedProject:
             self.index.build(self._progress)
             self._prepare()
             self._on_event(self.project_dir, f"indexed: {self._stats_line()}")
+            for reason in self.index.incomplete_reasons():  # say it where the person looks
+                self._on_event(self.project_dir, f"INCOMPLETE ({reason['reason']}): {reason['message']}")
         except Exception as exc:  # the index keeps its error state and last good data
             logger.exception("initial build of %s failed", self.project_dir)
             self._on_event(self.project_dir, f"build failed: {exc}")
