@@ -20,7 +20,9 @@ def uri(path: Path) -> str:
     return from_fs_path(str(path)) or ""
 
 
-async def start(project: Path, home: Path, *extra: str) -> LanguageClient:
+async def start(
+    project: Path, home: Path, *extra: str, capabilities: str = "visual-studio-code"
+) -> LanguageClient:
     """Start the server for a project (RA3MODXML_HOME isolated) and initialize a session."""
     client = make_test_lsp_client()
     env = {**os.environ, "RA3MODXML_HOME": str(home)}
@@ -29,7 +31,7 @@ async def start(project: Path, home: Path, *extra: str) -> LanguageClient:
     )
     await client.initialize_session(
         lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
+            capabilities=client_capabilities(capabilities),
             root_uri=uri(project),
             workspace_folders=None,
         )

@@ -375,3 +375,28 @@ async def test_mcp_answers_from_the_editors_unsaved_text(
     assert not endpoint_path_for_project(project).exists()  # withdrawn on shutdown
     saved = snapshot_path(str(project))  # written on exit only from what is on disk, never unsaved text
     assert not saved.exists() or b"UnsavedIcon" not in gzip.decompress(saved.read_bytes())
+
+
+async def test_a_pulling_client_gets_pulled_diagnostics_only(project: Path, tmp_path: Path) -> None:
+    client = await start(project, tmp_path / "home", capabilities="neovim")
+    try:
+        await wait_ready(client)
+        tank = project / "Data" / "Units" / "SampleTank.xml"
+        text = tank.read_text("utf-8")
+        doc = open_doc(client, tank)
+        broken = text.replace('WeaponName="SampleTankGun"', 'WeaponName="SampleTankGunX"')
+        change_doc(client, doc, broken, 2)
+        ident = lsp.TextDocumentIdentifier(doc)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while True:  # the edit is indexed in the background; pull until it shows
+            report = await client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(ident))
+            codes = {str(d.code) for d in report.items}  # type: ignore[union-attr]
+            if "UNRESOLVED_REFERENCE" in codes:
+                break
+            assert loop.time() < deadline, codes
+            await asyncio.sleep(0.1)
+        assert "AMBIGUOUS_REFERENCE" in codes
+        assert doc not in client.diagnostics  # nothing was pushed: no duplicates beside the pulled ones
+    finally:
+        await client.shutdown_session()

@@ -87,10 +87,27 @@ class Ra3LanguageServer(LanguageServer):
         path = self.path_of(uri)
         return path, self.host.shown(path), self.host.text_of(path)
 
+    @property
+    def pulls(self) -> bool:
+        """True when the client pulls diagnostics: pushing as well would show every problem twice
+        (VS Code's and Neovim's clients keep pushed and pulled diagnostics apart)."""
+        text = self.client_capabilities.text_document
+        return text is not None and text.diagnostic is not None
+
+    def _refresh_pulls(self) -> None:
+        """Ask a pulling client to pull again after an update (when it supports the refresh)."""
+        workspace = self.client_capabilities.workspace
+        diagnostics = workspace.diagnostics if workspace is not None else None
+        if self.loop is not None and diagnostics is not None and diagnostics.refresh_support:
+            self.loop.call_soon_threadsafe(self.workspace_diagnostic_refresh, None)
+
     def publish(self, uris: list[str]) -> None:
         """Compute diagnostics for these open documents (any thread) and send them on the loop."""
         host = self.host
         if host is None or self.loop is None:
+            return
+        if self.pulls:
+            self._refresh_pulls()
             return
         batch = []
         with host.index.lock, self.table_lock:
@@ -242,7 +259,8 @@ def build_server(
         path = ls.open_docs.pop(uri, None)
         if ls.host is not None and path is not None:
             ls.host.drop_buffer(path)
-        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        if not ls.pulls:
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: Ra3LanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
