@@ -300,6 +300,10 @@ def test_every_route_needs_the_token(bench: Workbench) -> None:
                 assert answer.status_code == 401, (method, path, headers, answer.status_code)
         good = {"Authorization": f"Bearer {bench.token}"}
         assert http.get("/api/workspace", headers=good).status_code == 200
+        # the page's settings view hands out configs that work as pasted: with this run's token
+        settings = http.post("/api/ops/settings", json={}, headers=good).json()
+        claude = next(c for c in settings["clients"] if c["id"] == "claude-code")
+        assert f"Bearer {bench.token}" in claude["config"]
         # the page link logs a browser in once; the token leaves the URL
         login = http.get(f"/?token={bench.token}")
         assert login.status_code == 303 and "token" not in login.headers["location"]

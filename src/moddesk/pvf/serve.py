@@ -261,7 +261,7 @@ class Workbench:
         current = self.service.roots
         self.service.roots = granted if current is None else current.with_roots(granted.roots)
         self.token = token or new_token()
-        routes = window_routes(self.service) + web_routes(self.service, lambda: self.url)
+        routes = window_routes(self.service) + web_routes(self.service, lambda: self.url, lambda: self.token)
         self.server: LoopbackServer = serve_http(
             build_workbench_server(self.service, toolsets),
             port,

@@ -41,9 +41,11 @@ def _sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
 
 
-def web_routes(service: PvfService, mcp_url: Callable[[], str]) -> list[BaseRoute]:
+def web_routes(
+    service: PvfService, mcp_url: Callable[[], str], token: Callable[[], str | None] = lambda: None
+) -> list[BaseRoute]:
     """The page, its operations and its event stream over ``service``."""
-    extra = settings_ops(mcp_url)
+    extra = settings_ops(mcp_url, token)
 
     async def op(request: Request) -> Response:
         name = request.path_params["name"]

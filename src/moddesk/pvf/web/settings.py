@@ -18,14 +18,19 @@ def _client_config(client: Client, spec: ServerSpec) -> dict[str, Any]:
         return {"id": client.id, "name": client.title, "config": None, "note": f"{exc.message} ({exc.hint})"}
 
 
-def settings_ops(mcp_url: Callable[[], str]) -> dict[str, Callable[[Args], Any]]:
+def settings_ops(
+    mcp_url: Callable[[], str], token: Callable[[], str | None] = lambda: None
+) -> dict[str, Callable[[Args], Any]]:
     """``settings`` reads, ``settingsSave`` writes ``pvf.toml`` (applied at the next start)."""
     from moddesk.pvf.serve import SERVER_NAME, McpSettings, load_settings, save_settings, settings_path
 
     def read(_: Args) -> dict[str, Any]:
         saved = load_settings()
         url = mcp_url()
-        spec = ServerSpec(SERVER_NAME, url=url)
+        bearer = token()  # the running serve's token: the snippets work as pasted, for this run
+        spec = ServerSpec(
+            SERVER_NAME, url=url, headers={"Authorization": f"Bearer {bearer}"} if bearer else {}
+        )
         return {
             "ok": True,
             "enabled": saved.enabled,
