@@ -7,6 +7,7 @@ A ``.lst`` script is a run of (integer id, string path) values; how the text lay
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 
 from moddesk.pvf.document import Document, Value
@@ -82,10 +83,10 @@ def edit_list(text: str, entries: dict[int, str]) -> str:
             edits.append((path_value.start, path_value.end, quote(entries[ident])))
     known = sorted(pairs)
     for ident in sorted(set(entries) - set(pairs)):
-        lower = [k for k in known if k < ident]
+        below = bisect.bisect_left(known, ident)  # entries with a lower id
         record = f"{ident}{between}{quote(entries[ident])}"
-        if lower:
-            at = pairs[lower[-1]][1].end
+        if below:
+            at = pairs[known[below - 1]][1].end
             edits.append((at, at, newline + record))
         else:
             at = _line_span(text, pairs[known[0]][0].start, pairs[known[0]][0].end)[0]
