@@ -26,6 +26,7 @@ def env_for(tmp_path: Path) -> dict[str, str]:
         "MODDESK_XIANGQI_THINK_TIME": "0.05",
         "MODDESK_XIANGQI_HINT_TIME": "0.1",
         "MODDESK_XIANGQI_REVIEW_TIME": "0.02",
+        "MODDESK_XIANGQI_ENGINE": "builtin",
     }
 
 

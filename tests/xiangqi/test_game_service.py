@@ -20,6 +20,7 @@ def settings(tmp_path: Path, **overrides: object) -> Settings:
         "think_time": 0.05,
         "hint_time": 0.1,
         "review_time": 0.02,
+        "engine": "builtin",  # engine=auto (Fairy-Stockfish when installed) is covered where it matters
     }
     values.update(overrides)
     return Settings.model_validate(values)

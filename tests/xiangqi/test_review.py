@@ -14,7 +14,8 @@ def replay(start: str, moves: list[str]) -> Game:
 
 
 def test_blunder_is_a_turning_point(tmp_path: Path) -> None:
-    service = GameService(Settings(db_path=tmp_path / "games.db", review_time=0.3))
+    # the builtin engine: the swing threshold is in its centipawns (engine=auto would pick Fairy-Stockfish)
+    service = GameService(Settings(db_path=tmp_path / "games.db", review_time=0.3, engine="builtin"))
     try:
         service.new("hero", "r", "model")
         # 车九进一 leaves the horse on b0 to the cannon on b7 (screen b2): Black wins a piece

@@ -61,7 +61,13 @@ payloads = st.dictionaries(KEYS, json_values | MOVE_TEXT | st.integers(0, 95), m
 def service() -> Iterator[GameService]:
     with tempfile.TemporaryDirectory() as tmp:
         svc = GameService(
-            Settings(db_path=Path(tmp) / "fuzz.db", think_time=0.02, hint_time=0.02, review_time=0.01)
+            Settings(
+                db_path=Path(tmp) / "fuzz.db",
+                think_time=0.02,
+                hint_time=0.02,
+                review_time=0.01,
+                engine="builtin",
+            )
         )
         svc.new("hero", "r", "local")
         yield svc
