@@ -44,8 +44,9 @@ from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.kinds import (
     SCRIPT_EXTENSIONS,
     TEXT_EXTENSIONS,
+    classic_content_kind,
     classic_kind,
-    ext,
+    classic_write_kind,
     nkpi_kind_for_new,
     nkpi_type_for_new,
 )
@@ -76,9 +77,6 @@ __all__ = [
 #: Container formats an Archive can read and write.
 FORMATS = (CLASSIC, NKPI_STANDARD, NKPI_PROTECTED)
 
-
-#: Extensions whose classic entries may be binary animations or plain text (decided by content).
-ANIMATION_EXTENSIONS = frozenset({".ani", ".als"})
 
 #: How many decompressed NKPI chunks to keep (a chunk holds many small files).
 CHUNK_CACHE = 16
@@ -583,18 +581,7 @@ class Archive:
                     else "binary"
                 )
             return nkpi_kind_for_new(path)
-        if is_classic_script(data):
-            return "script"
-        suffix = ext(path)
-        if suffix in TEXT_EXTENSIONS:
-            return "text"
-        if suffix in ANIMATION_EXTENSIONS:
-            # content decides: a plain-text .ani / .ani.als is text, a binary .ani an animation
-            if ani_fmt.looks_like_text(data):
-                return "text"
-            if suffix == ".ani":
-                return "animation"
-        return "binary"
+        return classic_content_kind(path, data)
 
     def resolve_link(self, link_id: int, key: str) -> str | None:
         """The text of a classic string link ``<link_id::key>`` (n_string.lst → .str), or None."""
@@ -681,15 +668,8 @@ class Archive:
         if self.family is Family.NKPI:
             kind = self._entry(i).kind if i is not None else nkpi_kind_for_new(path)
         else:
-            kind = classic_kind(path)
-            if i is not None and kind != "text":
-                # the stored content decides (never turn a text or binary animation into a token script)
-                stored = self._kind_of(path, self._read_index(i))
-                kind = "script" if stored == "binary" and kind == "script" else stored
-            if kind == "binary" and ext(path) == ".ani":
-                kind = "animation"  # classic animations are binary .ani, whatever their text looks like
-            elif kind == "binary" and normalize_path(path) != STRINGTABLE_PATH:
-                kind = "script"
+            stored = self._read_index(i) if i is not None else None
+            kind = classic_write_kind(path, stored, stringtable=normalize_path(path) == STRINGTABLE_PATH)
         if kind == "animation":
             return ani_fmt.compile_ani(text)
         if kind == "script":

@@ -21,11 +21,11 @@ from rich.table import Table
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import temp_prefix
-from moddesk.pvf.archive import ANIMATION_EXTENSIONS, FORMATS, Archive, normalize_path
+from moddesk.pvf.archive import FORMATS, Archive, normalize_path
 from moddesk.pvf.entrypaths import check_entry_path
 from moddesk.pvf.format import mojibake
 from moddesk.pvf.format.errors import PvfFormatError
-from moddesk.pvf.format.kinds import ext
+from moddesk.pvf.format.kinds import ANIMATION_EXTENSIONS, ext
 
 #: Written by ``extract`` so that ``pack`` rebuilds the same logical archive.
 MANIFEST = ".moddesk-pvf.json"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from moddesk.pvf.format.ani import looks_like_text
 from moddesk.pvf.format.nkpi import DATA_SCRIPT, DATA_TEXT
+from moddesk.pvf.format.tokens import is_classic_script
 
 #: Extensions whose content is plain text (region code page; ``.nut`` is CP949).
 TEXT_EXTENSIONS = frozenset({".str", ".nut", ".txt", ".xml", ".csv", ".ini", ".cfg", ".json"})
@@ -62,6 +64,45 @@ def classic_kind(path: str) -> str:
     if suffix in SCRIPT_EXTENSIONS:
         return "script"
     return "binary"
+
+
+#: Extensions whose classic entries may be binary animations or plain text (decided by content).
+ANIMATION_EXTENSIONS = frozenset({".ani", ".als"})
+
+
+def classic_content_kind(path: str, data: bytes) -> str:
+    """``script``, ``text``, ``animation`` or ``binary`` of a classic entry's bytes.
+
+    The content decides (pvfUtility's IsScriptFile: B0 D0 makes a script whatever the name); a
+    plain-text ``.ani`` / ``.ani.als`` is text, any other ``.ani`` a binary animation.
+    """
+    if is_classic_script(data):
+        return "script"
+    suffix = ext(path)
+    if suffix in TEXT_EXTENSIONS:
+        return "text"
+    if suffix in ANIMATION_EXTENSIONS:
+        if looks_like_text(data):
+            return "text"
+        if suffix == ".ani":
+            return "animation"
+    return "binary"
+
+
+def classic_write_kind(path: str, stored: bytes | None, *, stringtable: bool = False) -> str:
+    """How text written to a classic ``path`` is stored: the stored content decides, then the name.
+
+    Never a token script for animation text or for an entry stored as plain text.
+    """
+    kind = classic_kind(path)
+    if stored is not None and kind != "text":
+        found = classic_content_kind(path, stored)
+        kind = "script" if found == "binary" and kind == "script" else found
+    if kind == "binary" and ext(path) == ".ani":
+        return "animation"  # classic animations are binary .ani, whatever their text looks like
+    if kind == "binary" and not stringtable:
+        return "script"
+    return kind
 
 
 def nkpi_type_for_new(path: str) -> int:
