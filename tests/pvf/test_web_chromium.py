@@ -364,6 +364,8 @@ def test_views_render(page: Any, bench: Workbench, archive: Path) -> None:
     page.click("#views button[data-view='settings']")
     page.wait_for_selector("#main-settings [data-client='claude-code'] pre")
     assert bench.url in page.inner_text("#mcp-url")
+    assert page.inner_text("#token") == bench.token  # for the client configs below, which carry it
+    assert str(archive.parent) in page.inner_text("#roots")
     shot(page, "settings")
     page.click("#views button[data-view='scripts']")
     page.wait_for_function("() => document.querySelector('#script-help').textContent.length > 20")

@@ -19,7 +19,7 @@ from moddesk.pvf.service import PvfService
 def bench(tmp_path: Path) -> Iterator[Workbench]:
     archive = tmp_path / "routes archive.pvf"
     generate_archive(archive, files=200, seed=5)
-    workbench = Workbench(PvfService(), port=0)
+    workbench = Workbench(PvfService(), port=0, roots=[tmp_path])
     workbench.open_at_start(archive)
     workbench.start()
     try:
@@ -32,8 +32,13 @@ def base(bench: Workbench) -> str:
     return bench.page_url.removesuffix("/pvf/")
 
 
+def client(bench: Workbench) -> httpx.Client:
+    """What a logged-in page sends: the run's bearer token."""
+    return httpx.Client(base_url=base(bench), timeout=30, headers={"authorization": f"Bearer {bench.token}"})
+
+
 def test_ops_answer_like_the_service_and_refuse_bad_input(bench: Workbench) -> None:
-    with httpx.Client(base_url=base(bench), timeout=30) as http:
+    with client(bench) as http:
         info = http.post("/api/ops/info", json={}).json()
         assert info["open"] is True and info["revision"] == bench.service.info()["revision"]
         page = http.post("/api/ops/tree", json={"workspaceId": info["workspaceId"], "folder": ""}).json()
@@ -58,7 +63,22 @@ def test_ops_answer_like_the_service_and_refuse_bad_input(bench: Workbench) -> N
 
 
 def test_routes_sit_behind_the_host_and_origin_guard(bench: Workbench) -> None:
-    with httpx.Client(base_url=base(bench), timeout=30) as http:
+    with httpx.Client(base_url=base(bench), timeout=30) as anonymous:
+        # without the run's token nothing of the page answers: not the data, not the stream
+        assert anonymous.post("/api/ops/info", json={}).status_code == 401
+        assert anonymous.get("/api/events", params={"window": "w"}).status_code == 401
+        # the link the CLI prints logs the browser in once (cookie), then the page works
+        login = anonymous.get(bench.page_login_url.removeprefix(base(bench)))
+        assert login.status_code == 303 and login.headers["location"] == "/pvf/"
+        assert anonymous.post("/api/ops/info", json={}).json()["open"] is True
+        settings = anonymous.post("/api/ops/settings", json={}).json()
+        assert settings["token"] == bench.token
+        assert any(
+            r["path"] == str(Path(bench.service.info()["sourcePath"]).parent) for r in settings["roots"]
+        )
+        claude = next(c for c in settings["clients"] if c["id"] == "claude-code")
+        assert bench.token in claude["config"]  # the copy-paste config carries the header
+    with client(bench) as http:
         foreign = http.post("/api/ops/info", json={}, headers={"origin": "http://evil.example"})
         assert foreign.status_code == 403
         rebound = http.post("/api/ops/info", json={}, headers={"host": "evil.example"})
@@ -68,7 +88,7 @@ def test_routes_sit_behind_the_host_and_origin_guard(bench: Workbench) -> None:
 
 
 def test_event_stream_registers_the_window_while_connected(bench: Workbench) -> None:
-    with httpx.Client(base_url=base(bench), timeout=30) as http:
+    with client(bench) as http:
         with http.stream("GET", "/api/events", params={"window": "w-test"}) as stream:
             events: dict[str, dict[str, object]] = {}
             lines = stream.iter_lines()

@@ -44,8 +44,8 @@ def _sse(event: str, data: Any) -> str:
 def web_routes(
     service: PvfService, mcp_url: Callable[[], str], token: Callable[[], str | None] = lambda: None
 ) -> list[BaseRoute]:
-    """The page, its operations and its event stream over ``service``."""
-    extra = settings_ops(mcp_url, token)
+    """The page, its operations and its event stream over ``service`` (``token``: the run's bearer token)."""
+    extra = settings_ops(service, mcp_url, token)
 
     async def op(request: Request) -> Response:
         name = request.path_params["name"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from moddesk.kit.agents.clients import CLIENTS, Client, ServerSpec, snippet
 from moddesk.kit.errors import ServiceError
+from moddesk.pvf.service import PvfService
 from moddesk.pvf.web.ops import Args
 
 
@@ -19,24 +20,29 @@ def _client_config(client: Client, spec: ServerSpec) -> dict[str, Any]:
 
 
 def settings_ops(
-    mcp_url: Callable[[], str], token: Callable[[], str | None] = lambda: None
+    service: PvfService, mcp_url: Callable[[], str], token: Callable[[], str | None]
 ) -> dict[str, Callable[[Args], Any]]:
-    """``settings`` reads, ``settingsSave`` writes ``pvf.toml`` (applied at the next start)."""
+    """``settings`` reads, ``settingsSave`` writes ``pvf.toml`` (applied at the next start).
+
+    The page is already past the token check, so showing it the run's token (for the client
+    configs) gives nothing away; agents never get it from the page.
+    """
+    from moddesk.kit.local_service import auth_headers
     from moddesk.pvf.serve import SERVER_NAME, McpSettings, load_settings, save_settings, settings_path
 
     def read(_: Args) -> dict[str, Any]:
         saved = load_settings()
         url = mcp_url()
-        bearer = token()  # the running serve's token: the snippets work as pasted, for this run
-        spec = ServerSpec(
-            SERVER_NAME, url=url, headers={"Authorization": f"Bearer {bearer}"} if bearer else {}
-        )
+        secret = token()
+        spec = ServerSpec(SERVER_NAME, url=url, headers=auth_headers(secret) if secret else {})
         return {
             "ok": True,
             "enabled": saved.enabled,
             "port": saved.port,
             "path": str(settings_path()),
             "url": url,
+            "token": secret,
+            "roots": service.access_roots().describe(),
             "clients": [_client_config(c, spec) for c in CLIENTS.values()]
             + [{"id": "json", "name": "JSON", "config": snippet(None, spec), "note": None}],
         }
