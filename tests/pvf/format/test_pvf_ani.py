@@ -318,3 +318,32 @@ def test_pack_compiles_exported_animations_to_binary_and_extract_packs_back_iden
         anims = [n for n in a.namelist() if n.endswith(".ani")]
         assert anims and all(a.read(n) == b.read(n) for n in anims)  # animations: the same bytes
         assert all(a.read_text(n) == b.read_text(n) for n in a.namelist() if n != "stringtable.bin")
+
+
+def test_import_compiles_animation_text_to_a_binary_ani(tmp_path: Path) -> None:
+    from moddesk.pvf.generate import generate_archive
+
+    archive = tmp_path / "import ani.pvf"
+    generate_archive(archive, fmt="classic", files=40, seed=4)
+    source = tmp_path / "animation"
+    source.mkdir()
+    (source / "attack.ani").write_text(FULL, encoding="utf-8")
+    cmd = [
+        sys.executable,
+        "-m",
+        "moddesk",
+        "pvf",
+        "import",
+        str(archive),
+        str(source),
+        "--to",
+        "character",
+        "--yes",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with Archive.open(archive) as pvf:
+        data = pvf.read("character/animation/attack.ani")
+        assert not is_classic_script(data)  # not a B0 D0 token script another tool reads as garbage
+        assert data == ani.compile_ani(FULL)
+        assert pvf.read_text("character/animation/attack.ani") == FULL
