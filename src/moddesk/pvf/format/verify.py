@@ -9,7 +9,7 @@ import numpy as np
 from moddesk.pvf.format.classic import ClassicDirectory
 from moddesk.pvf.format.crypto import align4, classic_decrypt, crc32_seeded, name_hash
 from moddesk.pvf.format.errors import PvfFormatError
-from moddesk.pvf.format.nkpi import ROOT_PATH, NkpiDirectory, read_chunk, read_hash_section
+from moddesk.pvf.format.nkpi import ROOT_PATH, NkpiDirectory, entry_paths, read_chunk, read_hash_section
 from moddesk.pvf.format.source import ByteSource
 
 ProgressFn = Callable[[int, int], None]
@@ -112,10 +112,17 @@ def _nkpi_layout(d: NkpiDirectory, p: _Problems) -> None:
     size = rows["size"].astype(np.int64)
     inside = (chunk >= 0) & (chunk < d.header.group_count) & (start >= 0) & (size >= 0)
     limit = np.where(inside, d.original_sizes[np.clip(chunk, 0, max(len(d.original_sizes) - 1, 0))], 0)
+    names: list[str] = []
+
+    def name(row: int) -> str:  # paths are decoded only when there is something to report
+        if not names:
+            names.extend(entry_paths(d))
+        return f"row {row} ({names[row]})" if row < len(names) else f"row {row}"
+
     for i in np.flatnonzero(~inside | (start + size > limit))[:MAX_LISTED].tolist():
         p.add(
             "bounds",
-            f"row {i}: {int(size[i])} bytes at {int(start[i])} of chunk {int(chunk[i])} are outside it",
+            f"{name(i)}: {int(size[i])} bytes at {int(start[i])} of chunk {int(chunk[i])} are outside it",
         )
     live = np.flatnonzero(inside & (size > 0))
     order = live[np.lexsort((start[live], chunk[live]))]
@@ -125,7 +132,7 @@ def _nkpi_layout(d: NkpiDirectory, p: _Problems) -> None:
     for j in np.flatnonzero(same).tolist():
         i, k = int(order[j]), int(order[j + 1])
         if shared[j]:
-            p.add("overlap", f"row {k} overlaps row {i}: both read the same bytes of chunk {int(c[j])}")
+            p.add("overlap", f"{name(k)} overlaps {name(i)}: both read the same bytes of chunk {int(c[j])}")
         else:
             where = f"chunk {int(c[j])} bytes {int(a[j + 1])}..{int(z[j])}"
-            p.add("overlap", f"row {k} overlaps row {i} in {where}")
+            p.add("overlap", f"{name(k)} overlaps {name(i)} in {where}")
