@@ -140,34 +140,46 @@ def test_serve_restart_keeps_the_game(tmp_path: Path) -> None:
         stop(server)
 
 
+def _auth(tmp_path: Path) -> dict[str, str]:
+    """The running server's bearer token, from its endpoint file (what the CLI reads too)."""
+    endpoint = json.loads((tmp_path / "data dir" / "serve.json").read_text())
+    return {"Authorization": f"Bearer {endpoint['token']}"}
+
+
 def test_server_killed_during_a_local_engine_think_resumes_after_restart(tmp_path: Path) -> None:
     runner = CliRunner(env=env_for(tmp_path))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    server = start_serve(tmp_path, port, MODDESK_XIANGQI_THINK_TIME="30", MODDESK_XIANGQI_ENGINE="builtin")
+    server = start_serve(tmp_path, port, MODDESK_XIANGQI_THINK_TIME="30")
     try:
-        created = runner.invoke(app, ["new", "--opponent", "local", "--level", "10", "--url", url, "--json"])
+        created = runner.invoke(app, ["new", "--opponent", "local", "--level", "10", "--json"])
         assert created.exit_code == 0, created.output
         session = json.loads(created.output)["sessionId"]
         moved = httpx.post(
-            f"{url}/xiangqi-mate/move", json={"sessionId": session, "move": "h2e2"}, timeout=30
+            f"{url}/xiangqi-mate/move",
+            json={"sessionId": session, "move": "h2e2"},
+            timeout=30,
+            headers=_auth(tmp_path),
         )
         assert moved.json()["value"]["pending"] == "ai-thinking"  # the engine now thinks for 30 s
     finally:
         server.kill()  # no goodbye: the think dies with the process, the game stays ai-thinking
         server.wait()
-    server = start_serve(tmp_path, port, MODDESK_XIANGQI_ENGINE="builtin")
+    server = start_serve(tmp_path, port)
     try:
+        auth = _auth(tmp_path)
         # no request needed: the new server's watchdog adopts the orphaned think and answers
         deadline = time.monotonic() + 30
         state: dict[str, object] = {"plies": 1}
         while state["plies"] != 2 and time.monotonic() < deadline:
             time.sleep(0.3)
-            body = httpx.post(f"{url}/xiangqi-mate/state", json={"sessionId": session}, timeout=30).json()
-            state = body["value"]
+            body = httpx.post(
+                f"{url}/xiangqi-mate/state", json={"sessionId": session}, timeout=30, headers=auth
+            )
+            state = body.json()["value"]
         assert state["plies"] == 2 and state["pending"] is None and state["turn"] == "r"
         again = httpx.post(
-            f"{url}/xiangqi-mate/move", json={"sessionId": session, "move": "h0g2"}, timeout=30
+            f"{url}/xiangqi-mate/move", json={"sessionId": session, "move": "h0g2"}, timeout=30, headers=auth
         )
         assert again.json()["ok"], again.json()
     finally:
