@@ -400,3 +400,26 @@ async def test_a_pulling_client_gets_pulled_diagnostics_only(project: Path, tmp_
         assert doc not in client.diagnostics  # nothing was pushed: no duplicates beside the pulled ones
     finally:
         await client.shutdown_session()
+
+
+async def test_an_unsaved_include_edit_activates_another_open_file(project: Path, tmp_path: Path) -> None:
+    client = await start(project, tmp_path / "home")
+    try:
+        await wait_ready(client)
+        codes = lambda ds: {str(d.code) for d in ds}  # noqa: E731
+        unused = open_doc(client, project / "Data" / "Units" / "Unused.xml")
+        await wait_diagnostics(client, unused, lambda ds: "FILE_INACTIVE" in codes(ds))
+        mod = project / "Data" / "Mod.xml"
+        text = mod.read_text("utf-8")
+        doc = open_doc(client, mod)
+        enabled = text.replace(
+            '<!-- <Include type="all" source="Units/Unused.xml"/> -->',
+            '<Include type="all" source="Units/Unused.xml"/>',
+        )
+        assert enabled != text
+        change_doc(client, doc, enabled, 2)  # the include graph changes: a re-walk, from the buffer
+        await wait_diagnostics(client, unused, lambda ds: "FILE_INACTIVE" not in codes(ds))
+        change_doc(client, doc, text, 3)
+        await wait_diagnostics(client, unused, lambda ds: "FILE_INACTIVE" in codes(ds))
+    finally:
+        await client.shutdown_session()
