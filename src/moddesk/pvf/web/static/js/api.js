@@ -1,5 +1,6 @@
 // The only way the page talks to the server: POST /api/ops/<name> and the /api/events stream.
-// A per-run token (when the server has one) comes in the page URL and goes in every request.
+// The run's token normally rides in the cookie the printed login link sets (same-origin fetches
+// send it); a token still in the address (no login redirect in between) goes as a Bearer header.
 const query = new URLSearchParams(location.search);
 const token = query.get("token") || sessionStorage.getItem("pvf-token") || "";
 if (token) sessionStorage.setItem("pvf-token", token);
