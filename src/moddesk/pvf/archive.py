@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import numpy as np
 
@@ -136,6 +136,16 @@ class Archive:
     def open(cls, path: str | os.PathLike[str], *, region: str | None = None) -> Archive:
         """Open an archive file (any supported format), reading only its directory."""
         src = ByteSource.from_path(path)
+        try:
+            return cls._from_source(src, region=region)
+        except BaseException:
+            src.close()
+            raise
+
+    @classmethod
+    def open_handle(cls, handle: IO[bytes], *, region: str | None = None) -> Archive:
+        """Open an archive from a file opened for reading (the archive closes it)."""
+        src = ByteSource.from_handle(handle, Path(handle.name) if isinstance(handle.name, str) else None)
         try:
             return cls._from_source(src, region=region)
         except BaseException:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moddesk.kit.errors import ServiceError
@@ -16,6 +15,7 @@ from moddesk.pvf.archive import Archive
 from moddesk.pvf.archivediff import ArchiveDiff, ArchiveSide, WorkspaceSide, diff
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.itemtables import KINDS, TableSource, list_paths_for, rows
+from moddesk.pvf.localfiles import place_archive
 
 if TYPE_CHECKING:
     from moddesk.pvf.service import PvfService
@@ -75,13 +75,12 @@ class WorkflowService:
         return out, self.service.cursors.encode(query, index, revision) if more else None
 
     def _open_other(self, other_path: str) -> Archive:
-        path = Path(other_path)
-        if not path.is_absolute():
-            raise ServiceError("INVALID_ARGUMENT", f"{other_path!r} is not an absolute path")
+        """The other archive, inside the roots, opened without following a link."""
+        roots = self.service.access_roots()
+        placed, _ = place_archive(roots, other_path)
+        handle = roots.open_read(placed)
         try:
-            return Archive.open(path)
-        except FileNotFoundError as exc:
-            raise ServiceError("NOT_FOUND", f"{other_path} does not exist", path=other_path) from exc
+            return Archive.open_handle(handle)
         except PvfFormatError as exc:
             raise ServiceError(exc.code, f"{other_path}: {exc.message}", hint="Name a .pvf archive.") from exc
 

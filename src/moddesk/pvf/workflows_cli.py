@@ -63,7 +63,7 @@ def mod_inspect(package: Path) -> None:
     from moddesk.pvf.transfer.modread import read_mod
 
     try:
-        mod = read_mod(package.resolve())
+        mod = read_mod(str(package.resolve()))
     except ServiceError as exc:
         _fail(exc)
     summary = mod.summary()
@@ -149,7 +149,9 @@ def mod_merge(
         if prefer not in (None, "first", "second"):
             raise ServiceError("INVALID_ARGUMENT", f"--prefer {prefer!r}", hint="Use first or second.")
         merged, conflicts = merge_packages(
-            read_mod(first.resolve()), read_mod(second.resolve()), "second" if prefer == "second" else None
+            read_mod(str(first.resolve())),
+            read_mod(str(second.resolve())),
+            "second" if prefer == "second" else None,
         )
         if conflicts:
             console.print(_conflict_table(conflicts))

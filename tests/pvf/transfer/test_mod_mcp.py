@@ -107,3 +107,47 @@ def test_mod_diff_and_table_tools(bench: Bench, tmp_path: Path) -> None:
 
 def test_the_mods_toolset_is_off_unless_enabled() -> None:
     assert {toolset_of(n) for n in ("pvf_mod_prepare", "pvf_diff", "pvf_item_table")} == {"mods"}
+
+
+def test_mod_and_diff_paths_stay_inside_the_roots(bench: Bench, tmp_path: Path) -> None:
+    from moddesk.kit.roots import Roots, grant
+
+    edit_a(bench)
+    granted = tmp_path / "granted"
+    granted.mkdir()
+    inside = export_mod(bench, granted, "115CN-mod", name="Inside")
+    outside = export_mod(bench, tmp_path / "elsewhere", "115CN-mod", name="Outside")
+    (granted / "link.zip").symlink_to(outside)  # a name inside pointing out
+    other_outside = tmp_path / "elsewhere" / "other.pvf"
+    shutil.copyfile(bench.path, other_outside)
+    bench.service.roots = Roots([grant(granted, "test root")], "add it with --root")
+    server = build_workbench_server(bench.service, ("core", "mods"))
+
+    async def flow(url: str) -> None:
+        async with Client(url, read_timeout_seconds=60) as client:
+            for tool, args in [
+                ("pvf_mod_prepare", {"workspaceId": bench.ws, "modPath": str(outside)}),
+                ("pvf_mod_prepare", {"workspaceId": bench.ws, "modPath": str(granted / "link.zip")}),
+                ("pvf_mod_prepare", {"workspaceId": bench.ws, "modPath": "/proc/self/environ"}),
+                ("pvf_diff", {"workspaceId": bench.ws, "otherPath": str(other_outside)}),
+                (
+                    "pvf_diff",
+                    {"workspaceId": bench.ws, "otherPath": str(granted / ".." / "elsewhere" / "other.pvf")},
+                ),
+            ]:
+                result = await client.call_tool(tool, args)
+                payload = json.loads(result.content[0].text)  # type: ignore[union-attr]
+                assert result.is_error and payload["error"] in (
+                    "OUTSIDE_ROOTS",
+                    "SPECIAL_FILE",
+                    "INVALID_PATH",
+                ), (
+                    tool,
+                    args,
+                    payload,
+                )
+            ok = await text_call(client, "pvf_mod_prepare", {"workspaceId": bench.ws, "modPath": str(inside)})
+            assert ok["mod"]["name"] == "Inside"
+
+    with serve_http(server, 0) as running:
+        anyio.run(flow, f"{running.url}/mcp")

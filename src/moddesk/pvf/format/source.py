@@ -5,6 +5,7 @@ from __future__ import annotations
 import mmap
 import os
 from pathlib import Path
+from typing import IO
 
 from moddesk.pvf.format.errors import PvfFormatError
 
@@ -24,7 +25,12 @@ class ByteSource:
     def from_path(cls, path: str | os.PathLike[str]) -> ByteSource:
         """Map a file read-only (an empty file becomes empty bytes)."""
         p = Path(path)
-        f = open(p, "rb")  # noqa: SIM115 - kept open for the mapping's lifetime
+        return cls.from_handle(open(p, "rb"), p)
+
+    @classmethod
+    def from_handle(cls, f: IO[bytes], path: Path | None = None) -> ByteSource:
+        """Map a file already opened for reading (e.g. without following links); the source owns it."""
+        p = path
         try:
             size = os.fstat(f.fileno()).st_size
             if size == 0:

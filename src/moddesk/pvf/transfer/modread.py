@@ -17,10 +17,12 @@ import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from moddesk.kit.errors import ServiceError, register_codes
+from moddesk.kit.roots import Placed, Roots
 from moddesk.pvf.listtext import list_entries, string_entries
+from moddesk.pvf.localfiles import place
 
 register_codes({"MOD_INVALID": "The MOD package is damaged, incomplete or not in a known layout."})
 
@@ -117,21 +119,25 @@ class _Budget:
             raise invalid(f"the package unpacks to more than {MAX_TOTAL_BYTES} bytes", member=member)
 
 
-def _read_folder(root: Path) -> dict[str, bytes]:
-    """Every regular file under ``root`` by its "/"-joined relative name (links are refused)."""
+def _read_folder(roots: Roots, root: Placed) -> dict[str, bytes]:
+    """Every regular file under ``root`` by its "/"-joined relative name; a link is refused.
+
+    The walk only lists names; every file is then opened through the roots without following a
+    link on any component, so a folder swapped for a link meanwhile is refused, not read.
+    """
     out: dict[str, bytes] = {}
     budget = _Budget()
-    for folder, dirs, files in os.walk(root, followlinks=False):
+    for folder, dirs, files in os.walk(root.path, followlinks=False):
         here = Path(folder)
+        below = here.relative_to(root.path).parts
         for name in sorted(dirs + files):
+            relative = "/".join((*below, name))
             info = os.lstat(here / name)
-            relative = (here / name).relative_to(root).as_posix()
             if stat.S_ISLNK(info.st_mode):
                 raise invalid(f"{relative} is a symbolic link; packages are read without following links")
             if stat.S_ISREG(info.st_mode):
                 budget.take(relative, info.st_size)
-                with open(here / name, "rb") as handle:
-                    data = handle.read(MAX_FILE_BYTES + 1)
+                data = roots.read_bytes(Placed(root.root, (*root.parts, *below, name)), MAX_FILE_BYTES)
                 if len(data) > MAX_FILE_BYTES:
                     raise invalid(f"{relative} grew past {MAX_FILE_BYTES} bytes", member=relative)
                 out[relative] = data
@@ -140,13 +146,13 @@ def _read_folder(root: Path) -> dict[str, bytes]:
     return out
 
 
-def _read_zip(path: Path) -> dict[str, bytes]:
+def _read_zip(handle: IO[bytes], name: str) -> dict[str, bytes]:
     """Every member of the zip, each read with a hard cap (headers are not trusted)."""
     out: dict[str, bytes] = {}
     budget = _Budget()
     folded: dict[str, str] = {}
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(handle) as archive:
             for info in archive.infolist():
                 name = info.filename
                 if info.is_dir():
@@ -165,7 +171,7 @@ def _read_zip(path: Path) -> dict[str, bytes]:
                 out[name] = data
                 folded[name.casefold()] = name
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, OSError) as exc:
-        raise invalid(f"{path.name} is not a readable zip: {exc}") from exc
+        raise invalid(f"{name} is not a readable zip: {exc}") from exc
     return out
 
 
@@ -249,10 +255,10 @@ def _lower_keys(mapping: Any, where: str, key: str) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in mapping.items()}
 
 
-def read_110usextend(root: Path) -> ModPackage:
-    members = _read_folder(root)
+def read_110usextend(roots: Roots, root: Placed) -> ModPackage:
+    members = _read_folder(roots, root)
     if "pack.json" not in members:
-        raise invalid(f"{root.name} has no pack.json; it is not a 110USextend folder")
+        raise invalid(f"{root.path.name} has no pack.json; it is not a 110USextend folder")
     meta = _json(members, "pack.json")
     types = _lower_keys(meta.get("types"), "pack.json", "types")
     bases = _lower_keys(meta.get("baseSha256"), "pack.json", "baseSha256")
@@ -272,10 +278,11 @@ def read_110usextend(root: Path) -> ModPackage:
     return package
 
 
-def read_115cn_mod(path: Path) -> ModPackage:
-    members = _read_zip(path)
+def read_115cn_mod(roots: Roots, path: Placed) -> ModPackage:
+    with roots.open_read(path) as handle:
+        members = _read_zip(handle, path.path.name)
     if "mod.json" not in members:
-        raise invalid(f"{path.name} has no root mod.json; it is not a 115CN-mod package")
+        raise invalid(f"{path.path.name} has no root mod.json; it is not a 115CN-mod package")
     meta = _json(members, "mod.json")
     entries = meta.get("entries")
     if not isinstance(entries, list):
@@ -324,14 +331,18 @@ def read_115cn_mod(path: Path) -> ModPackage:
     )
 
 
-def read_mod(path: Path) -> ModPackage:
-    """A MOD package from a ``110USextend`` folder or a ``115CN-mod`` zip."""
+def read_mod(path: str | os.PathLike[str], roots: Roots | None = None) -> ModPackage:
+    """A MOD package from a ``110USextend`` folder or a ``115CN-mod`` zip, read through ``roots``
+    (``OUTSIDE_ROOTS`` beyond them; no link followed). ``None``: the person's own process."""
+    raw = os.fspath(path)
+    roots = roots or Roots.unbounded()
+    placed = place(roots, raw)  # INVALID_PATH / SPECIAL_FILE / OUTSIDE_ROOTS
     try:
-        info = os.lstat(path)
+        info = roots.stat(placed)
     except FileNotFoundError as exc:
-        raise ServiceError("NOT_FOUND", f"{path} does not exist", path=str(path)) from exc
+        raise ServiceError("NOT_FOUND", f"{raw} does not exist", path=raw) from exc
     if stat.S_ISDIR(info.st_mode):
-        return read_110usextend(path)
+        return read_110usextend(roots, placed)
     if stat.S_ISREG(info.st_mode):
-        return read_115cn_mod(path)
-    raise invalid(f"{path} is neither a folder nor a file")
+        return read_115cn_mod(roots, placed)
+    raise invalid(f"{raw} is neither a folder nor a file (links are not followed)")

@@ -10,7 +10,6 @@ each be resolved ``mine`` or ``theirs``.
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from moddesk.kit.errors import ServiceError
@@ -70,7 +69,7 @@ class ModService:
 
     def inspect(self, mod_path: str) -> dict[str, Any]:
         """The package's metadata and contents, checked (no archive needed)."""
-        package = read_mod(Path(mod_path))
+        package = read_mod(mod_path, self.service.access_roots())
         return {
             "ok": True,
             **package.summary(),
@@ -92,7 +91,7 @@ class ModService:
         with service._state:
             ws = service._require_workspace(workspace_id)
             ensure_free_for_write_plan(service)
-        package = read_mod(Path(mod_path))
+        package = read_mod(mod_path, self.service.access_roots())
         changes, conflicts = plan(package, reader(ws))
         payload = ModPlan(ws.workspace_id, ws.revision, package, changes, conflicts)
         created = service.plans.create("mod", payload, owner=scope, source="mod")
