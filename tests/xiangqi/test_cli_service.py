@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -46,7 +47,8 @@ def test_local_commands(tmp_path: Path) -> None:
     assert "炮" in board and "a b c d e f g h i" in board and created["sessionId"] in board
     assert "炮二平五" in run("export")
     hint = run("hint", "--count", "2")
-    assert "ICCS" in hint
+    # scores in pawns ("+0.25 兵"), not raw centipawns, and the engine that answered
+    assert "ICCS" in hint and re.search(r"[+-]\d+\.\d\d 兵", hint) and "引擎：builtin" in hint
     review = run("review")
     assert "评估曲线" in review
     undone = json.loads(run("undo", "--json"))

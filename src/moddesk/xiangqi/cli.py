@@ -309,9 +309,9 @@ def show(value: dict[str, Any], as_json: bool) -> None:
     if value.get("message"):
         console.print(f"[yellow]{value['message']['code']}[/]")
     if value.get("candidates"):
-        table = Table("着法", "ICCS", "评分", "主要变化")
+        table = Table("着法", "ICCS", "评分（兵）", "主要变化", title=f"引擎：{value.get('engine', '?')}")
         for c in value["candidates"]:
-            table.add_row(c["zh"], c["iccs"], str(c["score"]), " ".join(c["pvZh"][:6]))
+            table.add_row(c["zh"], c["iccs"], c.get("scoreZh", str(c["score"])), " ".join(c["pvZh"][:6]))
         console.print(table)
     if value.get("review"):
         review = value["review"]
