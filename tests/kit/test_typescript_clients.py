@@ -173,6 +173,11 @@ def _refused(done: Inspected, tool: str, code: str) -> dict[str, Any]:
     return dict(payload)
 
 
+def first_path(tools: NodeTools, url: str, ws: str) -> str:
+    hits = _ok(_call(tools, url, "pvf_search", workspaceId=ws, query="grade"), "pvf_search")
+    return str(hits["structuredContent"]["hits"][0]["path"])
+
+
 def _call(tools: NodeTools, url: str, tool: str, **args: Any) -> Inspected:
     pairs = [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in args.items()]
     extra = ["--tool-arg", *pairs] if pairs else []
@@ -245,6 +250,21 @@ def test_pvf_families(tools: NodeTools, servers: dict[str, str]) -> None:
         "INVALID_PATH",
     )
     _refused(_call(tools, url, "pvf_import_preview", planId="nope"), "pvf_import_preview", "PLAN_NOT_FOUND")
+    # one success and one error per remaining family: scripts, export, annotations, mods, paging
+    _ok(_call(tools, url, "pvf_script_validate", source=script), "pvf_script_validate")
+    _ok(_call(tools, url, "pvf_export_formats"), "pvf_export_formats")
+    _refused(_call(tools, url, "pvf_export_preview", planId="nope"), "pvf_export_preview", "PLAN_NOT_FOUND")
+    _refused(
+        _call(tools, url, "pvf_annotation_get", documentId="nope", rulesRevision="x"),
+        "pvf_annotation_get",
+        "STALE_RULES",
+    )
+    _ok(_call(tools, url, "pvf_item_table", workspaceId=ws, kind="skill"), "pvf_item_table")
+    _refused(_call(tools, url, "pvf_item_table", workspaceId=ws), "pvf_item_table", "NOT_FOUND")  # no .lst
+    _ok(_call(tools, url, "pvf_read_file", workspaceId=ws, path=first_path(tools, url, ws)), "pvf_read_file")
+    _refused(
+        _call(tools, url, "pvf_result_page", resultId="r0", page=1), "pvf_result_page", "RESULT_NOT_FOUND"
+    )
 
 
 # ----------------------------------------------------------------------------------- conformance
