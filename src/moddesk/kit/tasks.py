@@ -55,6 +55,20 @@ class _Task:
     listeners: list[Callable[[int, int | None, str | None], None]] = field(default_factory=list)
 
 
+_current = threading.local()
+
+
+def report_progress(done: int, total: int | None = None, message: str | None = None) -> None:
+    """Progress of the task running on this thread, from code that does not know it is a task.
+
+    A no-op outside a task; deep loops (writing an export, freezing an import) call it so that a
+    long call run as a task reports per-file progress without every layer passing a callback.
+    """
+    context: TaskContext | None = getattr(_current, "context", None)
+    if context is not None:
+        context.progress(done, total, message)
+
+
 class TaskContext:
     """What a running task sees: report phase, progress and log lines; notice cancellation."""
 
@@ -78,6 +92,12 @@ class TaskContext:
     def phase(self, name: str) -> None:
         with self._lock:
             self._task.phase = name
+
+    def complete_progress(self, message: str | None = None) -> None:
+        """Report the work as all done: ``total/total`` (``1/1`` when no total was ever given)."""
+        with self._lock:
+            total = self._task.total or max(self._task.done, 1)
+        self.progress(total, total, message)
 
     def progress(self, done: int, total: int | None = None, message: str | None = None) -> None:
         with self._lock:
@@ -141,6 +161,7 @@ class TaskManager:
 
     def _run(self, task: _Task, fn: Callable[[TaskContext], Any]) -> None:
         context = TaskContext(task, self._lock)
+        _current.context = context  # each task has its own thread: report_progress finds it
         with self._lock:
             task.state, task.phase = "running", "running"
         result: Any = None

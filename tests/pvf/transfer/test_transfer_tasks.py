@@ -61,16 +61,22 @@ def test_quick_work_answers_directly_with_progress(bench: Bench, tmp_path: Path)
                 progress_callback=on_progress,
             )
             assert prepared["planId"] and prepared["taskId"]  # done within the wait: the answer itself
+            await anyio.sleep(0.1)
+            assert events and events[-1] == (1, 1)  # prepare reports no files: all done is 1/1
+            events.clear()
             executed = await _call(
                 client,
                 "pvf_export_execute",
                 {"planId": prepared["planId"], "outputParent": str(out), "outputName": "e"},
+                progress_callback=on_progress,
             )
             assert Path(executed["outputPath"]).is_dir()
             await anyio.sleep(0.1)
+            # per-file progress from the writer, ending at files/files
+            files = executed["files"]
+            assert events[-1] == (files, files) and all(t == files for _d, t in events[1:])
 
     anyio.run(flow)
-    assert events and events[-1] == (1, 1)
 
 
 def test_long_work_returns_a_task_to_poll(

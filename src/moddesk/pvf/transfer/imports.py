@@ -23,6 +23,7 @@ from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.leftovers import make_temp_dir, system_temp_dir
 from moddesk.kit.plans import Plan
 from moddesk.kit.roots import Placed, Roots
+from moddesk.kit.tasks import report_progress
 from moddesk.pvf.archive import normalize_path
 from moddesk.pvf.entrypaths import check_entry_path
 from moddesk.pvf.errors import pvf_error
@@ -267,7 +268,9 @@ class ImportService:
         spill_dir: Path | None = None
         roots = self.service.access_roots()
         try:
-            for source, target in sorted(pairs, key=lambda p: p[1]):
+            for done, (source, target) in enumerate(sorted(pairs, key=lambda p: p[1])):
+                if done % 256 == 0:
+                    report_progress(done, len(pairs), "reading files")
                 # one no-follow open and one read: size, digest and bytes agree
                 data = roots.read_bytes(source, MAX_FILE_BYTES)
                 if len(data) > MAX_FILE_BYTES:

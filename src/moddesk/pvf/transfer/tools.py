@@ -45,9 +45,9 @@ async def _as_task(
     """
 
     def run(task: TaskContext) -> dict[str, Any]:
-        task.progress(0, 1, kind)
-        value = work()
-        task.progress(1, 1, kind)
+        task.progress(0, None, kind)
+        value = work()  # reports per-file progress through kit.tasks.report_progress
+        task.complete_progress(f"{kind} done")
         return value
 
     async with ProgressRelay(ctx) as report:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.files import publish_no_overwrite, remove_tree_quietly
 from moddesk.kit.leftovers import remember_place, sweep_stale, temp_sibling
+from moddesk.kit.tasks import report_progress
 from moddesk.pvf.format.lists import build_str
 from moddesk.pvf.listtext import list_entries as lst_entries
 from moddesk.pvf.listtext import list_target_candidates, render_list
@@ -308,10 +309,15 @@ def check_case_clashes(entries: list[OutputEntry]) -> None:
         seen[folded] = entry.key
 
 
+PROGRESS_EVERY = 256  # files between progress reports of a long export
+
+
 def write_tree(root: Path, entries: list[OutputEntry]) -> int:
     """Write entries under ``root`` (a fresh private folder); returns the file count."""
     check_case_clashes(entries)
-    for entry in entries:
+    for done, entry in enumerate(entries):
+        if done % PROGRESS_EVERY == 0:
+            report_progress(done, len(entries), "writing files")
         target = root / _safe_relative(entry.key)
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "xb") as handle:  # "x": never overwrite, even inside our own folder
@@ -323,7 +329,9 @@ def write_zip(path: Path, entries: list[OutputEntry]) -> int:
     """Write entries into a new zip at ``path`` (a private temp name); returns the file count."""
     check_case_clashes(entries)
     with zipfile.ZipFile(path, "x", compression=zipfile.ZIP_DEFLATED) as archive:
-        for entry in sorted(entries, key=lambda e: (not e.meta, e.key)):
+        for done, entry in enumerate(sorted(entries, key=lambda e: (not e.meta, e.key))):
+            if done % PROGRESS_EVERY == 0:
+                report_progress(done, len(entries), "writing the zip")
             _safe_relative(entry.key)
             archive.writestr(entry.key, entry.data)
     return len(entries)
