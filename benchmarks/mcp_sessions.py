@@ -42,11 +42,12 @@ def rss_mib() -> float:
     return float("nan")
 
 
-def hammer(url: str, clients: int) -> Counter[int]:
+def hammer(url: str, clients: int, token: str | None = None) -> Counter[int]:
     codes: Counter[int] = Counter()
+    headers = {**HEADERS, **({"Authorization": f"Bearer {token}"} if token else {})}
     with httpx.Client(timeout=30) as http:
         for _ in range(clients):
-            codes[http.post(url, json=INIT, headers=HEADERS).status_code] += 1
+            codes[http.post(url, json=INIT, headers=headers).status_code] += 1
     return codes
 
 
@@ -69,11 +70,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         games = GameService(Settings(db_path=Path(tmp) / "g.db"))
         with serve_http(build_server(games), 0) as xq, Workbench(PvfService(), port=0) as bench:
-            for name, url in (("xiangqi (stateless)", f"{xq.url}/mcp"), ("pvf (sessions)", bench.url)):
-                hammer(url, 20)  # warm up: imports, first-request caches
+            runs = (
+                ("xiangqi (stateless)", f"{xq.url}/mcp", None),
+                ("pvf (sessions)", bench.url, bench.token),
+            )
+            for name, url, token in runs:
+                hammer(url, 20, token)  # warm up: imports, first-request caches
                 gc.collect()
                 before = rss_mib()
-                codes = hammer(url, args.clients)
+                codes = hammer(url, args.clients, token)
                 gc.collect()
                 after = rss_mib()
                 time.sleep(args.idle + 3)

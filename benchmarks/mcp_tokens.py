@@ -19,6 +19,7 @@ runs there in a subprocess (its APIs are what the flow uses: tool names and argu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -100,11 +101,22 @@ async def pvf_flow(meter: Meter, root: Path) -> None:
     try:  # what the person gets by default (toolsets arrived with the token budget)
         from moddesk.pvf.mcp import DEFAULT_TOOLSETS
 
-        bench = Workbench(PvfService(), port=0, toolsets=DEFAULT_TOOLSETS)  # type: ignore[call-arg]
+        try:  # agents reach granted roots only (since the roots work): grant the temp folder
+            bench = Workbench(PvfService(), port=0, toolsets=DEFAULT_TOOLSETS, roots=[root])  # type: ignore[call-arg]
+        except TypeError:
+            bench = Workbench(PvfService(), port=0, toolsets=DEFAULT_TOOLSETS)  # type: ignore[call-arg]
     except ImportError:
         bench = Workbench(PvfService(), port=0)
-    with bench:
-        async with Client(bench.url, read_timeout_seconds=120) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        stack.enter_context(bench)
+        token = getattr(bench, "token", None)  # pvf serve requires a bearer token since it has one
+        if token is not None:
+            from moddesk.kit.local_service import http_client
+
+            client = await stack.enter_async_context(http_client(bench.url, token))
+        else:
+            client = await stack.enter_async_context(Client(bench.url, read_timeout_seconds=120))
+        if True:  # the flow, one block as before
             meter.lists["pvf"] = await _tool_list(client)
             info = await meter.call(client, "pvf_workspace_info", {})
             opened = await meter.call(

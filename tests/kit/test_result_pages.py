@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from moddesk.kit.local_service import http_client
 from moddesk.kit.pages import CONTINUES, TEXT_BUDGET, TEXT_BUDGET_MAX, split_pages, utf8_len
 from moddesk.pvf.demo import write_sample_archive
 from moddesk.pvf.serve import Workbench
@@ -119,7 +120,7 @@ def test_a_3mb_line_and_a_4mb_plan_read_text_only_page_by_page(tmp_path: Path) -
         ws, revision = opened["workspaceId"], opened["revision"]
 
         async def flow() -> None:
-            async with Client(bench.url, read_timeout_seconds=120) as client:
+            async with http_client(bench.url, bench.token) as client:
                 started = json.loads(
                     await _text(
                         client,
