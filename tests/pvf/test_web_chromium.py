@@ -18,6 +18,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from moddesk.kit.errors import ServiceError
 from moddesk.kit.mcp import result_payload
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.generate import generate_archive
@@ -143,6 +144,21 @@ def open_in_page(page: Any, archive: Path) -> None:
     page.wait_for_selector("#tree .row[data-path='equipment']")
 
 
+def search(bench: Workbench, ws_id: str, query: str, mode: str, limit: int) -> list[dict[str, Any]]:
+    """Hits of a service search, waiting out NOT_READY while the archive's index builds."""
+    import time
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            hits: list[dict[str, Any]] = bench.service.search(ws_id, query, mode, limit=limit)["hits"]
+            return hits
+        except ServiceError as exc:
+            if exc.code != "NOT_READY" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def workspace(bench: Workbench) -> tuple[str, int]:
     info = bench.service.info()
     return info["workspaceId"], info["revision"]
@@ -182,9 +198,7 @@ def test_open_browse_search_hover_edit_save(page: Any, bench: Workbench, archive
 
     # hover a field: the [grade] value of an .equ file explains itself
     equ = next(
-        p
-        for p in bench.service.search(ws_id, "equipment/**/*.equ", "path", limit=5)["hits"]
-        if p["path"].endswith(".equ")
+        p for p in search(bench, ws_id, "equipment/**/*.equ", "path", 5) if p["path"].endswith(".equ")
     )["path"]
     page.click("#views button[data-view='files']")
     page.evaluate("path => window.dispatchEvent(new CustomEvent('pvf-open', {detail: path}))", equ)
@@ -279,7 +293,7 @@ def test_agent_plan_reviewed_in_page_and_draft_barrier(page: Any, bench: Workben
     else:
         page.wait_for_selector("#tree .row[data-path='equipment']")
     ws_id, _ = workspace(bench)
-    cash = [h["path"] for h in bench.service.search(ws_id, "stackable/cash/*.stk", "path", limit=3)["hits"]]
+    cash = [h["path"] for h in search(bench, ws_id, "stackable/cash/*.stk", "path", 3)]
     before = {p: bench.service.read_file(ws_id, p)["text"] for p in cash}
 
     # the person has the first of them open in a tab while the agent works
@@ -439,7 +453,7 @@ def test_switch_archive_with_unsaved_changes_then_history(page: Any, bench: Work
     page.wait_for_selector("#history-commit, #notice:not([hidden]) .code")
     assert page.locator("#history-commit").count() == 1, page.inner_text("#notice")
     ws_id, _ = workspace(bench)
-    path = bench.service.search(ws_id, "**/*.stk", "path", limit=1)["hits"][0]["path"]
+    path = search(bench, ws_id, "**/*.stk", "path", 1)[0]["path"]
     original = bench.service.read_file(ws_id, path, 1, 2000)["text"]
     page.click("#views button[data-view='files']")
     page.evaluate("path => window.dispatchEvent(new CustomEvent('pvf-open', {detail: path}))", path)

@@ -1,7 +1,8 @@
 // Agent activity, live: tasks (script runs with progress and logs, lifecycle, index builds) and
 // pending plans; a pending plan opens in the review view.
+import { op } from "./api.js";
 import { t } from "./i18n.js";
-import { $, attempt, h, on } from "./main.js";
+import { $, attempt, h, on, refreshInfo } from "./main.js";
 import { renderReview } from "./review.js";
 
 const el = {};
@@ -12,7 +13,10 @@ function task(s) {
   const bar = p.total ? h("progress", { max: p.total, value: p.done || 0 }) : null;
   return h("div", { class: "task", "data-task": s.taskId, "data-kind": s.kind, "data-state": s.state },
     h("div", { class: "head" }, h("b", {}, s.kind), h("span", { class: `state-${s.state}` }, s.state), h("span", { class: "muted" }, s.phase), bar,
-      p.message ? h("span", { class: "muted" }, p.message) : null, h("span", { class: "muted" }, s.taskId)),
+      p.message ? h("span", { class: "muted" }, p.message) : null, h("span", { class: "muted" }, s.taskId),
+      // the person may stop a script run; the service says TASK_NOT_OWNED for an agent's run
+      s.kind === "script" && ["queued", "running"].includes(s.state)
+        ? h("button", { class: "danger", onclick: () => attempt(() => op("scriptCancel", { taskId: s.taskId })) }, t("scripts.cancel")) : null),
     s.error ? h("div", { class: "state-failed" }, `${s.error.error}: ${s.error.message}`) : null,
     s.logs && s.logs.length ? h("div", { class: "log" }, s.logs.join("\n")) : null);
 }
@@ -22,7 +26,11 @@ async function paint(data) {
   const plan = data.plans.find((p) => p.kind === "script" || p.kind === "import");
   const badge = $('#views button[data-view="activity"]');
   badge.textContent = t("view.activity") + (data.plans.length ? ` (${data.plans.length})` : "");
-  el.plans.replaceChildren(...data.plans.map((p) => h("div", { class: "task", "data-plan": p.planId }, h("b", {}, p.kind), " ", p.source || "", " ", h("span", { class: "muted" }, p.planId))));
+  // any pending plan holds the workspace (PLAN_PENDING / EXPORT_PLAN_PENDING): the person can drop it
+  const discardOp = { script: "scriptDiscard", import: "importDiscard", export: "exportDiscard" };
+  el.plans.replaceChildren(...data.plans.map((p) => h("div", { class: "task", "data-plan": p.planId },
+    h("b", {}, p.kind), " ", p.source || "", " ", h("span", { class: "muted" }, `${p.owner} · ${p.planId}`), " ",
+    discardOp[p.kind] ? h("button", { class: "danger", onclick: async () => { await attempt(() => op(discardOp[p.kind], { planId: p.planId })); await refreshInfo(); } }, t("review.discard")) : null)));
   if (!plan) { reviewing = null; el.review.hidden = true; el.review.replaceChildren(); return; }
   if (reviewing === plan.planId) return;
   reviewing = plan.planId;

@@ -45,7 +45,11 @@ export async function renderReview(root, plan) {
   const count = h("span", { class: "muted", id: "review-count" });
   const list = h("div", { class: "change-list", role: "list" });
   const diff = h("div", { class: "sbs", id: "review-diff" });
-  const paintCount = () => { count.textContent = t("review.selected", { n: chosen.size, m: items.length }); };
+  const paintCount = () => {
+    count.textContent = t("review.selected", { n: chosen.size, m: items.length });
+    const button = root.querySelector("#review-apply");
+    if (button) button.disabled = chosen.size === 0; // the service refuses an empty selection anyway
+  };
   const paintDiff = () => {
     diff.replaceChildren(h("div", { class: "muted" }, t("review.before")), h("div", { class: "muted" }, t("review.after")));
     if (!shown) return;
