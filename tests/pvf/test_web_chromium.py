@@ -334,6 +334,16 @@ def test_agent_plan_reviewed_in_page_and_draft_barrier(page: Any, bench: Workben
 
     refused = in_thread(agent_applies)
     assert refused["isError"] and refused["error"] == "UI_DRAFT_PENDING", refused
+
+    async def agent_saves() -> dict[str, Any]:
+        async with bench.client() as client:
+            info = await tool(client, "pvf_workspace_info", {})
+            return await tool(
+                client,
+                "pvf_archive_save",
+                {"workspaceId": info["workspaceId"], "expectedRevision": info["revision"]},
+            )
+
     page.click("#btn-discard-draft")
     page.wait_for_selector("#draft-state[data-dirty='false']")
     assert _eventually(lambda: not any(w["dirty"] for w in bench.service.info()["drafts"]))
@@ -352,6 +362,16 @@ def test_agent_plan_reviewed_in_page_and_draft_barrier(page: Any, bench: Workben
             assert now == before[path]
         else:
             assert now == before[path].replace("[price]\n\t", "[price]\n\t9", 1) != before[path]
+    # with no plan pending, a draft still stops the agent's save (seed 001: no "saved" that misses it)
+    page.click("#views button[data-view='files']")
+    page.fill("#code", page.input_value("#code") + "\n")
+    page.wait_for_selector("#draft-state[data-dirty='true']")
+    assert _eventually(lambda: any(w["dirty"] for w in bench.service.info()["drafts"]))
+    saved = in_thread(agent_saves)
+    assert saved["isError"] and saved["error"] == "UI_DRAFT_PENDING", saved
+    page.click("#btn-discard-draft")
+    page.wait_for_selector("#draft-state[data-dirty='false']")
+
     # on disk too: a copy saved from the page holds exactly the applied changes
     copy = archive.with_name("after review.pvf")
     page.once("dialog", lambda dialog: dialog.accept(str(copy)))
