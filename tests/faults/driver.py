@@ -12,12 +12,16 @@ from pathlib import Path
 from typing import Any
 
 
-def _serve_pvf(port: int, archive: Path | None, serve_first: bool = False) -> tuple[Any, float]:
+def _serve_pvf(
+    port: int, archive: Path | None, serve_first: bool = False, roots: tuple[Path, ...] = ()
+) -> tuple[Any, float]:
     """A workbench on ``port`` with ``archive`` open; returns it and the seconds until it served."""
     from moddesk.pvf.serve import Workbench
 
     started = time.monotonic()
-    bench = Workbench(port=port)  # sweeps what killed runs left (remembered places, temp dir)
+    # sweeps what killed runs left (remembered places, temp dir); ``roots``: where it may import
+    # from and export to, as `--root` grants them
+    bench = Workbench(port=port, roots=roots)
     serving = 0.0
     if serve_first:
         bench.start()  # answers at once (workspace info shows the open task) while the archive opens
@@ -62,7 +66,7 @@ def save_loop(port: int, archive: Path, history: bool) -> None:
 def export_loop(port: int, archive: Path, out: Path) -> None:
     from moddesk.pvf.transfer.exports import ExportService
 
-    bench, _ = _serve_pvf(port, archive)
+    bench, _ = _serve_pvf(port, archive, roots=(out,))
     service = bench.service
     ws = service.info()["workspaceId"]
     exports = ExportService(service)
@@ -76,7 +80,7 @@ def export_loop(port: int, archive: Path, out: Path) -> None:
 def import_loop(port: int, archive: Path, source: Path) -> None:
     from moddesk.pvf.transfer.imports import ImportService
 
-    bench, _ = _serve_pvf(port, archive)
+    bench, _ = _serve_pvf(port, archive, roots=(source,))
     service = bench.service
     ws = service.info()["workspaceId"]
     imports = ImportService(service, memory_budget=0)  # every frozen file spills to the temp dir

@@ -48,7 +48,8 @@ def _answers(port: int, proc: subprocess.Popen[bytes], timeout: float) -> float:
     start = time.monotonic()
     while time.monotonic() - start < timeout:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/xiangqi/", timeout=1).status_code == 200:
+            # up and guarded: without the run's bearer token the panel answers 401
+            if httpx.get(f"http://127.0.0.1:{port}/xiangqi/", timeout=1).status_code == 401:
                 return time.monotonic() - start
         except httpx.HTTPError:
             time.sleep(0.05)
@@ -150,7 +151,10 @@ def test_two_servers_side_by_side(tmp_path: Path) -> None:
         )
         assert state.returncode == 0, state.stdout + state.stderr  # reached the first server
         session = json.loads(state.stdout)["sessionId"]
-        listed = httpx.post(f"http://127.0.0.1:{port_a}/xiangqi-mate/state", json={"sessionId": session})
+        auth = {"Authorization": f"Bearer {_endpoint(tmp_path)['token']}"}  # the first server's token
+        listed = httpx.post(
+            f"http://127.0.0.1:{port_a}/xiangqi-mate/state", json={"sessionId": session}, headers=auth
+        )
         assert listed.json()["ok"] is True
     finally:
         if second is not None and second.poll() is None:

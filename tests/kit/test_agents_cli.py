@@ -180,3 +180,34 @@ def test_status_reports_configs_problems_and_skills(
     assert "unreadable" in result.output  # the broken Cursor file is reported, not skipped
     assert "skill xiangqi-mate-playbook: clean" in result.output
     assert broken.read_text() == "{oops"
+
+
+def test_config_writes_the_running_serves_token_for_header_clients(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """With a `moddesk pvf serve` running (its endpoint file, written by a live process), header
+    clients get its URL and bearer token; stdio-only clients get the `pvf connect` bridge."""
+    from moddesk.kit import local_service
+
+    config_dir = tmp_path / "config"
+    env = {**env, "MODDESK_CONFIG_DIR": str(config_dir)}
+    endpoint = config_dir / "endpoints" / "pvf.json"
+    local_service.publish(endpoint, "http://127.0.0.1:47999", "tok-123")  # this test process is alive
+    code = _run(["config", "claude-code", "--system", "pvf", "--print"], env, tmp_path)
+    assert code.returncode == 0, code.stderr
+    entry = json.loads(code.stdout)["mcpServers"]["moddesk-pvf"]
+    assert entry == {
+        "type": "http",
+        "url": "http://127.0.0.1:47999/mcp",
+        "headers": {"Authorization": "Bearer tok-123"},
+    }
+    codex = _run(["config", "codex", "--system", "pvf", "--print"], env, tmp_path)
+    assert 'Authorization = "Bearer tok-123"' in codex.stdout
+    desktop = _run(["config", "claude-desktop", "--system", "pvf", "--print"], env, tmp_path)
+    args = json.loads(desktop.stdout)["mcpServers"]["moddesk-pvf"]["args"]
+    assert args == ["pvf", "connect"] and "tok-123" not in desktop.stdout
+    # a URL that is not the running serve's gets no token
+    other = _run(
+        ["config", "cursor", "--system", "pvf", "--url", "http://127.0.0.1:1/mcp", "--print"], env, tmp_path
+    )
+    assert "headers" not in json.loads(other.stdout)["mcpServers"]["moddesk-pvf"]
