@@ -36,6 +36,10 @@ def test_edit_list_holds_exactly_the_new_entries(
     untouched = sum(block.size for block in changed.get_matching_blocks())
     same = sum(1 for i, p in before.items() if after.get(i) == p)
     assert untouched >= same * (2 if split else 1)
+    # no blank lines appear where entries were removed or added (an empty list is rebuilt whole)
+    assert not before or sum(1 for x in edited.splitlines() if not x.strip()) <= sum(
+        1 for x in text.splitlines() if not x.strip()
+    )
 
 
 def test_one_changed_entry_is_a_two_line_diff() -> None:
@@ -73,3 +77,31 @@ def test_edit_str_holds_exactly_the_new_entries(
     edited = edit_str(text, after)
     assert string_entries(edited) == after
     assert edited.startswith("// a comment")
+
+
+def _by_document(text: str) -> list[tuple[str, object, int, int]]:
+    from moddesk.pvf.document import Document
+
+    kinds = {"integer": "int", "string": "string"}
+    return [(kinds.get(v.kind, v.kind), v.value, v.start, v.end) for v in Document.parse(text).preamble]
+
+
+list_text = st.lists(
+    st.one_of(
+        st.integers(-(2**31), 2**31 - 1).map(lambda i: f"{'+' if i > 0 and i % 3 == 0 else ''}{i}"),
+        st.text(alphabet="ab/.`\u6b66 ", max_size=6).map(lambda t: "`" + t.replace("`", "``") + "`"),
+        st.just("\n# a comment line"),
+        st.sampled_from(["\t", "\r\n", "\n", "  "]),
+    ),
+    max_size=30,
+).map(lambda parts: "#PVF_File\n" + " ".join(parts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=list_text)
+def test_the_fast_list_reader_reads_what_the_document_model_reads(text: str) -> None:
+    from moddesk.pvf.listtext import _fast_values, list_values
+
+    fast = _fast_values(text)
+    assert fast is not None, "a list of integers, strings and comments takes the fast path"
+    assert fast == _by_document(text) == list_values(text)
