@@ -190,6 +190,9 @@ def test_strict_tool_lists(tools: NodeTools, servers: dict[str, str], system: st
     """Inspector --strict finds no portability problem in any server's tool schemas."""
     done = tools.inspector([servers[system]], "--method", "tools/list", "--strict")
     assert done.code == 0, done.stderr[-3000:]
+    # --strict prints every problem, warnings included (e.g. a property without a validation
+    # keyword), on stderr: there must be none at all
+    assert done.stderr.strip() == "", done.stderr[-3000:]
     listed = done.result()["tools"]
     assert listed and all(t["inputSchema"]["type"] == "object" for t in listed)
 
