@@ -126,12 +126,14 @@ def search_section(path: Path, files: int, naive_budget: float) -> None:
     service.shutdown()
 
 
-async def _round_trips(url: str, ws_path: str, calls: int) -> tuple[list[float], list[float], str]:
+async def _round_trips(
+    url: str, token: str, ws_path: str, calls: int
+) -> tuple[list[float], list[float], str]:
     import json
 
-    from mcp import Client
+    from moddesk.kit.local_service import http_client
 
-    async with Client(url, read_timeout_seconds=60) as client:
+    async with http_client(url, token) as client:
         listing = await client.list_tools()
         size = len(
             json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listing.tools])
@@ -158,7 +160,7 @@ def mcp_section(path: Path, calls: int) -> None:
         service = bench.service
         ws = service.info()["workspaceId"]
         sample = service.search(ws, "[name]", limit=1)["hits"][0]["path"]
-        info_t, read_t, _ = anyio.run(_round_trips, bench.url, sample, calls)
+        info_t, read_t, _ = anyio.run(_round_trips, bench.url, bench.token, sample, calls)
         direct_info = statistics.median(timed(service.info)[0] for _ in range(calls))
         direct_read = statistics.median(
             timed(lambda: service.read_file(ws, sample, 1, 40))[0] for _ in range(calls)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import signal
@@ -29,9 +30,9 @@ from typing import Any
 
 import httpx
 import psutil
-from mcp import Client
 
 from moddesk.kit.leftovers import find_leftovers
+from moddesk.kit.local_service import http_client
 from moddesk.kit.mcp import result_payload
 from moddesk.pvf.generate import generate_archive
 
@@ -103,11 +104,21 @@ def _code(result: Any) -> str | None:
     return str(result_payload(result).get("error") or "UNKNOWN") if result.is_error else None
 
 
-async def pvf_client(url: str, out: Path, until: float, ops: Counter[str], errors: Counter[str]) -> None:
+def _token(endpoint: Path) -> str:
+    """The bearer token of the server's current run (a restart writes a new one)."""
+    try:
+        return str(json.loads(endpoint.read_text(encoding="utf-8")).get("token", ""))
+    except (OSError, ValueError):
+        return ""
+
+
+async def pvf_client(
+    url: str, endpoint: Path, out: Path, until: float, ops: Counter[str], errors: Counter[str]
+) -> None:
     rng = random.Random()
     while time.monotonic() < until:
         try:
-            async with Client(url, read_timeout_seconds=60) as client:
+            async with http_client(url, _token(endpoint)) as client:
                 while time.monotonic() < until:
                     info = (await client.call_tool("pvf_workspace_info", {})).structured_content or {}
                     ws, rev = info.get("workspaceId"), info.get("revision")
@@ -162,7 +173,9 @@ async def pvf_client(url: str, out: Path, until: float, ops: Counter[str], error
             await asyncio.sleep(0.2)
 
 
-async def xiangqi_client(base: str, until: float, ops: Counter[str], errors: Counter[str]) -> None:
+async def xiangqi_client(
+    base: str, endpoint_file: Path, until: float, ops: Counter[str], errors: Counter[str]
+) -> None:
     rng = random.Random()
     session: str | None = None
     async with httpx.AsyncClient(timeout=30) as http:
@@ -170,7 +183,8 @@ async def xiangqi_client(base: str, until: float, ops: Counter[str], errors: Cou
         async def call(endpoint: str, payload: dict[str, Any]) -> dict[str, Any] | None:
             ops[f"xiangqi_{endpoint}"] += 1
             try:
-                body = (await http.post(f"{base}/xiangqi-mate/{endpoint}", json=payload)).json()
+                auth = {"Authorization": f"Bearer {_token(endpoint_file)}"}
+                body = (await http.post(f"{base}/xiangqi-mate/{endpoint}", json=payload, headers=auth)).json()
             except (httpx.HTTPError, ValueError):
                 errors["DISCONNECTED"] += 1
                 await asyncio.sleep(0.2)
@@ -202,11 +216,13 @@ async def xiangqi_client(base: str, until: float, ops: Counter[str], errors: Cou
                 )
 
 
-async def clients(pvf_url: str, xq_url: str, out: Path, until: float) -> tuple[Counter[str], Counter[str]]:
+async def clients(
+    pvf_url: str, xq_url: str, endpoints: tuple[Path, Path], out: Path, until: float
+) -> tuple[Counter[str], Counter[str]]:
     ops: Counter[str] = Counter()
     errors: Counter[str] = Counter()
-    tasks = [pvf_client(pvf_url, out, until, ops, errors) for _ in range(CLIENTS // 2)]
-    tasks += [xiangqi_client(xq_url, until, ops, errors) for _ in range(CLIENTS - CLIENTS // 2)]
+    tasks = [pvf_client(pvf_url, endpoints[0], out, until, ops, errors) for _ in range(CLIENTS // 2)]
+    tasks += [xiangqi_client(xq_url, endpoints[1], until, ops, errors) for _ in range(CLIENTS - CLIENTS // 2)]
     await asyncio.gather(*tasks)
     return ops, errors
 
@@ -246,14 +262,20 @@ def main() -> None:
             "MODDESK_XIANGQI_THINK_TIME": "0.05",
             "MODDESK_XIANGQI_HINT_TIME": "0.05",
         }
-        pvf = Server("pvf", ["pvf", "serve", str(archive)], env, free_port())
+        pvf = Server("pvf", ["pvf", "serve", str(archive), "--root", str(out)], env, free_port())
         xq = Server("xiangqi", ["xiangqi", "serve"], env, free_port())
         first = {s.name: s.start() for s in (pvf, xq)}
         until = time.monotonic() + options.minutes * 60
         loop = asyncio.new_event_loop()
         work = loop.run_in_executor(None, killer, [pvf, xq], options.kill_every, until)
         ops, errors = loop.run_until_complete(
-            clients(f"http://127.0.0.1:{pvf.port}/mcp", f"http://127.0.0.1:{xq.port}", out, until)
+            clients(
+                f"http://127.0.0.1:{pvf.port}/mcp",
+                f"http://127.0.0.1:{xq.port}",
+                (folders["MODDESK_CONFIG_DIR"] / "endpoints" / "pvf.json", root / "xiangqi" / "serve.json"),
+                out,
+                until,
+            )
         )
         loop.run_until_complete(work)
         loop.close()
