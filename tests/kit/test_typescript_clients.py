@@ -253,6 +253,15 @@ def test_pvf_families(tools: NodeTools, servers: dict[str, str]) -> None:
         "INVALID_PATH",
     )
     _refused(_call(tools, url, "pvf_import_preview", planId="nope"), "pvf_import_preview", "PLAN_NOT_FOUND")
+    incoming = Path(servers["root"]) / "incoming"
+    incoming.mkdir(exist_ok=True)
+    (incoming / "new.equ").write_text("#PVF_File\n[name]\n`New`\n", encoding="utf-8")
+    prepared = _ok(
+        _call(tools, url, "pvf_import_prepare", workspaceId=ws, sourcePaths=[str(incoming)]),
+        "pvf_import_prepare",
+    )
+    plan = prepared["structuredContent"]
+    assert plan.get("planId") or plan.get("taskId")  # the plan, or the task making it on a slow machine
     # one success and one error per remaining family: scripts, export, annotations, mods, paging
     _ok(_call(tools, url, "pvf_script_validate", source=script), "pvf_script_validate")
     _ok(_call(tools, url, "pvf_export_formats"), "pvf_export_formats")
