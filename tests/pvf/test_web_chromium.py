@@ -496,3 +496,38 @@ def test_switch_archive_with_unsaved_changes_then_history(page: Any, bench: Work
     )
     page.click("#views button[data-view='files']")  # the open tab followed the undo
     page.wait_for_function("expected => document.querySelector('#code').value === expected", arg=original)
+
+
+def test_conflict_view_when_the_file_changes_under_a_draft(page: Any, browser: Any, bench: Workbench) -> None:
+    """Two windows: a draft in one, the same file saved from the other → the first shows the conflict."""
+    if not bench.service.info()["open"]:
+        pytest.skip("runs after the archive tests")
+    page.wait_for_selector("#tree .row[data-path]")
+    path = search(bench, workspace(bench)[0], "stackable/**/*.stk", "path", 1)[0]["path"]
+    other_context = browser.new_context(viewport={"width": 1280, "height": 800})
+    other = other_context.new_page()
+    try:
+        other.goto(bench.page_login_url)
+        other.wait_for_selector("#tree .row[data-path]")
+        for window in (page, other):
+            window.evaluate("path => window.dispatchEvent(new CustomEvent('pvf-open', {detail: path}))", path)
+            window.wait_for_selector(f"#code-wrap[data-path='{path}']")
+        text = page.input_value("#code")
+        page.fill("#code", text + "\n[mine]\n\t1\n")
+        page.wait_for_selector("#draft-state[data-dirty='true']")
+        other.fill("#code", text + "\n[theirs]\n\t2\n")
+        other.click("#btn-save-draft")
+        other.wait_for_selector("#draft-state[data-dirty='false'], #notice:not([hidden]) .code")
+        assert other.locator("#draft-state[data-dirty='false']").count(), other.inner_text("#notice")
+        page.wait_for_selector("#conflict:not([hidden]) pre.theirs")
+        assert "[theirs]" in page.inner_text("#conflict pre.theirs")
+        assert "[mine]" in page.inner_text("#conflict pre.mine")
+        shot(page, "conflict")
+        page.click("#conflict button:text('保留我的草稿（基于新版本）')")
+        page.click("#btn-save-draft")
+        page.wait_for_selector("#draft-state[data-dirty='false'], #notice:not([hidden]) .code")
+        assert page.locator("#draft-state[data-dirty='false']").count(), page.inner_text("#notice")
+        final = bench.service.read_file(workspace(bench)[0], path, 1, 2000)["text"]
+        assert "[mine]" in final and "[theirs]" not in final  # the person's choice won, on the new revision
+    finally:
+        other_context.close()
