@@ -26,10 +26,9 @@ import psutil
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.archivediff import ArchiveSide, diff
 from moddesk.pvf.generate import generate_archive
-from moddesk.pvf.itemtables import list_paths_for, rows
+from moddesk.pvf.itemtables import archive_source, list_paths_for, rows
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.transfer.mods import ModService
-from moddesk.pvf.workflows_cli import archive_table_source
 
 
 def timed(label: str, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -102,7 +101,7 @@ def main() -> None:
 
         def table() -> int:
             with Archive.open(a) as archive:
-                source = archive_table_source(archive)
+                source = archive_source(archive)
                 return sum(1 for _ in rows(source, list_paths_for("equipment", []), ["grade", "price"]))
 
         t_table, count = timed("equipment item table", table)

@@ -21,6 +21,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from moddesk.kit.errors import ServiceError
+from moddesk.pvf.archive import Archive, normalize_path
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.lists import resolve_list_path
 from moddesk.pvf.format.text import Lexeme, lex, link_parts, parse_float_bits
@@ -41,6 +42,19 @@ class TableSource:
     paths: Callable[[], list[str]]
     text: Callable[[str], str | None]  # None: no such file, or not text
     resolve_link: Callable[[int, str], str | None]
+
+
+def archive_source(archive: Archive) -> TableSource:
+    """What a table reads from an archive file (scripts and text entries; binary ones are None)."""
+    names = {normalize_path(p): p for p in archive.namelist()}
+
+    def text(path: str) -> str | None:
+        name = names.get(normalize_path(path))
+        if name is None or archive.getinfo(name).kind == "binary":
+            return None
+        return archive.read_text(name)
+
+    return TableSource(lambda: sorted(names), text, archive.resolve_link)
 
 
 def list_paths_for(kind: str, paths: list[str]) -> list[str]:

@@ -244,11 +244,11 @@ def table_command(
     """An item table of ARCHIVE: id, path, name and fields of every entry of the kind's lists."""
     from moddesk.kit.files import atomic_write_bytes
     from moddesk.pvf.archive import Archive
-    from moddesk.pvf.itemtables import KINDS, list_paths_for, render, rows
+    from moddesk.pvf.itemtables import KINDS, archive_source, list_paths_for, render, rows
 
     try:
         with Archive.open(archive) as opened:
-            source = archive_table_source(opened)
+            source = archive_source(opened)
             names = [p.lower() for p in lists] if lists else list_paths_for(kind, source.paths())
             chosen = fields or KINDS.get(kind, ([], []))[1]
             table = list(rows(source, names, chosen))
@@ -262,21 +262,6 @@ def table_command(
             err_console.print(f"wrote {len(table)} rows to {escape(str(out))}")
     except ServiceError as exc:
         _fail(exc)
-
-
-def archive_table_source(archive: Any) -> Any:
-    from moddesk.pvf.archive import normalize_path
-    from moddesk.pvf.itemtables import TableSource
-
-    names = {normalize_path(p): p for p in archive.namelist()}
-
-    def text(path: str) -> str | None:
-        name = names.get(normalize_path(path))
-        if name is None or archive.getinfo(name).kind == "binary":
-            return None
-        return str(archive.read_text(name))
-
-    return TableSource(lambda: sorted(names), text, archive.resolve_link)
 
 
 def register(app: typer.Typer) -> None:
