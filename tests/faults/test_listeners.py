@@ -161,3 +161,51 @@ def test_two_servers_side_by_side(tmp_path: Path) -> None:
             second.kill()
         _stop(first)
     assert not (tmp_path / "data dir" / "serve.json").exists()
+
+
+def test_pvf_serve_answers_while_opening_and_stops_cleanly(tmp_path: Path) -> None:
+    from moddesk.pvf.generate import generate_archive
+
+    archive = tmp_path / "Script big.pvf"
+    generate_archive(archive, files=20_000)
+    env = {
+        **os.environ,
+        "MODDESK_CONFIG_DIR": str(tmp_path / "config"),
+        "MODDESK_CACHE_DIR": str(tmp_path / "cache"),
+        "MODDESK_DATA_DIR": str(tmp_path / "data"),
+        "COLUMNS": "200",
+    }
+    port = _free_port()
+    command = [sys.executable, "-m", "moddesk.cli", "pvf", "serve", str(archive), "--port", str(port)]
+    first = subprocess.Popen(
+        command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    _answers_http(port, first, 60)
+    held = socket.create_connection(("127.0.0.1", port))
+    held.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a request in flight
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    held.close()
+    second = subprocess.Popen(
+        command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        _answers_http(port, second, 60)  # no PORT_IN_USE, and it answers while the archive opens
+    finally:
+        out = _stop(second)  # SIGTERM, most likely while the 20,000-file archive still opens
+    assert second.returncode == 0, out
+    assert "Traceback" not in out and "PORT_IN_USE" not in out
+
+
+def _answers_http(port: int, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+            return
+        except httpx.HTTPError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"no answer on {port}: {proc.communicate()[0].decode(errors='replace')}")

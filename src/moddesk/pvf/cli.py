@@ -147,26 +147,34 @@ def serve(
         )
         if added:
             save_added_roots(settings_path(), [*remembered, *added])
+
+    def opening_then_banner() -> None:
+        endpoint = bench.publish_endpoint()  # clients can find it while the archive opens
         if archive is not None:
             opened = bench.open_at_start(archive, region=region)
             console.print(
                 f"opened {escape(opened['sourcePath'])} ({opened['fileCount']} files, {opened['format']})"
             )
-        endpoint = bench.publish_endpoint()
-    console.print(f"MCP endpoint: [bold]{bench.url}[/bold] (loopback only, bearer token required)")
-    console.print(f"Workbench page: [bold]{bench.page_login_url}[/bold] (the link logs the browser in)")
-    console.print(f"token and url for clients: {escape(str(endpoint))} (readable by you only)")
-    for granted in bench.service.access_roots().describe():
-        console.print(f"agents may use: {escape(granted['path'])} ({escape(granted['label'])})")
-    console.print("Connect a client: `moddesk agents config <client> --system pvf`, or `moddesk pvf connect`")
-    if open_page:
-        import webbrowser
+        console.print(f"MCP endpoint: [bold]{bench.url}[/bold] (loopback only, bearer token required)")
+        console.print(f"Workbench page: [bold]{bench.page_login_url}[/bold] (the link logs the browser in)")
+        console.print(f"token and url for clients: {escape(str(endpoint))} (readable by you only)")
+        for granted in bench.service.access_roots().describe():
+            console.print(f"agents may use: {escape(granted['path'])} ({escape(granted['label'])})")
+        console.print(
+            "Connect a client: `moddesk agents config <client> --system pvf`, or `moddesk pvf connect`"
+        )
+        if open_page:
+            import webbrowser
 
-        webbrowser.open(bench.page_login_url)
-    console.print("Client config to copy:")
-    console.print(client_config(bench.url, bench.token), markup=False, highlight=False)
-    console.print("Ctrl+C stops the server.")
-    bench.serve_forever()
+            webbrowser.open(bench.page_login_url)
+        console.print("Client config to copy:")
+        console.print(client_config(bench.url, bench.token), markup=False, highlight=False)
+        console.print("Ctrl+C stops the server.")
+
+    with _errors():
+        # serve first: a server restarted after a crash answers at once (the workspace info shows
+        # the open task) while the archive opens; SIGINT/SIGTERM stop it cleanly at any moment
+        bench.run(opening_then_banner)
 
 
 @app.command()

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import platformdirs
@@ -243,6 +246,10 @@ def endpoint_path() -> Path:
     return settings_path().parent / "endpoints" / "pvf.json"
 
 
+class _Interrupted(BaseException):
+    """SIGINT/SIGTERM while the workbench was still starting (not an error: it stops cleanly)."""
+
+
 class Workbench:
     """The service plus its MCP endpoint and window routes on a loopback port (0 = any free port)."""
 
@@ -325,6 +332,31 @@ class Workbench:
         finally:
             self._withdraw()
             self.service.shutdown()
+
+    def run(self, then: Callable[[], None] = lambda: None) -> None:
+        """Serve until SIGINT/SIGTERM (main thread): start answering, run ``then`` (open an archive,
+        print the banner), wait; a signal at any moment — also during ``then`` — stops cleanly."""
+        stop = threading.Event()
+        waiting = False
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+            if not waiting:
+                raise _Interrupted()  # leaves a blocking ``then`` (an archive still opening)
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.start()
+            then()
+            waiting = True
+            while not stop.wait(0.5):
+                pass
+        except _Interrupted:
+            pass
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.stop()
 
     def stop(self) -> None:
         self._withdraw()
