@@ -59,20 +59,22 @@ class Server:
     def start(self) -> float:
         """Start and wait until it answers HTTP; returns the seconds that took."""
         started = time.monotonic()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "moddesk.cli", *self.args, "--port", str(self.port)],
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        self.log = Path(self.env["TMPDIR"]).parent / f"{self.name}.log"
+        with open(self.log, "ab") as log:  # a file, not a pipe nobody drains (a full pipe blocks it)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "moddesk.cli", *self.args, "--port", str(self.port)],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
         while time.monotonic() - started < 120:
             try:
                 httpx.get(f"http://127.0.0.1:{self.port}/", timeout=1)
                 break
             except httpx.HTTPError:
                 if self.proc.poll() is not None:
-                    err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+                    err = self.log.read_text(errors="replace")
                     raise SystemExit(f"{self.name} did not start: {err[-2000:]}") from None
                 time.sleep(0.02)
         self._rss0 = psutil.Process(self.proc.pid).memory_info().rss
