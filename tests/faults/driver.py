@@ -65,6 +65,7 @@ def save_loop(port: int, archive: Path, history: bool) -> None:
 
 def export_loop(port: int, archive: Path, out: Path) -> None:
     from moddesk.pvf.transfer.exports import ExportService
+    from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS
 
     bench, _ = _serve_pvf(port, archive, roots=(out,))
     service = bench.service
@@ -72,7 +73,10 @@ def export_loop(port: int, archive: Path, out: Path) -> None:
     exports = ExportService(service)
     print("READY", flush=True)
     for round_ in range(1_000_000):
-        plan = exports.prepare(ws, service.workspace.revision, "selection", ["stackable"])
+        # a long export the person started (over the agents' 10,000-file limit, to be killable mid-write)
+        plan = exports.prepare(
+            ws, service.workspace.revision, "selection", ["stackable"], limits=PERSON_EXPORT_LIMITS
+        )
         exports.execute(plan["planId"], str(out), f"dump{round_}")
         print(f"EXPORTED {round_}", flush=True)
 
