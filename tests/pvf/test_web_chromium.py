@@ -248,6 +248,16 @@ def test_open_browse_search_hover_edit_save(page: Any, bench: Workbench, archive
     with Archive.open(copy) as reread:
         assert reread.read_text(equ).split("\n")[grade_line - 1].startswith("\t8")
 
+    # the same copy again: TARGET_EXISTS in words, and Overwrite replaces exactly the file it saw
+    before_overwrite = copy.stat().st_mtime_ns
+    page.once("dialog", lambda dialog: dialog.accept(str(copy)))
+    page.click("#btn-save-as")
+    page.wait_for_selector("#notice .code:text('TARGET_EXISTS')")
+    page.click("#notice .actions button:text('覆盖')")
+    assert _eventually(lambda: copy.stat().st_mtime_ns != before_overwrite, 30), page.inner_text("#notice")
+    with Archive.open(copy) as reread:
+        assert reread.read_text(equ).split("\n")[grade_line - 1].startswith("\t8")
+
 
 def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> bool:
     import time

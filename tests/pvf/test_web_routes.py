@@ -106,3 +106,14 @@ def test_event_stream_registers_the_window_while_connected(bench: Workbench) -> 
         while any(w["windowId"] == "w-test" for w in bench.service.info()["drafts"]):
             assert time.monotonic() < deadline, "the window stayed registered after the stream closed"
             time.sleep(0.1)
+
+
+def test_integers_past_2_53_travel_as_strings_and_come_back() -> None:
+    from moddesk.pvf.web.ops import Args
+    from moddesk.pvf.web.routes import browser_json
+
+    identity = {"device": 65024, "inode": 7, "size": 10, "mtimeNs": 1796168739232628734, "sha256": "ab"}
+    sent = browser_json({"ok": False, "targetIdentity": identity, "flag": True, "list": [2**60]})
+    assert sent["targetIdentity"]["mtimeNs"] == "1796168739232628734" and sent["flag"] is True
+    assert sent["targetIdentity"]["inode"] == 7 and sent["list"] == [str(2**60)]
+    assert Args({"targetIdentity": sent["targetIdentity"]}).identity("targetIdentity") == identity

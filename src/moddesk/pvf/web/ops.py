@@ -19,6 +19,7 @@ from moddesk.pvf.transfer.imports import ImportService
 from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS
 
 LIFECYCLE_WAIT = 120.0
+_INT_FIELDS = frozenset({"device", "inode", "size", "mtimeNs"})  # the integer fields of a FileIdentity
 PLAN_KINDS = ("script", "import", "export")
 # the person's calls share the local ledger scope with local tools (seed 001: one local user)
 SCOPE = LOCAL_SCOPE
@@ -71,6 +72,16 @@ class Args:
         if value is not None and not isinstance(value, dict):
             raise self._bad(name, "an object")
         return value
+
+    def identity(self, name: str) -> dict[str, Any] | None:
+        """A file identity as the service reported it: big integers came back as decimal strings."""
+        value = self.opt_object(name)
+        if value is None:
+            return None
+        return {
+            k: int(v) if k in _INT_FIELDS and isinstance(v, str) and v.isdigit() else v
+            for k, v in value.items()
+        }
 
 
 def wait_task(service: PvfService, handle: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +148,7 @@ def _save_as(service: PvfService, a: Args) -> dict[str, Any]:
         a.number("expectedRevision"),
         a.text("path"),
         a.flag("overwrite"),
-        a.opt_object("targetIdentity"),
+        a.identity("targetIdentity"),
         a.opt_text("requestId"),
         scope=SCOPE,
     )

@@ -34,11 +34,29 @@ logger = logging.getLogger("moddesk.pvf.web")
 
 
 def _error(exc: ServiceError, status: int = 200) -> JSONResponse:
-    return JSONResponse(exc.to_payload(), status_code=status)
+    return JSONResponse(browser_json(exc.to_payload()), status_code=status)
+
+
+# JavaScript numbers hold integers exactly only up to 2^53; file identities carry nanosecond
+# mtimes beyond that, so bigger integers travel as decimal strings (ops.Args reads them back).
+_SAFE_INT = 2**53
+
+
+def browser_json(value: Any) -> Any:
+    """``value`` with every integer a browser cannot hold exactly turned into its decimal string."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value) if abs(value) >= _SAFE_INT else value
+    if isinstance(value, dict):
+        return {k: browser_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [browser_json(v) for v in value]
+    return value
 
 
 def _sse(event: str, data: Any) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+    return f"event: {event}\ndata: {json.dumps(browser_json(data), ensure_ascii=False, default=str)}\n\n"
 
 
 def web_routes(
@@ -68,7 +86,7 @@ def web_routes(
         except Exception:
             logger.exception("page operation %s crashed", name)
             return _error(ServiceError("INTERNAL_ERROR", f"{name} failed unexpectedly"), 500)
-        return JSONResponse(value)
+        return JSONResponse(browser_json(value))
 
     async def events(request: Request) -> Response:
         window = request.query_params.get("window", "")
@@ -123,7 +141,7 @@ async def _event_stream(service: PvfService, window: str) -> AsyncIterator[str]:
                 "activity": await anyio.to_thread.run_sync(call, service, "activity", {}),
             }
             for name, value in state.items():
-                text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+                text = json.dumps(browser_json(value), ensure_ascii=False, sort_keys=True, default=str)
                 if last.get(name) != text:
                     last[name] = text
                     if name != "prepare" or value:  # an empty prepare list needs no answer
