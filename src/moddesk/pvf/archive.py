@@ -104,6 +104,13 @@ class ArchiveEntry:
     data_type: int | None = None  # NKPI DataType (1 script, 3 UTF-16 text); None for classic
 
 
+def utf16_text(data: bytes, path: str) -> str:
+    """NKPI text (DataType 3, UTF-16LE); an odd byte count is damage, not text (NOT_TEXT)."""
+    if len(data) % 2:
+        raise PvfFormatError("NOT_TEXT", f"UTF-16 text of {len(data)} bytes (an odd count)", path=path)
+    return data.decode("utf-16-le", errors="surrogatepass")
+
+
 class Archive:
     """An open PVF archive of any supported format: see the module docstring."""
 
@@ -542,7 +549,7 @@ class Archive:
             return ani_fmt.render_ani(data)
         if kind == "text":
             if self.family is Family.NKPI:
-                text = data.decode("utf-16-le", errors="surrogatepass")
+                text = utf16_text(data, path)
                 if self.korean_mojibake:
                     return mojibake.repair(text) or text
                 return text
@@ -697,7 +704,10 @@ class Archive:
 
     def _painted(self, i: int) -> bool:
         """Whether NKPI text entry ``i`` is stored as repairable Korean mojibake."""
-        stored = self._read_index(i).decode("utf-16-le", errors="surrogatepass")
+        try:
+            stored = utf16_text(self._read_index(i), self._paths[i])
+        except PvfFormatError:
+            return False
         return mojibake.repair(stored) is not None
 
     def delete(self, path: str) -> None:

@@ -292,6 +292,8 @@ def _painted_korean(pvf: Archive, kind: str, data: bytes) -> bool:
     """Whether an NKPI text entry was shown repaired by ``--korean-mojibake``."""
     if not pvf.korean_mojibake or kind != "text" or pvf.family.value != "nkpi":
         return False
+    if len(data) % 2:
+        return False
     return mojibake.repair(data.decode("utf-16-le", errors="surrogatepass")) is not None
 
 

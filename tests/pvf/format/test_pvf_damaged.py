@@ -258,3 +258,14 @@ def test_read_warns_on_a_classic_checksum_mismatch(tmp_path: Path) -> None:
     path.write_bytes(bytes(raw))
     run = _cli("read", str(path), "-p", "equipment/a.equ")
     assert run.returncode == 0 and "checksum does not match" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_odd_length_nkpi_text_is_not_text_not_a_traceback() -> None:
+    pvf = Archive.new("90US")
+    pvf.write_bytes("string/odd.str", "name>x".encode("utf-16-le") + b"\x2f")
+    try:
+        pvf.read_text("string/odd.str")
+    except PvfFormatError as exc:
+        assert exc.code == "NOT_TEXT"
+    else:  # pragma: no cover - the assertion explains the failure
+        raise AssertionError("odd-length UTF-16 decoded as text")

@@ -87,7 +87,21 @@ def test_lying_headers_do_not_allocate_what_they_claim() -> None:
 @FUZZ
 @given(st.binary(max_size=400), st.sampled_from(list(Family)))
 def test_random_token_streams_decode_and_render(data: bytes, family: Family) -> None:
-    strings = DictStrings(["[a]", "[/a]", "text", "`odd`", "line\nbreak", "[b"])
+    strings = DictStrings(
+        [
+            "[a]",
+            "[/a]",
+            "text",
+            "`odd`",
+            "line\nbreak",
+            "[b",
+            "c\r\nr",
+            "m\r\nx\ny",
+            "w\r\r\nz",
+            "t\nu",
+            "t\r\nu",
+        ]
+    )
     try:
         stream = decode_tokens(data, family)
     except PvfFormatError as exc:

@@ -170,3 +170,25 @@ def test_classic_script_magic_is_required() -> None:
     with pytest.raises(PvfFormatError) as err:
         decode_tokens(b"\x00\x00", Family.CLASSIC)
     assert err.value.code == "BAD_TOKEN"
+
+
+def test_classic_multiline_strings_are_stored_with_crlf_as_pvfutility_does() -> None:
+    # pvfUtility's compiler re-joins a multi-line string's lines with "\r\n" (ScriptFileCompiler)
+    st = DictStrings()
+    stream = compile_script("[explain]\n\t`one\ntwo`\n", Family.CLASSIC, st)
+    assert st.strings[int(stream.tokens["value"][1])] == "one\r\ntwo"
+    text = render_script(stream, st)
+    assert "`one\ntwo`" in text  # shown with the text's own line breaks
+    assert compile_script(text, Family.CLASSIC, st).tokens.tolist() == stream.tokens.tolist()
+    nkpi = DictStrings()
+    compile_script("[explain]\n\t`one\ntwo`\n", Family.NKPI, nkpi)
+    assert "one\ntwo" in nkpi.strings  # NKPI keeps what was written
+
+
+@pytest.mark.parametrize("stored", ["lf\nonly", "mixed\r\nand\nlf", "cr\r\r\nlf", "a\r\nb"])
+def test_stored_strings_keep_their_bytes_through_render_and_compile(stored: str) -> None:
+    st = DictStrings(["[x]", stored, "t\nu", "t\r\nu"])
+    for ref in (1, 2, 3):  # "t\nu" and "t\r\nu" are twins: each must come back as itself
+        stream = TokenStream(Family.CLASSIC, make_tokens([(5, 0), (7, ref)]))
+        again = compile_script(render_script(stream, st), Family.CLASSIC, st)
+        assert again.tokens.tolist() == stream.tokens.tolist(), (stored, ref)

@@ -20,7 +20,9 @@ when a string table holds duplicates: compile picks the first index). Layout —
 line, indentation, blank lines — is not stored in the binary, so render(compile(text)) equals
 ``text`` only up to that layout; :func:`normalize_text` is the documented normalisation.
 A value that follows a multi-line string goes on the next line when rendering (pvfUtility accepts
-it on the closing line, other compilers do not); the lexer accepts both.
+it on the closing line, other compilers do not); the lexer accepts both. Classic multi-line strings
+are stored with CRLF breaks, as pvfUtility's compiler joins them, and render with the text's own
+breaks; a string the table already holds as written (LF-only, mixed) keeps its bytes.
 """
 
 from __future__ import annotations
@@ -86,6 +88,10 @@ class DictStrings:
     def string_at(self, ref: int) -> str | None:
         """The string at position ``ref``."""
         return self.strings[ref] if 0 <= ref < len(self.strings) else None
+
+    def find(self, text: str) -> int | None:
+        """The first position holding ``text``, or None."""
+        return self._index.get(text)
 
     def intern(self, text: str) -> int:
         """The first position holding ``text``, appending it when missing."""
@@ -321,11 +327,39 @@ def _float_piece(v: int, float_type: int) -> str:
     return text
 
 
+def _crlf_shown(s: str, strings: StringSource) -> str:
+    """A classic string as text: CRLF line breaks (pvfUtility stores them) show as the text's own
+    line breaks when that is unambiguous — the string has no other CR/LF and no LF-only twin in the
+    table — so the compiler's CRLF rule (:func:`_crlf_stored`) gives the same string back."""
+    rest = s.replace("\r\n", "")
+    if len(rest) == len(s) or "\r" in rest or "\n" in rest:
+        return s
+    shown = s.replace("\r\n", "\n")
+    find = getattr(strings, "find", None)
+    return shown if find is not None and find(shown) is None else s
+
+
+_BARE_LF = re.compile(r"(?<!\r)\n")
+
+
+def _crlf_stored(s: str, strings: StringSink) -> str:
+    """A classic string from text: line breaks are stored as CRLF, as pvfUtility's compiler joins
+    a multi-line string's lines — unless the table already holds the string exactly as written."""
+    if "\n" not in s or not _BARE_LF.search(s):
+        return s
+    find = getattr(strings, "find", None)
+    if find is not None and find(s) is not None:
+        return s
+    return _BARE_LF.sub("\r\n", s)
+
+
 def _string_piece(strings: StringSource, raw: int, classic: bool, v: int) -> tuple[int, str] | None:
     """The rendered piece of a string unit, or None when its reference does not resolve."""
     s = strings.string_at(v)
     if s is None:
         return None
+    if classic and "\r\n" in s:
+        s = _crlf_shown(s, strings)
     view = raw if classic else NKPI_TO_VIEW.get(raw, -1)
     if view == SECTION and _is_tag(s):
         return (_CLOSE if s.startswith("[/") else _OPEN, s)
@@ -547,7 +581,8 @@ def compile_script(text: str, family: Family, strings: StringSink) -> TokenStrea
                 pairs.append((SECTION if classic else 3, strings.intern(lx.value)))
             elif kind == "string":
                 assert isinstance(lx.value, str)
-                pairs.append((STRING if classic else 6, strings.intern(lx.value)))
+                text = _crlf_stored(lx.value, strings) if classic else lx.value
+                pairs.append((STRING if classic else 6, strings.intern(text)))
             elif kind == "link":
                 if not classic:
                     raise PvfFormatError("BAD_TEXT", "NKPI has no <id::key> links; write {8=`<t::key>`}")
@@ -582,6 +617,8 @@ def _escape_unit(
 ) -> tuple[int, int]:
     unit_type = _escape_type(number, raw, numbering)
     if isinstance(payload, str):
+        if numbering == NUMBERING_CLASSIC:
+            payload = _crlf_stored(payload, strings)
         return unit_type, strings.intern(payload)
     return unit_type, int_value(payload)
 
