@@ -24,13 +24,13 @@ from pathlib import Path
 
 from lxml import etree
 
-from moddesk.ra3.agreement import compare
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.manifest import read_manifest
-from moddesk.ra3.project import ProjectConfig, detect_project
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.sample import write_sample_project
-from moddesk.ra3.snapshot import SnapshotSource, write_snapshot
+from moddesk.ra3.core.agreement import compare
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.manifest import read_manifest
+from moddesk.ra3.core.project import ProjectConfig, detect_project
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.sample import write_sample_project
+from moddesk.ra3.core.snapshot import SnapshotSource, write_snapshot
 
 
 def corpora() -> Path | None:

@@ -28,10 +28,10 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from moddesk.ra3 import endpoints
-from moddesk.ra3.demo import write_demo_mod
-from moddesk.ra3.live import LiveClient
-from moddesk.ra3.watch import Watcher
+from moddesk.ra3.agent import endpoints
+from moddesk.ra3.agent.demo import write_demo_mod
+from moddesk.ra3.agent.live import LiveClient
+from moddesk.ra3.agent.watch import Watcher
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:

@@ -29,10 +29,10 @@ from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 from pytest_lsp import LanguageClient, client_capabilities, make_test_lsp_client
 
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.parse import RefSite
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.query import QueryApi
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.parse import RefSite
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.query import QueryApi
 
 
 @dataclass

@@ -26,11 +26,11 @@ from pathlib import Path
 
 from ra3_index import percentile, synthetic_mod
 
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.query import QueryApi
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.query import QueryApi
 
-LIVE_TIMEOUT = 1.5  # seconds; moddesk.ra3.mcp falls back to the snapshot beyond it
+LIVE_TIMEOUT = 1.5  # seconds; moddesk.ra3.agent.mcp falls back to the snapshot beyond it
 
 
 def sample_queries(api: QueryApi, ids: list[str], stop: threading.Event, out: list[float]) -> None:

@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.model import IndexData
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.sample import write_sample_project
-from moddesk.ra3.watch import Watcher
+from moddesk.ra3.agent.watch import Watcher
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.model import IndexData
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.sample import write_sample_project
 
 
 def corpora() -> Path | None:

@@ -20,6 +20,8 @@ from moddesk import __version__
 from moddesk.kit.errors import ServiceError
 
 SYSTEMS = ("pvf", "ra3", "xiangqi")
+# where a system keeps its demo when not at ``moddesk.<system>.demo`` (ra3 keeps it with the agent side)
+DEMO_MODULES = {"ra3": "agent.demo"}
 # extras -> the modules each one brings, to tell a user which extras are installed
 EXTRAS: dict[str, tuple[str, ...]] = {
     "pvf": ("numpy", "quickjs"),
@@ -230,7 +232,7 @@ def demo(
         if name == "kit":
             run_kit_demo(console)
             continue
-        module = _system_module(name, "demo")
+        module = _system_module(name, DEMO_MODULES.get(name, "demo"))
         if module is None:
             console.print(f"[yellow]{name}: no demo yet[/yellow]")
             continue

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from moddesk.ra3.agreement import compare
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.manifest import instance_id, read_manifest, type_id
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.snapshot import SnapshotSource, write_snapshot
+from moddesk.ra3.core.agreement import compare
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.manifest import instance_id, read_manifest, type_id
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.snapshot import SnapshotSource, write_snapshot
 
 
 def _corpora() -> Path | None:

@@ -28,11 +28,11 @@ from lsp_session import (
     wait_ready,
 )
 
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.model import RESOLVED, AssetDef
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.resolved import inherit_chain
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.model import RESOLVED, AssetDef
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.resolved import inherit_chain
 
 
 def _corpora() -> Path | None:

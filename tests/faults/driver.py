@@ -97,9 +97,9 @@ def import_loop(port: int, archive: Path, source: Path) -> None:
 
 
 def snapshot_loop(project: Path) -> None:
-    from moddesk.ra3.index import ModIndex
-    from moddesk.ra3.project import detect_project
-    from moddesk.ra3.snapshot import write_snapshot
+    from moddesk.ra3.core.index import ModIndex
+    from moddesk.ra3.core.project import detect_project
+    from moddesk.ra3.core.snapshot import write_snapshot
 
     index = ModIndex(detect_project(project))
     data = index.build()
@@ -111,7 +111,7 @@ def snapshot_loop(project: Path) -> None:
 
 
 def serve_ra3(port: int, project: Path) -> Any:
-    from moddesk.ra3.watch import Watcher
+    from moddesk.ra3.agent.watch import Watcher
 
     return Watcher([project], port=port, snapshots=False).start()
 
@@ -129,7 +129,7 @@ def main() -> None:
     elif mode == "snapshot":
         snapshot_loop(Path(args[0]))
     elif mode in ("serve-pvf", "serve-ra3"):
-        import moddesk.ra3.watch  # noqa: F401  (imports are the interpreter's start, not the service's)
+        import moddesk.ra3.agent.watch  # noqa: F401  (imports are the interpreter's start, not the service's)
 
         started = time.monotonic()
         if mode == "serve-pvf":

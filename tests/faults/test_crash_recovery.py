@@ -252,8 +252,8 @@ def test_sigkill_during_import_apply(env: dict[str, str], archive: Path, tmp_pat
 
 
 def test_sigkill_during_ra3_snapshot_writing(env: dict[str, str], tmp_path: Path) -> None:
-    from moddesk.ra3.sample import write_sample_project
-    from moddesk.ra3.snapshot import load_snapshot
+    from moddesk.ra3.core.sample import write_sample_project
+    from moddesk.ra3.core.snapshot import load_snapshot
 
     project = write_sample_project(tmp_path / "sdk")
     snapshots = Path(env["RA3MODXML_HOME"]) / "snapshots"
@@ -272,7 +272,7 @@ def test_sigkill_during_ra3_snapshot_writing(env: dict[str, str], tmp_path: Path
 
 
 def test_sigterm_cleans_up_and_leaves_no_endpoint(env: dict[str, str], tmp_path: Path) -> None:
-    from moddesk.ra3.sample import write_sample_project
+    from moddesk.ra3.core.sample import write_sample_project
 
     project = write_sample_project(tmp_path / "sdk")
     port = _free_port()

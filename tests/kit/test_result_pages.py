@@ -184,11 +184,11 @@ def test_a_3mb_line_and_a_4mb_plan_read_text_only_page_by_page(tmp_path: Path) -
 
 def test_ra3_lists_page_to_the_end_text_only(tmp_path: Path, monkeypatch: Any) -> None:
     from moddesk.kit.mcp import serve_http
-    from moddesk.ra3.demo import write_demo_mod
-    from moddesk.ra3.endpoints import HOME_ENV
+    from moddesk.ra3.agent.demo import write_demo_mod
+    from moddesk.ra3.agent.endpoints import HOME_ENV
+    from moddesk.ra3.agent.mcp import Ra3Backend, build_server
+    from moddesk.ra3.core.snapshot import write_snapshot
     from moddesk.ra3.index_cli import run_index
-    from moddesk.ra3.mcp import Ra3Backend, build_server
-    from moddesk.ra3.snapshot import write_snapshot
 
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
     project = write_demo_mod(tmp_path / "mod")

@@ -115,12 +115,12 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     from moddesk.pvf.demo import write_sample_archive
     from moddesk.pvf.mcp import build_workbench_server
     from moddesk.pvf.service import PvfService
-    from moddesk.ra3.demo import write_demo_mod
-    from moddesk.ra3.endpoints import HOME_ENV
+    from moddesk.ra3.agent.demo import write_demo_mod
+    from moddesk.ra3.agent.endpoints import HOME_ENV
+    from moddesk.ra3.agent.mcp import Ra3Backend
+    from moddesk.ra3.agent.mcp import build_server as ra3_server
+    from moddesk.ra3.core.snapshot import write_snapshot
     from moddesk.ra3.index_cli import run_index
-    from moddesk.ra3.mcp import Ra3Backend
-    from moddesk.ra3.mcp import build_server as ra3_server
-    from moddesk.ra3.snapshot import write_snapshot
     from moddesk.xiangqi.game import GameService
     from moddesk.xiangqi.mcp import build_server as xiangqi_server
     from moddesk.xiangqi.store import Settings
@@ -331,8 +331,8 @@ def test_tool_lists_fit_the_token_budget(tools: NodeTools, tmp_path: Path) -> No
     from moddesk.kit.tokens import TOOL_LIST_BUDGET, compact, count_tokens, tool_list
     from moddesk.pvf.mcp import DEFAULT_TOOLSETS, TOOLSETS, build_workbench_server
     from moddesk.pvf.service import PvfService
-    from moddesk.ra3.mcp import Ra3Backend
-    from moddesk.ra3.mcp import build_server as ra3_server
+    from moddesk.ra3.agent.mcp import Ra3Backend
+    from moddesk.ra3.agent.mcp import build_server as ra3_server
     from moddesk.xiangqi.game import GameService
     from moddesk.xiangqi.mcp import build_server as xiangqi_server
     from moddesk.xiangqi.store import Settings

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moddesk.ra3 import endpoints
-from moddesk.ra3.endpoints import (
+from moddesk.ra3.agent import endpoints
+from moddesk.ra3.agent.endpoints import (
     EndpointPublisher,
     endpoint_path_for_project,
     global_endpoint_path,
@@ -187,7 +187,7 @@ def test_fuzz_endpoint_file_parses_or_is_ignored(content: bytes) -> None:
     )
 )
 def test_fuzz_endpoint_records(data: dict[str, object]) -> None:
-    from moddesk.ra3.endpoints import Endpoint
+    from moddesk.ra3.agent.endpoints import Endpoint
 
     record = Endpoint.from_mapping(data)
     assert record is None or (record.processId > 0 and isinstance(record.projectDir, str))

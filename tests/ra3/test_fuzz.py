@@ -10,14 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from moddesk.kit.errors import ServiceError
-from moddesk.ra3.art import scan_w3x
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.manifest import parse_manifest
-from moddesk.ra3.parse import Extractor
-from moddesk.ra3.project import ProjectConfig, detect_project, resolve_source
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.sample import sample_files, write_sample_project
-from moddesk.ra3.schema import SchemaModel, load_schema
+from moddesk.ra3.core.art import scan_w3x
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.manifest import parse_manifest
+from moddesk.ra3.core.parse import Extractor
+from moddesk.ra3.core.project import ProjectConfig, detect_project, resolve_source
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.sample import sample_files, write_sample_project
+from moddesk.ra3.core.schema import SchemaModel, load_schema
 
 SEED_XML = sample_files()["Mods/Sample Mod/Data/Units/SampleTank.xml"].encode()
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -158,8 +158,8 @@ def test_mutated_mod_never_crashes_build_or_queries(
 @FUZZ
 @given(text=st.text(max_size=400))
 def test_project_file_parses_or_says_invalid(tmp_path: Path, text: str) -> None:
-    from moddesk.ra3.errors import Ra3Error
-    from moddesk.ra3.settings import PROJECT_FILE, read_settings
+    from moddesk.ra3.core.errors import Ra3Error
+    from moddesk.ra3.core.settings import PROJECT_FILE, read_settings
 
     (tmp_path / PROJECT_FILE).write_text(text, encoding="utf-8")
     try:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from moddesk.kit.errors import ServiceError
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.sample import write_sample_project
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.sample import write_sample_project
 
 
 @pytest.fixture()

@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from moddesk.ra3.core.sample import write_sample_project
 from moddesk.ra3.index_cli import register
-from moddesk.ra3.sample import write_sample_project
 
 
 @pytest.fixture()

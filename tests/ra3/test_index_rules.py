@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.model import AMBIGUOUS, EMITTED, RESOLVED, UNRESOLVED, VISIBLE, IndexData
-from moddesk.ra3.parse import RefSite
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.sample import write_sample_project
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.model import AMBIGUOUS, EMITTED, RESOLVED, UNRESOLVED, VISIBLE, IndexData
+from moddesk.ra3.core.parse import RefSite
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.sample import write_sample_project
 
 
 @pytest.fixture(scope="module")

@@ -21,12 +21,12 @@ from starlette.routing import Route
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.http import LoopbackServer
-from moddesk.ra3 import endpoints
-from moddesk.ra3.demo import write_demo_mod
-from moddesk.ra3.endpoints import Endpoint, endpoint_path_for_project, read_endpoint_for_project
-from moddesk.ra3.live import LiveClient, query_verbs
-from moddesk.ra3.mcp import Ra3Backend
-from moddesk.ra3.watch import Watcher
+from moddesk.ra3.agent import endpoints
+from moddesk.ra3.agent.demo import write_demo_mod
+from moddesk.ra3.agent.endpoints import Endpoint, endpoint_path_for_project, read_endpoint_for_project
+from moddesk.ra3.agent.live import LiveClient, query_verbs
+from moddesk.ra3.agent.mcp import Ra3Backend
+from moddesk.ra3.agent.watch import Watcher
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from moddesk.kit.errors import ServiceError
-from moddesk.ra3 import endpoints
-from moddesk.ra3.demo import write_demo_mod
-from moddesk.ra3.mcp import Ra3Backend
-from moddesk.ra3.snapshot import previous_path, snapshot_path
-from moddesk.ra3.watch import Watcher
+from moddesk.ra3.agent import endpoints
+from moddesk.ra3.agent.demo import write_demo_mod
+from moddesk.ra3.agent.mcp import Ra3Backend
+from moddesk.ra3.agent.watch import Watcher
+from moddesk.ra3.core.snapshot import previous_path, snapshot_path
 
 
 @pytest.fixture

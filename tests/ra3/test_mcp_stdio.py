@@ -16,16 +16,16 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from moddesk.kit.mcp import result_payload
-from moddesk.ra3 import endpoints
-from moddesk.ra3.demo import write_demo_mod
-from moddesk.ra3.endpoints import (
+from moddesk.ra3.agent import endpoints
+from moddesk.ra3.agent.demo import write_demo_mod
+from moddesk.ra3.agent.endpoints import (
     endpoint_path_for_project,
     global_endpoint_path,
     read_endpoint,
     read_endpoint_for_project,
 )
-from moddesk.ra3.mcp import LIVE_TIMEOUT_ENV
-from moddesk.ra3.snapshot import snapshot_path
+from moddesk.ra3.agent.mcp import LIVE_TIMEOUT_ENV
+from moddesk.ra3.core.snapshot import snapshot_path
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 CLI = [sys.executable, "-m", "moddesk.ra3.cli"]
@@ -270,7 +270,7 @@ def test_no_index_is_explicit(home: Path, tmp_path: Path) -> None:
 
 
 def test_find_asset_pages_with_limit_and_cursor(home: Path, tmp_path: Path) -> None:
-    from moddesk.ra3.sample import write_sample_project
+    from moddesk.ra3.core.sample import write_sample_project
 
     project = write_sample_project(tmp_path / "sdk")  # SampleTank: defined in the SDK and in the mod
     built = subprocess.run(
@@ -298,7 +298,7 @@ def test_truth_over_mcp_outside_include_inactive_files_and_no_schema(home: Path,
     unincluded file says where, and a mod without a schema says so in the text block."""
     import shutil
 
-    from moddesk.ra3.sample import write_sample_project
+    from moddesk.ra3.core.sample import write_sample_project
 
     project = write_sample_project(tmp_path / "sdk")
     (tmp_path / "outside").mkdir()

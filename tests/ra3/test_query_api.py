@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from moddesk.kit.errors import ServiceError
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.sample import write_sample_project
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.sample import write_sample_project
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from moddesk.kit.mcp import result_payload
-from moddesk.ra3.demo import write_demo_mod
+from moddesk.ra3.agent.demo import write_demo_mod
 
 CLI = [sys.executable, "-m", "moddesk.ra3.cli"]
 

@@ -60,7 +60,7 @@ def test_skill_names_exactly_the_tools_the_server_has(tmp_path: Path) -> None:
     import anyio
     from mcp import Client
 
-    from moddesk.ra3.mcp import Ra3Backend, build_server
+    from moddesk.ra3.agent.mcp import Ra3Backend, build_server
 
     async def names() -> set[str]:
         async with Client(build_server(Ra3Backend(tmp_path))) as client:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.mcp import Answer, _summary
-from moddesk.ra3.project import detect_project, find_project_root
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.sample import _doc, write_sample_project
-from moddesk.ra3.snapshot import SnapshotSource, write_snapshot
+from moddesk.ra3.agent.mcp import Answer, _summary
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.project import detect_project, find_project_root
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.sample import _doc, write_sample_project
+from moddesk.ra3.core.snapshot import SnapshotSource, write_snapshot
 
 MOD = "Mods/Sample Mod"
 
@@ -217,9 +217,9 @@ def test_wrathed_entries_come_from_buildmod_bat(tmp_path: Path) -> None:
 def test_project_file_is_remembered_and_a_worse_build_keeps_the_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from moddesk.ra3.agent.watch import WatchedProject
+    from moddesk.ra3.core.settings import read_settings
     from moddesk.ra3.index_cli import run_index
-    from moddesk.ra3.settings import read_settings
-    from moddesk.ra3.watch import WatchedProject
 
     home = tmp_path / "home"
     monkeypatch.setenv("RA3MODXML_HOME", str(home))

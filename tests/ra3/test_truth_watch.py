@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from moddesk.ra3 import endpoints
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.mcp import Ra3Backend
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.sample import _doc, write_sample_project
-from moddesk.ra3.snapshot import SnapshotSource, write_snapshot
-from moddesk.ra3.watch import WatchedProject, Watcher
+from moddesk.ra3.agent import endpoints
+from moddesk.ra3.agent.mcp import Ra3Backend
+from moddesk.ra3.agent.watch import WatchedProject, Watcher
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.sample import _doc, write_sample_project
+from moddesk.ra3.core.snapshot import SnapshotSource, write_snapshot
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from moddesk.kit.mcp import result_payload
-from moddesk.ra3 import endpoints
-from moddesk.ra3.endpoints import endpoint_path_for_project, read_endpoint_for_project
-from moddesk.ra3.mcp import LIVE_TIMEOUT_ENV
+from moddesk.ra3.agent import endpoints
+from moddesk.ra3.agent.endpoints import endpoint_path_for_project, read_endpoint_for_project
+from moddesk.ra3.agent.mcp import LIVE_TIMEOUT_ENV
 
 
 def _corpora() -> Path | None:

@@ -48,7 +48,7 @@ def watch(
     ] = False,
 ) -> None:
     """Index projects, keep the index live while files change, and serve it to MCP servers."""
-    from moddesk.ra3.watch import run_watch
+    from moddesk.ra3.agent.watch import run_watch
 
     try:
         run_watch(
@@ -72,7 +72,7 @@ def mcp(
     project: Annotated[Path, typer.Option("--project", help="The project this server answers about")],
 ) -> None:
     """Run the stdio MCP server for one project (launched by an AI client)."""
-    from moddesk.ra3.mcp import serve
+    from moddesk.ra3.agent.mcp import serve
 
     serve(project)
 
@@ -128,7 +128,7 @@ def enable(
 
     With --editor (and no --client) only the editors' language-server configs are written.
     """
-    from moddesk.ra3.setup import run_enable
+    from moddesk.ra3.agent.setup import run_enable
 
     if editor:
         from moddesk.ra3.lsp.editors import run_enable_editors
@@ -166,7 +166,7 @@ def disable(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Write without asking")] = False,
 ) -> None:
     """Reverse `enable`: remove the MCP config entries and the installed skill."""
-    from moddesk.ra3.setup import run_disable
+    from moddesk.ra3.agent.setup import run_disable
 
     try:
         run_disable(project, clients=client or [], skill=skill, yes=yes, console=console)

@@ -20,12 +20,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from moddesk.kit.errors import ServiceError
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.index import BuildProgress, ModIndex
-from moddesk.ra3.project import find_project_root
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.settings import configure
-from moddesk.ra3.snapshot import SnapshotSource, ra3_home, write_snapshot
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.index import BuildProgress, ModIndex
+from moddesk.ra3.core.project import find_project_root
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.settings import configure
+from moddesk.ra3.core.snapshot import SnapshotSource, ra3_home, write_snapshot
 
 console = Console()
 err_console = Console(stderr=True)
@@ -293,7 +293,7 @@ def register(app: typer.Typer) -> None:
     @query.command("projects")
     def projects_cmd(as_json: JsonOpt = False) -> None:
         """Projects with snapshots under ~/.ra3modxml (or $RA3MODXML_HOME)."""
-        from moddesk.ra3.snapshot import list_snapshots
+        from moddesk.ra3.core.snapshot import list_snapshots
 
         rows = list_snapshots()
         if as_json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from moddesk.ra3.sample import NS, write_sample_project
+from moddesk.ra3.core.sample import NS, write_sample_project
 
 CHAIN = f"""<?xml version="1.0" encoding="utf-8"?>
 <AssetDeclaration {NS} xmlns:xai="uri:ea.com:eala:asset:instance">

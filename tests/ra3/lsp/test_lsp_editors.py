@@ -13,8 +13,8 @@ import pytest
 from moddesk.kit.agents import jsonc
 from moddesk.kit.agents.locations import Locations
 from moddesk.kit.errors import ServiceError
+from moddesk.ra3.core.sample import write_sample_project
 from moddesk.ra3.lsp.editors import NVIM_MARKER, SERVER, apply_editor, plan_editor
-from moddesk.ra3.sample import write_sample_project
 
 
 @pytest.fixture()

@@ -15,13 +15,13 @@ from lsp_fixture import write_fixture
 from lsp_session import change_doc, command, open_doc, position_of, start, uri, wait_diagnostics, wait_ready
 from lsprotocol import types as lsp
 
-from moddesk.ra3.endpoints import HOME_ENV, endpoint_path_for_project
-from moddesk.ra3.index import ModIndex
+from moddesk.ra3.agent.endpoints import HOME_ENV, endpoint_path_for_project
+from moddesk.ra3.agent.mcp import Ra3Backend
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.snapshot import snapshot_path
 from moddesk.ra3.lsp.positions import to_utf16
-from moddesk.ra3.mcp import Ra3Backend
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.snapshot import snapshot_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 

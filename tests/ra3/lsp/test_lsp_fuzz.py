@@ -12,8 +12,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from lsp_fixture import write_fixture
 
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.index import ModIndex
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.resolved import apply_flag_delta, disk_reader, resolved_asset
 from moddesk.ra3.lsp.context import (
     ATTRIBUTE_NAME,
     ATTRIBUTE_VALUE,
@@ -24,8 +26,6 @@ from moddesk.ra3.lsp.context import (
 )
 from moddesk.ra3.lsp.positions import Lines, from_utf16, to_utf16
 from moddesk.ra3.lsp.xsd_info import XsdInfo
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.resolved import apply_flag_delta, disk_reader, resolved_asset
 
 XMLISH = st.text(alphabet=st.sampled_from(list("<>/=\"' \n\r\tabcAB:_-!?[]😀中")), max_size=300)
 

@@ -11,11 +11,11 @@ from lsp_fixture import write_fixture
 from mcp import Client
 
 from moddesk.kit.mcp import result_payload
-from moddesk.ra3 import endpoints
-from moddesk.ra3.index import ModIndex
-from moddesk.ra3.mcp import Ra3Backend, build_server
-from moddesk.ra3.project import detect_project
-from moddesk.ra3.snapshot import write_snapshot
+from moddesk.ra3.agent import endpoints
+from moddesk.ra3.agent.mcp import Ra3Backend, build_server
+from moddesk.ra3.core.index import ModIndex
+from moddesk.ra3.core.project import detect_project
+from moddesk.ra3.core.snapshot import write_snapshot
 
 
 def test_get_resolved_asset_from_the_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

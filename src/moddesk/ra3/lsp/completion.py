@@ -8,6 +8,9 @@ import os
 
 from lsprotocol import types as lsp
 
+from moddesk.ra3.core.model import AssetDef, IndexData
+from moddesk.ra3.core.parse import split_value
+from moddesk.ra3.core.schema import FILE, ROOT_CONTAINERS, RefInfo, SchemaModel
 from moddesk.ra3.lsp.context import (
     ATTRIBUTE_NAME,
     ATTRIBUTE_VALUE,
@@ -18,9 +21,6 @@ from moddesk.ra3.lsp.context import (
     types_of,
 )
 from moddesk.ra3.lsp.xsd_info import XsdInfo
-from moddesk.ra3.model import AssetDef, IndexData
-from moddesk.ra3.parse import split_value
-from moddesk.ra3.schema import FILE, ROOT_CONTAINERS, RefInfo, SchemaModel
 
 MAX_ITEMS = 200
 

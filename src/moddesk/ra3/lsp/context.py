@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from moddesk.ra3.core.model import IndexData
+from moddesk.ra3.core.schema import SchemaModel
 from moddesk.ra3.lsp.positions import Lines
 from moddesk.ra3.lsp.sites import assets_in
-from moddesk.ra3.model import IndexData
-from moddesk.ra3.schema import SchemaModel
 
 _TOKEN = re.compile(
     r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<(/?)([\w:.-]+)((?:[^>\"']|\"[^\"]*\"|'[^']*')*?)(/?)>",

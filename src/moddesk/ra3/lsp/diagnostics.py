@@ -15,11 +15,11 @@ from collections import defaultdict
 
 from lsprotocol import types as lsp
 
+from moddesk.ra3.core.model import UNRESOLVED, IndexData
+from moddesk.ra3.core.parse import Diagnostic, RefSite, parse_xml_bytes
+from moddesk.ra3.core.schema import FILE
 from moddesk.ra3.lsp.positions import Lines, Span
 from moddesk.ra3.lsp.sites import assets_in, refs_in, value_span
-from moddesk.ra3.model import UNRESOLVED, IndexData
-from moddesk.ra3.parse import Diagnostic, RefSite, parse_xml_bytes
-from moddesk.ra3.schema import FILE
 
 SOURCE = "moddesk-ra3"
 _SEVERITY = {

@@ -30,7 +30,7 @@ from moddesk.kit.agents import jsonc, plan_launcher, write_launcher
 from moddesk.kit.agents.locations import Locations, writing
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
-from moddesk.ra3.endpoints import project_root
+from moddesk.ra3.agent.endpoints import project_root
 
 EDITORS = ("vscode", "neovim", "helix")
 SERVER = "ra3-mod-xml"

@@ -19,13 +19,13 @@ from typing import Any
 
 import watchfiles
 
-from moddesk.ra3.endpoints import EndpointPublisher, is_process_alive, read_endpoint_for_project
-from moddesk.ra3.index import BuildProgress, ModIndex
-from moddesk.ra3.live import LiveServer, ProjectRegistry, query_verbs
-from moddesk.ra3.model import IndexData
-from moddesk.ra3.project import ProjectConfig, display_path, file_key
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.watch import ENDPOINT_REFRESH_SECONDS, WatchedProject, _relevant
+from moddesk.ra3.agent.endpoints import EndpointPublisher, is_process_alive, read_endpoint_for_project
+from moddesk.ra3.agent.live import LiveServer, ProjectRegistry, query_verbs
+from moddesk.ra3.agent.watch import ENDPOINT_REFRESH_SECONDS, WatchedProject, _relevant
+from moddesk.ra3.core.index import BuildProgress, ModIndex
+from moddesk.ra3.core.model import IndexData
+from moddesk.ra3.core.project import ProjectConfig, display_path, file_key
+from moddesk.ra3.core.query import QueryApi
 
 logger = logging.getLogger("moddesk.ra3.lsp")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from moddesk.ra3.core.model import MODE_NAMES, ORIGIN_RANK, IndexData, Key
+from moddesk.ra3.core.schema import FILE, SchemaModel
 from moddesk.ra3.lsp.context import (
     ATTRIBUTE_NAME,
     ATTRIBUTE_VALUE,
@@ -17,8 +19,6 @@ from moddesk.ra3.lsp.host import EditorHost
 from moddesk.ra3.lsp.positions import Lines
 from moddesk.ra3.lsp.sites import AssetHit, ExpressionHit, Hit, IncludeHit, RefHit
 from moddesk.ra3.lsp.xsd_info import XsdInfo
-from moddesk.ra3.model import MODE_NAMES, ORIGIN_RANK, IndexData, Key
-from moddesk.ra3.schema import FILE, SchemaModel
 
 _DEFINE_NAME = re.compile(r"\$([A-Za-z_]\w*)")
 

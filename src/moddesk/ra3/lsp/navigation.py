@@ -8,14 +8,14 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pygls.uris import from_fs_path
 
-from moddesk.ra3.errors import Ra3Error
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.model import AMBIGUOUS, ORIGIN_RANK, RESOLVED, AssetDef, IndexData, Key
+from moddesk.ra3.core.parse import RefSite
+from moddesk.ra3.core.project import resolve_source
+from moddesk.ra3.core.schema import FILE
 from moddesk.ra3.lsp.host import EditorHost
 from moddesk.ra3.lsp.positions import Lines, Span
 from moddesk.ra3.lsp.sites import AssetHit, ExpressionHit, Hit, IncludeHit, RefHit, id_span, value_span
-from moddesk.ra3.model import AMBIGUOUS, ORIGIN_RANK, RESOLVED, AssetDef, IndexData, Key
-from moddesk.ra3.parse import RefSite
-from moddesk.ra3.project import resolve_source
-from moddesk.ra3.schema import FILE
 
 PAGE = 1000
 

@@ -23,8 +23,9 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from moddesk import __version__
 from moddesk.kit.errors import ServiceError
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.index import BuildProgress
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.index import BuildProgress
+from moddesk.ra3.core.project import find_project_root
 from moddesk.ra3.lsp import completion, hover, navigation, symbols
 from moddesk.ra3.lsp.context import context_in_file
 from moddesk.ra3.lsp.diagnostics import SOURCE, DiagnosticTable, file_diagnostics
@@ -32,7 +33,6 @@ from moddesk.ra3.lsp.host import EditorHost
 from moddesk.ra3.lsp.positions import Lines
 from moddesk.ra3.lsp.sites import Hit, hit_at
 from moddesk.ra3.lsp.xsd_info import XsdInfo
-from moddesk.ra3.project import find_project_root
 
 logger = logging.getLogger("moddesk.ra3.lsp")
 RESOLVED_ASSET = "moddesk/resolvedAsset"

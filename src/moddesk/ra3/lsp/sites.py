@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from moddesk.ra3.core.model import AssetDef, IncludeEdge, IndexData
+from moddesk.ra3.core.parse import RefSite
 from moddesk.ra3.lsp.positions import Lines, Span
-from moddesk.ra3.model import AssetDef, IncludeEdge, IndexData
-from moddesk.ra3.parse import RefSite
 
 _ID_ATTR = re.compile(r"(?<![\w:.-])id\s*=\s*([\"'])([^\"']*)\1")
 _SCAN_LINES = 15

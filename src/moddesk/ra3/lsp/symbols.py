@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
+from moddesk.ra3.core.model import ORIGIN_RANK, IndexData
 from moddesk.ra3.lsp.navigation import Documents
 from moddesk.ra3.lsp.sites import assets_in, id_span
-from moddesk.ra3.model import ORIGIN_RANK, IndexData
 
 MAX_WORKSPACE_SYMBOLS = 500
 

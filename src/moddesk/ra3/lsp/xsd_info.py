@@ -11,8 +11,8 @@ from pathlib import Path
 
 from lxml import etree
 
-from moddesk.ra3.project import resolve_case_insensitive
-from moddesk.ra3.schema import XS, SchemaModel
+from moddesk.ra3.core.project import resolve_case_insensitive
+from moddesk.ra3.core.schema import XS, SchemaModel
 
 _XS = "{" + XS + "}"
 MAX_DOC = 1500

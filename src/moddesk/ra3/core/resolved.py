@@ -20,10 +20,10 @@ from typing import Any
 
 from lxml import etree
 
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.model import ORIGIN_RANK, RESOLVED, AssetDef, IndexData
-from moddesk.ra3.parse import local_name, parse_xml_bytes
-from moddesk.ra3.schema import INHERIT
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.model import ORIGIN_RANK, RESOLVED, AssetDef, IndexData
+from moddesk.ra3.core.parse import local_name, parse_xml_bytes
+from moddesk.ra3.core.schema import INHERIT
 
 XAI_NS = "uri:ea.com:eala:asset:instance"
 _JOIN = "{" + XAI_NS + "}joinAction"

@@ -22,11 +22,11 @@ from typing import Any
 
 from lxml import etree
 
-from moddesk.ra3.art import ArtScan, scan_w3x
-from moddesk.ra3.cache import cache_file, load_records, save_records
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.manifest import Manifest, read_manifest
-from moddesk.ra3.model import (
+from moddesk.ra3.core.art import ArtScan, scan_w3x
+from moddesk.ra3.core.cache import cache_file, load_records, save_records
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.manifest import Manifest, read_manifest
+from moddesk.ra3.core.model import (
     EMITTED,
     EXTERNAL,
     INCLUDE_MODE,
@@ -38,8 +38,8 @@ from moddesk.ra3.model import (
     IndexData,
     paused_gc,
 )
-from moddesk.ra3.parse import Diagnostic, Extractor, FileRecord, RefSite, fragment_nodes, parse_xml_bytes
-from moddesk.ra3.project import (
+from moddesk.ra3.core.parse import Diagnostic, Extractor, FileRecord, RefSite, fragment_nodes, parse_xml_bytes
+from moddesk.ra3.core.project import (
     OUTSIDE_ROOTS,
     ProjectConfig,
     Resolution,
@@ -50,7 +50,7 @@ from moddesk.ra3.project import (
     manifest_for_reference,
     resolve_source,
 )
-from moddesk.ra3.schema import COMPILED, SchemaModel, load_schema, schema_digest
+from moddesk.ra3.core.schema import COMPILED, SchemaModel, load_schema, schema_digest
 
 NO_INDEX, BUILDING, READY_XML, READY, STALE, ERROR = (
     "no_index",

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from lxml import etree
 
-from moddesk.ra3.schema import ASSET_DECLARATION, INHERIT, ElementInfo, RefInfo, SchemaModel
+from moddesk.ra3.core.schema import ASSET_DECLARATION, INHERIT, ElementInfo, RefInfo, SchemaModel
 
 XI_NS = "http://www.w3.org/2001/XInclude"
 XI_INCLUDE = "{" + XI_NS + "}include"

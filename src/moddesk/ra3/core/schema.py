@@ -19,8 +19,8 @@ from typing import Any
 from lxml import etree
 
 from moddesk.kit.files import atomic_write_bytes
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.project import resolve_case_insensitive
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.project import resolve_case_insensitive
 
 XS = "http://www.w3.org/2001/XMLSchema"
 XAS = "uri:ea.com:eala:asset:schema"

@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 
 from moddesk.kit.files import atomic_write_text
-from moddesk.ra3.project import find_project_root, project_slug
+from moddesk.ra3.core.project import find_project_root, project_slug
 
 ENDPOINT_SCHEMA_VERSION = 1
 HOME_ENV = "RA3MODXML_HOME"

@@ -20,13 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.mcp import add_tool, new_server, serve_stdio
-from moddesk.ra3.endpoints import project_root, same_project
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.live import LiveClient, dispatch
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.snapshot import SnapshotSource, previous_path, snapshot_path
+from moddesk.ra3.agent.endpoints import project_root, same_project
+from moddesk.ra3.agent.live import LiveClient, dispatch
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.snapshot import SnapshotSource, previous_path, snapshot_path
 
-SKILL_DIR = Path(__file__).parent / "skill"
+SKILL_DIR = Path(__file__).parent.parent / "skill"  # the skill lives at the top of moddesk.ra3
 WAIT_POLL_SECONDS = 0.25
 DEFAULT_WAIT_SECONDS = 30.0
 DEFAULT_LIVE_TIMEOUT = 1.5

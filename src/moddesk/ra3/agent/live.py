@@ -35,18 +35,18 @@ from starlette.routing import Route
 
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.http import MAX_JSON_DEPTH, LoopbackServer, guard, json_depth
-from moddesk.ra3.endpoints import (
+from moddesk.ra3.agent.endpoints import (
     Endpoint,
     is_process_alive,
     normalize_project_dir,
     read_endpoint_for_project,
     same_project,
 )
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.query import QueryApi
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.query import QueryApi
 
 API_VERSION = 1
-logger = logging.getLogger("moddesk.ra3.live")
+logger = logging.getLogger("moddesk.ra3.agent.live")
 MAX_BODY_BYTES = 1 << 20
 
 register_codes(

@@ -19,8 +19,8 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from moddesk.kit.files import atomic_write_text
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.project import ProjectConfig, detect_project, project_slug
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.project import ProjectConfig, detect_project, project_slug
 
 PROJECT_FILE = "moddesk-ra3.toml"
 GAMES = ("ra3", "cnc3", "kw")

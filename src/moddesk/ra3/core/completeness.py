@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from moddesk.ra3.model import IndexData
+from moddesk.ra3.core.model import IndexData
 
 _UNREACHED_CODES = ("INCLUDE_NOT_FOUND", "INCLUDE_OUTSIDE_ROOTS", "XI_INCLUDE_NOT_FOUND")
 _UNPARSABLE_CODES = ("XML_MALFORMED", "FILE_UNREADABLE")

@@ -44,8 +44,8 @@ from moddesk.kit.agents import (
 from moddesk.kit.agents.clients import Scope
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
-from moddesk.ra3.endpoints import project_root, ra3_home, same_project
-from moddesk.ra3.project import is_project_root
+from moddesk.ra3.agent.endpoints import project_root, ra3_home, same_project
+from moddesk.ra3.core.project import is_project_root
 
 SERVER_NAME = "ra3-mod-xml"
 RECORD_VERSION = 1
@@ -269,8 +269,8 @@ def run_enable(
 
 def _remember_settings(folder: Path, console: Console) -> None:
     """Write the project file the first time, so every later index / watch indexes the same way."""
-    from moddesk.ra3.project import find_project_root
-    from moddesk.ra3.settings import configure
+    from moddesk.ra3.core.project import find_project_root
+    from moddesk.ra3.core.settings import configure
 
     root = find_project_root(folder) if folder.is_dir() else None
     if root is None:

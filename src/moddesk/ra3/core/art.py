@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from moddesk.ra3.parse import AssetSite, Diagnostic, IncludeSite, RefSite
-from moddesk.ra3.schema import STRONG
+from moddesk.ra3.core.parse import AssetSite, Diagnostic, IncludeSite, RefSite
+from moddesk.ra3.core.schema import STRONG
 
 _TAG = re.compile(rb"<(/?)([A-Za-z_][\w.:-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*?)(/?)>", re.S)
 _ATTR = re.compile(rb"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from moddesk.ra3.parse import DefineSite, Diagnostic, RefSite
-from moddesk.ra3.schema import FILE, INHERIT
+from moddesk.ra3.core.parse import DefineSite, Diagnostic, RefSite
+from moddesk.ra3.core.schema import FILE, INHERIT
 
 EMITTED, VISIBLE, EXTERNAL = 2, 1, 0
 MODE_NAMES = {EMITTED: "emitted", VISIBLE: "visible", EXTERNAL: "external"}

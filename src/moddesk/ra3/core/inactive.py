@@ -15,8 +15,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from moddesk.ra3.model import IndexData
-from moddesk.ra3.project import ProjectConfig, resolve_source
+from moddesk.ra3.core.model import IndexData
+from moddesk.ra3.core.project import ProjectConfig, resolve_source
 
 _COMMENT = re.compile(rb"<!--(.*?)-->", re.S)
 _INCLUDE = re.compile(rb"""<Include\b[^>]*?\bsource\s*=\s*["']([^"']+)["']""", re.I)

@@ -28,18 +28,18 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.leftovers import sweep_stale
-from moddesk.ra3.endpoints import EndpointPublisher, normalize_project_dir, project_root, ra3_home
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.index import BuildProgress, ModIndex
-from moddesk.ra3.live import LiveServer, ProjectRegistry, dispatch, query_verbs
-from moddesk.ra3.project import ProjectConfig, find_project_root, is_project_root
-from moddesk.ra3.query import QueryApi
-from moddesk.ra3.settings import configure
-from moddesk.ra3.setup import is_enabled
-from moddesk.ra3.snapshot import write_snapshot
-from moddesk.ra3.triage import triage
+from moddesk.ra3.agent.endpoints import EndpointPublisher, normalize_project_dir, project_root, ra3_home
+from moddesk.ra3.agent.live import LiveServer, ProjectRegistry, dispatch, query_verbs
+from moddesk.ra3.agent.setup import is_enabled
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.index import BuildProgress, ModIndex
+from moddesk.ra3.core.project import ProjectConfig, find_project_root, is_project_root
+from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.settings import configure
+from moddesk.ra3.core.snapshot import write_snapshot
+from moddesk.ra3.core.triage import triage
 
-logger = logging.getLogger("moddesk.ra3.watch")
+logger = logging.getLogger("moddesk.ra3.agent.watch")
 
 WATCHED_SUFFIXES = frozenset({".xml", ".xsd", ".babproj", ".manifest", ".w3x"})
 DEFAULT_QUIET_SECONDS = 5.0

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from moddesk.kit.files import atomic_write_bytes
-from moddesk.ra3.parse import AssetSite, DefineSite, Diagnostic, FileRecord, IncludeSite, RefSite, XiSite
-from moddesk.ra3.project import project_slug
+from moddesk.ra3.core.parse import AssetSite, DefineSite, Diagnostic, FileRecord, IncludeSite, RefSite, XiSite
+from moddesk.ra3.core.project import project_slug
 
 EXTRACTOR_VERSION = 4  # bump whenever extraction output changes shape or meaning
 Stamp = tuple[int, int]

@@ -19,11 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from moddesk.kit.files import atomic_write_bytes
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.index import READY, IndexStatus
-from moddesk.ra3.model import MODE_NAMES, AssetDef, DefineDef, FileInfo, IncludeEdge, IndexData, paused_gc
-from moddesk.ra3.parse import DefineSite, Diagnostic, RefSite
-from moddesk.ra3.project import project_slug
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.index import READY, IndexStatus
+from moddesk.ra3.core.model import (
+    MODE_NAMES,
+    AssetDef,
+    DefineDef,
+    FileInfo,
+    IncludeEdge,
+    IndexData,
+    paused_gc,
+)
+from moddesk.ra3.core.parse import DefineSite, Diagnostic, RefSite
+from moddesk.ra3.core.project import project_slug
 
 SCHEMA_VERSION = 1
 MAX_CHANGED_LISTED = 50

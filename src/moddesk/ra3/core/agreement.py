@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moddesk.ra3.manifest import Manifest, instance_id, type_id
-from moddesk.ra3.model import AMBIGUOUS, RESOLVED, IndexData, Key
-from moddesk.ra3.project import ProjectConfig, resolve_source
-from moddesk.ra3.schema import FILE, INHERIT
+from moddesk.ra3.core.manifest import Manifest, instance_id, type_id
+from moddesk.ra3.core.model import AMBIGUOUS, RESOLVED, IndexData, Key
+from moddesk.ra3.core.project import ProjectConfig, resolve_source
+from moddesk.ra3.core.schema import FILE, INHERIT
 
 HashKey = tuple[int, int]
 

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from moddesk.ra3.errors import Ra3Error
+from moddesk.ra3.core.errors import Ra3Error
 
 _M32 = 0xFFFFFFFF
 MAX_ASSETS = 2_000_000

@@ -23,8 +23,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from moddesk.ra3.model import IndexData
-from moddesk.ra3.parse import Diagnostic, RefSite
+from moddesk.ra3.core.model import IndexData
+from moddesk.ra3.core.parse import Diagnostic, RefSite
 
 ERROR, WARNING, EXPECTED = "error", "warning", "expected"
 SEVERITY_RANK = {ERROR: 0, WARNING: 1, EXPECTED: 2}

@@ -174,16 +174,16 @@ def _run_async(fn: Callable[[], Awaitable[None]]) -> None:
 
 def _corpus_sdk() -> Path | None:
     env = os.environ.get("MODDESK_CORPORA")
-    root = Path(env) if env else Path(__file__).resolve().parents[3].parent / "shared" / "corpora"
+    root = Path(env) if env else Path(__file__).resolve().parents[4].parent / "shared" / "corpora"
     sdk = root / "sage" / "cnc3-sdk"
     return sdk if (sdk / "CnC3Xml").is_dir() else None
 
 
 def _index_section(console: Console, root: Path) -> None:
     """The index core on real data: the C&C3 SDK from the corpora when present, else the sample SDK."""
+    from moddesk.ra3.core.query import QueryApi
+    from moddesk.ra3.core.sample import write_sample_project
     from moddesk.ra3.index_cli import run_index
-    from moddesk.ra3.query import QueryApi
-    from moddesk.ra3.sample import write_sample_project
 
     sdk = _corpus_sdk()
     project = sdk if sdk is not None else write_sample_project(root / "sample sdk")
@@ -212,9 +212,9 @@ def run(console: Console) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    from moddesk.ra3.endpoints import HOME_ENV
-    from moddesk.ra3.mcp import LIVE_TIMEOUT_ENV
-    from moddesk.ra3.watch import Watcher
+    from moddesk.ra3.agent.endpoints import HOME_ENV
+    from moddesk.ra3.agent.mcp import LIVE_TIMEOUT_ENV
+    from moddesk.ra3.agent.watch import Watcher
 
     with tempfile.TemporaryDirectory(prefix="moddesk-ra3-demo-") as tmp:
         root = Path(tmp)

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.model import AMBIGUOUS, ORIGIN_RANK, RESOLVED, UNRESOLVED, IndexData, Key
-from moddesk.ra3.parse import RefSite
-from moddesk.ra3.schema import COMPILED, FILE, INHERIT
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.model import AMBIGUOUS, ORIGIN_RANK, RESOLVED, UNRESOLVED, IndexData, Key
+from moddesk.ra3.core.parse import RefSite
+from moddesk.ra3.core.schema import COMPILED, FILE, INHERIT
 
 MAX_DEPTH = 3
 MAX_CHAIN = 8

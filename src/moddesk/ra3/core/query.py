@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from moddesk.kit.cursor import CursorCodec
-from moddesk.ra3.completeness import ALL_SKIPPED, DEFINITION_SKIPPED, caveats
-from moddesk.ra3.errors import Ra3Error
-from moddesk.ra3.forward import DEFAULT_MAX_EDGES, asset_references
-from moddesk.ra3.inactive import InactiveFiles, explain
-from moddesk.ra3.index import NO_INDEX, IndexStatus
-from moddesk.ra3.model import (
+from moddesk.ra3.core.completeness import ALL_SKIPPED, DEFINITION_SKIPPED, caveats
+from moddesk.ra3.core.errors import Ra3Error
+from moddesk.ra3.core.forward import DEFAULT_MAX_EDGES, asset_references
+from moddesk.ra3.core.inactive import InactiveFiles, explain
+from moddesk.ra3.core.index import NO_INDEX, IndexStatus
+from moddesk.ra3.core.model import (
     AMBIGUOUS,
     EMITTED,
     MODE_NAMES,
@@ -34,12 +34,12 @@ from moddesk.ra3.model import (
     AssetDef,
     IndexData,
 )
-from moddesk.ra3.parse import RefSite
-from moddesk.ra3.project import ProjectConfig, resolve_source
-from moddesk.ra3.resolved import DEFAULT_MAX_NODES, TextReader, disk_reader, resolved_asset
-from moddesk.ra3.schema import FILE, INHERIT
-from moddesk.ra3.triage import SEVERITY_RANK, triage
-from moddesk.ra3.triage import summary as triage_summary
+from moddesk.ra3.core.parse import RefSite
+from moddesk.ra3.core.project import ProjectConfig, resolve_source
+from moddesk.ra3.core.resolved import DEFAULT_MAX_NODES, TextReader, disk_reader, resolved_asset
+from moddesk.ra3.core.schema import FILE, INHERIT
+from moddesk.ra3.core.triage import SEVERITY_RANK, triage
+from moddesk.ra3.core.triage import summary as triage_summary
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 50
@@ -211,7 +211,7 @@ class QueryApi:
 
     def list_projects(self) -> dict[str, Any]:
         """Projects this process knows (live) and projects with snapshots on disk."""
-        from moddesk.ra3.snapshot import list_snapshots
+        from moddesk.ra3.core.snapshot import list_snapshots
 
         rows = list(self._projects()) if self._projects is not None else []
         seen = {os.path.normcase(str(r.get("projectDir") or r.get("project"))) for r in rows}

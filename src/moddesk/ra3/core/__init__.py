@@ -1,0 +1,1 @@
+"""The ra3 index core: pure schema, parsing, model, index, query and snapshot code (no agent or editor imports)."""
