@@ -180,3 +180,34 @@ def test_sigkill_during_execute_publishes_nothing(tmp_path: Path) -> None:
     names = [p.name for p in out.iterdir()]
     assert "killed" not in names, "a half-written export was published"
     assert names and all(is_temp_name(n) for n in names)
+
+
+def test_a_refusal_naming_another_task_is_an_error_result_not_a_crash(bench: Bench) -> None:
+    from moddesk.pvf.transfer.exports import ExportService
+    from moddesk.pvf.transfer.imports import ImportService
+
+    server = build_server(bench.service)
+    register_transfer_tools(server, ImportService(bench.service), ExportService(bench.service))
+    bench.service._lifecycle_task = "t_saving"  # a save is running (what a save sets while it runs)
+
+    async def prepare(url: str) -> dict[str, Any]:
+        async with Client(url, read_timeout_seconds=60) as client:
+            result = await client.call_tool(
+                "pvf_export_prepare",
+                {
+                    "workspaceId": bench.ws,
+                    "expectedRevision": bench.revision,
+                    "source": "selection",
+                    "paths": [""],
+                },
+            )
+            assert result.is_error
+            return result_payload(result)
+
+    try:
+        with serve_http(server, 0) as running:
+            refused = anyio.run(prepare, f"{running.url}/mcp")
+    finally:
+        bench.service._lifecycle_task = None
+    assert refused["error"] == "LIFECYCLE_BUSY", refused  # was INTERNAL_ERROR (taskId given twice)
+    assert refused["blockingTaskId"] == "t_saving" and refused["taskId"] != "t_saving"

@@ -57,7 +57,10 @@ async def _as_task(
         return Result(**{**status["result"], "taskId": task_id})
     error = status.get("error")
     if status["state"] in ("failed", "cancelled") and error:
-        details = {k: v for k, v in error.items() if k not in ("ok", "error", "message", "hint")}
+        # a refusal may name another task (the one holding the workspace): keep it under its own key
+        details = {k: v for k, v in error.items() if k not in ("ok", "error", "message", "hint", "taskId")}
+        if error.get("taskId") not in (None, task_id):
+            details["blockingTaskId"] = error["taskId"]
         raise ServiceError(error["error"], error["message"], error.get("hint"), taskId=task_id, **details)
     running = {
         "taskId": task_id,
