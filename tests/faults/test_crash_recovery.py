@@ -238,7 +238,12 @@ def test_sigkill_during_import_apply(env: dict[str, str], archive: Path, tmp_pat
     port = _free_port()
     proc = _spawn(env, "import", str(port), str(archive), str(source))
     proc.wait_for("APPLYING", 120)
-    assert any(TEMP_MARKER in p.name for p in spill_root.iterdir())  # the frozen files spilled
+    # the driver prepares (spilling every frozen file) and applies in a loop; an apply ends by
+    # removing its spill, so wait until a plan's spill is on disk, then kill in the middle of it
+    deadline = time.monotonic() + 60
+    while not any(TEMP_MARKER in p.name for p in spill_root.iterdir()):
+        assert time.monotonic() < deadline, "the frozen files never spilled"
+        time.sleep(0.002)
     proc.popen.send_signal(signal.SIGKILL)
     proc.popen.wait()
     assert _temps(spill_root, proc.popen.pid)

@@ -312,7 +312,8 @@ def test_inspector_over_stdio(tools: NodeTools, tmp_path: Path) -> None:
         "MODDESK_XIANGQI_CONFIG": str(tmp_path / "none.toml"),
         "MODDESK_XIANGQI_THINK_TIME": "0.05",
     }
-    flags = [x for k, v in env.items() for x in ("-e", f"{k}={v}")]
+    # the Inspector refuses an empty value ("PYTHONPATH="): pass only the variables that are set
+    flags = [x for k, v in env.items() if v for x in ("-e", f"{k}={v}")]
     command = [*flags, sys.executable, "-m", "moddesk.cli", "xiangqi", "mcp", "--no-panel"]
     done = tools.inspector(
         command, "--method", "tools/call", "--tool-name", "xiangqi_move", "--tool-arg", "move=h2e2"
