@@ -30,6 +30,7 @@ from moddesk.kit.agents.clients import (  # noqa: E402  (codes must be registere
     plan_config,
     plan_remove,
     snippet,
+    write_planned,
 )
 from moddesk.kit.agents.launcher import (  # noqa: E402
     LauncherPlan,
@@ -90,4 +91,5 @@ __all__ = [
     "system_skill",
     "uninstall_skill",
     "write_launcher",
+    "write_planned",
 ]

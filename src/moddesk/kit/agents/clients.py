@@ -451,20 +451,25 @@ def _removed_toml(path: Path, text: str, container: str, name: str) -> str:
     return new_text
 
 
-def apply_config(change: ConfigChange) -> None:
-    """Write a planned change atomically; ``CONFIG_CHANGED`` if the file moved since planning."""
-    if change.status == "unchanged":
-        return
-    if _read_text(change.path) != change.before:
+def write_planned(path: Path, before: str | None, after: str) -> None:
+    """Write a planned config edit atomically; ``CONFIG_CHANGED`` if the file moved since planning
+    (``before`` None: it did not exist). Shared by client configs and editor configs."""
+    if _read_text(path) != before:
         raise ServiceError(
             "CONFIG_CHANGED",
-            f"{change.path} changed while moddesk was preparing its edit; nothing was written",
+            f"{path} changed while moddesk was preparing its edit; nothing was written",
             hint="Run the command again.",
-            path=str(change.path),
+            path=str(path),
         )
-    with writing(change.path):
-        change.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(change.path, change.after)
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, after)
+
+
+def apply_config(change: ConfigChange) -> None:
+    """Write a planned change atomically; ``CONFIG_CHANGED`` if the file moved since planning."""
+    if change.status != "unchanged":
+        write_planned(change.path, change.before, change.after)
 
 
 def snippet(client: Client | None, spec: ServerSpec) -> str:

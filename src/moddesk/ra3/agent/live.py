@@ -43,7 +43,7 @@ from moddesk.ra3.agent.endpoints import (
     same_project,
 )
 from moddesk.ra3.core.errors import Ra3Error
-from moddesk.ra3.core.query import QueryApi
+from moddesk.ra3.core.query import TOOL_NAMES, QueryApi
 
 API_VERSION = 1
 logger = logging.getLogger("moddesk.ra3.agent.live")
@@ -330,24 +330,7 @@ _ARG_NAMES = {
     "maxNodes": "max_nodes",
 }
 _CONSISTENCY = ("waitForIndex", "allowStale", "timeoutSeconds")
-VERBS: frozenset[str] = frozenset(
-    {
-        "get_status",
-        "list_projects",
-        "find_asset",
-        "find_references",
-        "list_assets_by_type",
-        "get_definition",
-        "resolve_include",
-        "is_file_active",
-        "find_define",
-        "unreferenced",
-        "get_asset_references",
-        "list_diagnostics",
-        "get_resolved_asset",
-        "list_inactive_files",
-    }
-)
+VERBS: frozenset[str] = frozenset(TOOL_NAMES)  # the live server answers every MCP query verb
 
 
 def query_verbs() -> frozenset[str]:

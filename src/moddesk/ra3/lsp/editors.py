@@ -26,10 +26,9 @@ import typer
 from rich.console import Console
 from tomlkit.items import AoT, Table
 
-from moddesk.kit.agents import jsonc, plan_launcher, write_launcher
-from moddesk.kit.agents.locations import Locations, writing
+from moddesk.kit.agents import jsonc, plan_launcher, write_launcher, write_planned
+from moddesk.kit.agents.locations import Locations
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.files import atomic_write_text
 from moddesk.ra3.agent.endpoints import project_root
 
 EDITORS = ("vscode", "neovim", "helix")
@@ -230,18 +229,8 @@ def plan_editor(editor: str, project: Path, launcher: Path, loc: Locations) -> E
 
 def apply_editor(change: EditorChange) -> None:
     """Write a planned change atomically; CONFIG_CHANGED when the file moved since planning."""
-    if change.status == "unchanged":
-        return
-    if _read(change.path) != change.before:
-        raise ServiceError(
-            "CONFIG_CHANGED",
-            f"{change.path} changed while moddesk was preparing its edit; nothing was written",
-            hint="Run the command again.",
-            path=str(change.path),
-        )
-    with writing(change.path):
-        change.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(change.path, change.after)
+    if change.status != "unchanged":
+        write_planned(change.path, change.before, change.after)
 
 
 def run_enable_editors(
