@@ -159,7 +159,8 @@ def test_server_killed_during_a_local_engine_think_resumes_after_restart(tmp_pat
         session = json.loads(created.output)["sessionId"]
         moved = httpx.post(
             f"{url}/xiangqi-mate/move",
-            json={"sessionId": session, "move": "h2e2"},
+            # 兵一进一 is out of the opening book (level 10 answers book moves at once, with no think)
+            json={"sessionId": session, "move": "i3i4"},
             timeout=30,
             headers=_auth(tmp_path),
         )
