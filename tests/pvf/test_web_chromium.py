@@ -541,3 +541,64 @@ def test_conflict_view_when_the_file_changes_under_a_draft(page: Any, browser: A
         assert "[mine]" in final and "[theirs]" not in final  # the person's choice won, on the new revision
     finally:
         other_context.close()
+
+
+def test_a_mod_reviewed_and_applied_in_the_page(page: Any, bench: Workbench, archive: Path) -> None:
+    """Someone's MOD: prepared from the transfer view, conflicts answered in the review, applied."""
+    from moddesk.pvf.web.ops import exports
+
+    if not bench.service.info()["open"]:
+        open_in_page(page, archive)
+    else:
+        page.wait_for_selector("#tree .row[data-path]")
+    ws = bench.service.workspace
+    assert ws is not None
+    # two files nobody touched yet: the MOD's base is their saved text
+    untouched = [
+        h["path"]
+        for h in search(bench, ws.workspace_id, "equipment/**/*.equ", "path", 50)
+        if ws.base_text_or_none(h["path"]) == ws.current_text_or_none(h["path"]) is not None
+    ]
+    same, changed = untouched[:2]
+    base = {p: ws.current_text_or_none(p) or "" for p in (same, changed)}
+    theirs = {p: base[p] + f"\n[mod note]\n\t`from the MOD {n}`\n" for n, p in enumerate((same, changed))}
+    # the MOD's author edits both and exports a 115CN MOD of what changed since the archive was opened
+    edited = bench.service.apply_changes(ws.workspace_id, ws.revision, dict(theirs))
+    shop = exports(bench.service)
+    plan = shop.prepare(
+        ws.workspace_id,
+        edited["revision"],
+        "memory",
+        mode="mod",
+        fmt="115CN-mod",
+        name="WebMod",
+        mod_id="com.example.webmod",
+    )
+    acks = [w["warningId"] for w in shop.preview(plan["planId"])["warnings"]]
+    out = archive.parent / "mods"
+    out.mkdir(exist_ok=True)
+    package = shop.execute(plan["planId"], str(out), acknowledged_warning_ids=acks)["outputPath"]
+    # back home: one file as it was, the other changed locally in another way → one conflict
+    mine = base[changed] + "\n[my own]\n\t1\n"
+    bench.service.apply_changes(ws.workspace_id, edited["revision"], {same: base[same], changed: mine})
+
+    page.click("#views button[data-view='transfer']")
+    page.fill("#mod-path", package)
+    page.click("#mod-inspect")
+    page.wait_for_function("() => document.querySelector('#mod-about').textContent.includes('WebMod')")
+    page.click("#mod-prepare")
+    page.wait_for_selector("#review:not([hidden]) [data-conflict-row]")
+    assert page.locator("#review [data-conflict-row]").count() == 1
+    assert "本地已修改" in page.inner_text("#review [data-conflict-row]")
+    assert page.is_disabled("#review-apply"), "apply waits until every conflict is answered"
+    page.locator(f"#review .change-list label[data-path='{same}']").hover()
+    page.wait_for_selector("#review-diff .ins")
+    assert "from the MOD 0" in page.inner_text("#review-diff")
+    page.check("#review input[data-conflict][value='theirs']")
+    assert page.inner_text("#review-count").startswith("已处理冲突 1/1")
+    shot(page, "mod-review")
+    page.click("#review-apply")
+    page.wait_for_selector("#review", state="hidden")
+    ws_id, _ = workspace(bench)
+    for path in (same, changed):
+        assert bench.service.read_file(ws_id, path, 1, 2000)["text"] == theirs[path]

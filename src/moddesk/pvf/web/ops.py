@@ -16,11 +16,12 @@ from moddesk.pvf.scripting.service import ScriptService
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService
+from moddesk.pvf.transfer.mods import ModService
 from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS
 
 LIFECYCLE_WAIT = 120.0
 _INT_FIELDS = frozenset({"device", "inode", "size", "mtimeNs"})  # the integer fields of a FileIdentity
-PLAN_KINDS = ("script", "import", "export")
+PLAN_KINDS = ("script", "import", "export", "mod")
 # the person's calls share the local ledger scope with local tools (seed 001: one local user)
 SCOPE = LOCAL_SCOPE
 
@@ -106,6 +107,18 @@ def imports(service: PvfService) -> ImportService:
 
 def exports(service: PvfService) -> ExportService:
     return service.shared("exports", lambda: ExportService(service))
+
+
+def mods(service: PvfService) -> ModService:
+    return service.shared("mods", lambda: ModService(service))
+
+
+def resolutions(a: Args) -> dict[str, str]:
+    """``{conflictId: "mine" | "theirs"}``; the service refuses unknown ids and missing answers."""
+    value = a.opt_object("resolutions") or {}
+    if not all(isinstance(v, str) for v in value.values()):
+        raise a._bad("resolutions", 'an object of "mine" / "theirs" answers')
+    return dict(value)
 
 
 # ---------------------------------------------------------------------- archive and reading
@@ -306,6 +319,16 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
         scope=SCOPE,
     ),
     "exportDiscard": lambda s, a: exports(s).discard(a.text("planId")),
+    # someone's MOD applied to the open archive: the same prepare → preview → apply as pvf_mod_*
+    "modInspect": lambda s, a: mods(s).inspect(a.text("modPath")),
+    "modPrepare": lambda s, a: mods(s).prepare(
+        a.text("workspaceId"), a.text("modPath"), a.opt_text("requestId"), scope=SCOPE
+    ),
+    "modPreview": lambda s, a: mods(s).preview(a.text("planId"), a.opt_text("cursor"), a.number("limit", 50)),
+    "modApply": lambda s, a: mods(s).apply(
+        a.text("planId"), a.number("expectedRevision"), resolutions(a), a.opt_text("requestId"), scope=SCOPE
+    ),
+    "modDiscard": lambda s, a: mods(s).discard(a.text("planId")),
     # history
     "historyInit": lambda s, a: s.history_init(a.text("workspaceId")),
     "historyCommit": lambda s, a: s.history_commit(a.text("workspaceId"), a.text("message")),

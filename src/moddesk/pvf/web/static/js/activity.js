@@ -23,11 +23,11 @@ function task(s) {
 
 async function paint(data) {
   el.tasks.replaceChildren(...(data.tasks.length ? data.tasks.map(task) : [h("div", { class: "muted" }, t("activity.none"))]));
-  const plan = data.plans.find((p) => p.kind === "script" || p.kind === "import");
+  const plan = data.plans.find((p) => ["script", "import", "mod"].includes(p.kind));
   const badge = $('#views button[data-view="activity"]');
   badge.textContent = t("view.activity") + (data.plans.length ? ` (${data.plans.length})` : "");
   // any pending plan holds the workspace (PLAN_PENDING / EXPORT_PLAN_PENDING): the person can drop it
-  const discardOp = { script: "scriptDiscard", import: "importDiscard", export: "exportDiscard" };
+  const discardOp = { script: "scriptDiscard", import: "importDiscard", export: "exportDiscard", mod: "modDiscard" };
   el.plans.replaceChildren(...data.plans.map((p) => h("div", { class: "task", "data-plan": p.planId },
     h("b", {}, p.kind), " ", p.source || "", " ", h("span", { class: "muted" }, `${p.owner} · ${p.planId}`), " ",
     discardOp[p.kind] ? h("button", { class: "danger", onclick: async () => { await attempt(() => op(discardOp[p.kind], { planId: p.planId })); await refreshInfo(); } }, t("review.discard")) : null)));

@@ -20,6 +20,9 @@ const zh = {
   "transfer.import": "导入", "transfer.export": "导出", "transfer.sources": "本地文件或文件夹路径（每行一个）", "transfer.target": "导入到存档文件夹", "transfer.mode": "模式",
   "transfer.prepare": "准备", "transfer.apply": "应用所选", "transfer.discard": "放弃", "transfer.paths": "要导出的存档路径（每行一个，留空为全部）", "transfer.format": "格式",
   "transfer.output": "输出到本地文件夹", "transfer.execute": "写出", "transfer.ack": "我已阅读此警告", "transfer.name": "MOD 名称", "transfer.modId": "MOD ID", "transfer.source": "来源", "transfer.overwrite": "允许覆盖", "transfer.missing": "未包含的依赖文件",
+  "mod.title": "应用 MOD", "mod.path": "MOD 文件的完整路径（.zip 等）", "mod.inspect": "查看内容", "mod.apply": "应用 MOD", "mod.conflicts": "冲突",
+  "mod.mine": "保留我的", "mod.theirs": "采用 MOD 的", "mod.answered": "已处理冲突 {n}/{m}", "mod.applied": "已写入 {n} 个文件",
+  "mod.kind.file-changed-locally": "本地已修改", "mod.kind.entry-collision": "编号冲突",
   "history.title": "历史", "history.status": "历史状态（none = 未启用）", "history.init": "启用历史", "history.commit": "提交", "history.message": "提交说明", "history.checkout": "检出", "history.undo": "撤销此提交", "history.diff": "查看改动",
   "settings.title": "设置", "settings.mcp": "MCP 服务", "settings.enabled": "启用", "settings.port": "端口", "settings.save": "保存设置", "settings.next": "下次启动时生效",
   "settings.url": "当前 MCP 地址", "settings.token": "访问令牌", "settings.roots": "允许打开的根目录", "settings.clients": "客户端配置（复制粘贴）", "settings.copy": "复制",
@@ -46,6 +49,9 @@ const en = {
   "transfer.import": "Import", "transfer.export": "Export", "transfer.sources": "Local files or folders (one per line)", "transfer.target": "Into archive folder", "transfer.mode": "Mode",
   "transfer.prepare": "Prepare", "transfer.apply": "Apply selected", "transfer.discard": "Discard", "transfer.paths": "Archive paths to export (one per line, empty = all)", "transfer.format": "Format",
   "transfer.output": "Output local folder", "transfer.execute": "Write", "transfer.ack": "I have read this warning", "transfer.name": "MOD name", "transfer.modId": "MOD id", "transfer.source": "Source", "transfer.overwrite": "allow overwrite", "transfer.missing": "dependencies not included",
+  "mod.title": "Apply a MOD", "mod.path": "Full path of the MOD file (.zip, …)", "mod.inspect": "Inspect", "mod.apply": "Apply MOD", "mod.conflicts": "conflicts",
+  "mod.mine": "keep mine", "mod.theirs": "take the MOD's", "mod.answered": "{n}/{m} conflicts answered", "mod.applied": "Wrote {n} files",
+  "mod.kind.file-changed-locally": "changed locally", "mod.kind.entry-collision": "id collision",
   "history.title": "History", "history.status": "History status (none = not enabled)", "history.init": "Enable history", "history.commit": "Commit", "history.message": "Commit message", "history.checkout": "Check out", "history.undo": "Undo this commit", "history.diff": "Changes",
   "settings.title": "Settings", "settings.mcp": "MCP service", "settings.enabled": "Enabled", "settings.port": "Port", "settings.save": "Save settings", "settings.next": "applies at the next start",
   "settings.url": "Current MCP URL", "settings.token": "Access token", "settings.roots": "Roots allowed for opening", "settings.clients": "Client configs (copy and paste)", "settings.copy": "Copy",
@@ -58,6 +64,7 @@ const codesZh = {
   TASK_BUSY: "有任务正在运行。", LIFECYCLE_BUSY: "正在打开/关闭/保存。", OPEN_FAILED: "无法打开这个文件。", TARGET_EXISTS: "目标文件已存在。", TARGET_CHANGED: "目标文件已变化。",
   SAVE_AS_REQUIRED: "这个存档没有源文件，请另存为。", SAME_AS_SOURCE: "另存为的目标就是源文件。", NOT_FOUND: "找不到。", NOT_READY: "索引还在建立。", NO_WORKSPACE: "没有打开的存档。",
   HISTORY_NOT_ENABLED: "这个存档还没有启用历史。", EXPORT_PLAN_PENDING: "还有待处理的导出方案。", SCRIPT_FAILED: "脚本运行失败。", OUTSIDE_ROOTS: "该路径不在允许访问的根目录内。", INVALID_PATH: "路径无效。", SPECIAL_FILE: "这不是普通文件。",
+  MOD_INVALID: "MOD 文件损坏、不完整或格式未知。", MOD_CONFLICTS_UNRESOLVED: "还有冲突没有选择保留哪一方。",
 };
 let lang = localStorage.getItem("pvf-lang") || "zh";
 export const getLang = () => lang;

@@ -63,4 +63,23 @@ function exportForm() {
     h("button", { class: "primary", id: "export-prepare", onclick: prepare }, t("transfer.prepare")), result);
 }
 
-export function init() { $("#main-transfer").append(importForm(), exportForm()); }
+// Someone's MOD (.zip / 115CN package): read and checked, then reviewed in the activity view.
+function modForm() {
+  const path = h("input", { id: "mod-path", size: 60 });
+  const about = h("div", { id: "mod-about", class: "muted" });
+  const inspect = async () => {
+    const res = await attempt(() => op("modInspect", { modPath: path.value.trim() }));
+    if (res) about.textContent = `${res.name || res.modId || ""} ${res.version || ""} · ${res.files ?? res.paths.length} ${t("archive.files")}`;
+  };
+  const prepare = async () => {
+    const info = ws(); if (!info) return;
+    const res = await attempt(() => op("modPrepare", { workspaceId: info.workspaceId, modPath: path.value.trim() }));
+    if (res) { notice(`${res.planId}: ${t("mod.conflicts")} ${res.conflicts}`, [], "info"); await refreshInfo(); showView("activity"); }
+  };
+  return h("section", { class: "panel" }, h("h2", {}, t("mod.title")),
+    h("div", { class: "field" }, h("span", {}, t("mod.path")), path),
+    h("button", { id: "mod-inspect", onclick: inspect }, t("mod.inspect")), " ",
+    h("button", { class: "primary", id: "mod-prepare", onclick: prepare }, t("transfer.prepare")), about);
+}
+
+export function init() { $("#main-transfer").append(importForm(), exportForm(), modForm()); }
