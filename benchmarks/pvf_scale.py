@@ -1,0 +1,449 @@
+"""PVF at real-archive scale (issue #18): every row beside its bound, measured in the same run.
+
+    .venv/bin/python benchmarks/pvf_scale.py                                  # 20k files, both families
+    .venv/bin/python benchmarks/pvf_scale.py --files 1000000 --family 90US    # the issue's scale
+    .venv/bin/python benchmarks/pvf_scale.py --files 100000 --check           # search equality (fixture)
+    .venv/bin/python benchmarks/pvf_scale.py --rows open,reopen               # some rows only
+
+Generated archives (seed 1) are cached in ``$MODDESK_BENCH_CACHE`` (default: a ``moddesk-pvf-scale``
+folder in the temp dir), named by a hash of the generator's source, so every worktree shares
+them and a changed generator never serves stale bytes.
+
+The bound is the full read + token decode of every entry (``Archive.open`` + ``iter_bytes`` +
+``decode_tokens``), measured in a child process in the same run. Every measured step runs in its
+own child process, so import costs and earlier steps' memory never leak into a row; peak RSS is
+the child's resident set (plus any worker processes it starts) sampled by a psutil thread every
+5 ms, cross-checked with the kernel's high-water mark (``ru_maxrss``); "added" is that peak minus
+the RSS just before the step began.
+
+Rows are functions in ``ROWS`` (name → function of a ``Scale``); add one with ``@row("name")``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+GENERATOR_SOURCES = ("generate.py", "generate_locale.py")
+FAMILIES = ("90US", "classic")
+FIRST_QUERY = "项链"  # a rare content query: its first page needs the whole index
+OPEN_TARGET_RATIO = 2.0  # open → first search ≤ 2× the read + decode bound (90US)
+CLASSIC_TARGET_S = 40.0
+RSS_TARGET_MIB = 800.0
+REOPEN_TARGET_S = 3.0
+CHECK_FILES = 100_000
+
+
+# ---------------------------------------------------------------------------- archives
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("MODDESK_BENCH_CACHE")
+    folder = Path(env) if env else Path(tempfile.gettempdir()) / "moddesk-pvf-scale"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def generator_stamp() -> str:
+    """A short hash of the generator's source: a changed generator makes new archives."""
+    import moddesk.pvf.generate as generate
+
+    folder = Path(generate.__file__).parent
+    digest = hashlib.sha256()
+    for name in GENERATOR_SOURCES:
+        digest.update((folder / name).read_bytes())
+    return digest.hexdigest()[:10]
+
+
+def corpus_root() -> Path | None:
+    """The real PVF script texts (``$MODDESK_CORPORA/pvf``), when present."""
+    root = Path(os.environ.get("MODDESK_CORPORA", "/work/shared/corpora")) / "pvf"
+    return root if (root / "pvf_1031-sample").is_dir() else None
+
+
+def corpus_texts(root: Path) -> list[tuple[str, str]]:
+    """``(archive path, text)`` of every corpus text file, placed under ``corpus/``."""
+    skip = {"README.md", "MANIFEST.tsv", "stringtable.bin"}
+    out = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name not in skip:
+            rel = p.relative_to(root).as_posix().replace(".excerpt", ".lst")
+            out.append((f"corpus/{rel}", p.read_text(encoding="utf-8")))
+    return out
+
+
+def archive_for(family: str, files: int, *, corpus: bool = False) -> Path:
+    """The generated archive of ``files`` files (seed 1), made once; ``corpus``: real texts added."""
+    from moddesk.pvf.archive import Archive, PvfFormatError
+    from moddesk.pvf.generate import generate_archive
+
+    folder = cache_dir()
+    plain = folder / f"{family}-{files}-{generator_stamp()}.pvf"
+    if not plain.exists():
+        started = time.perf_counter()
+        generate_archive(plain, fmt=family, files=files, seed=1)
+        print(
+            f"  (generated {plain.name}: {plain.stat().st_size / 2**20:.1f} MiB in "
+            f"{time.perf_counter() - started:.1f} s)",
+            flush=True,
+        )
+    if not corpus:
+        return plain
+    root = corpus_root()
+    if root is None:
+        raise SystemExit("--check needs the real corpus texts: set MODDESK_CORPORA")
+    mixed = plain.with_name(plain.stem + "-corpus.pvf")
+    if not mixed.exists():
+        imported = 0
+        with Archive.open(plain) as pvf:
+            for path, text in corpus_texts(root):
+                try:
+                    pvf.write_text(path, text)
+                    imported += 1
+                except PvfFormatError as exc:
+                    print(f"  (corpus file {path} not imported: {exc})")
+            tmp = mixed.with_name(mixed.name + ".tmp")
+            pvf.write_copy(tmp)
+        tmp.replace(mixed)
+        print(f"  (imported {imported} real corpus texts into {mixed.name})", flush=True)
+    return mixed
+
+
+# ---------------------------------------------------------------------------- child processes
+
+
+class PeakSampler:
+    """Peak RSS of this process and its children, sampled every ``interval`` seconds."""
+
+    def __init__(self, interval: float = 0.005) -> None:
+        self.interval = interval
+        self.process = psutil.Process()
+        self.baseline = self.process.memory_info().rss
+        self.peak = self.baseline
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _total(self) -> int:
+        total = self.process.memory_info().rss
+        for child in self.process.children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # a worker that just ended
+                total += child.memory_info().rss
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, self._total())
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._total())
+
+    def figures(self) -> dict[str, float]:
+        """Peak and added MiB; the kernel high-water mark (own process) bounds the sample from below."""
+        peak = self.peak
+        try:
+            import resource
+
+            peak = max(peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        except ImportError:
+            pass
+        return {
+            "baselineMiB": self.baseline / 2**20,
+            "peakMiB": peak / 2**20,
+            "addedMiB": (peak - self.baseline) / 2**20,
+        }
+
+
+def child_decode(archive: str) -> dict[str, Any]:
+    """The bound: open the archive, read every entry and decode every script's tokens."""
+    from moddesk.pvf.archive import Archive
+    from moddesk.pvf.format.tokens import decode_tokens
+
+    with PeakSampler() as sampler:
+        started = time.perf_counter()
+        pvf = Archive.open(archive)
+        opened = time.perf_counter() - started
+        units = entries = 0
+        for entry, data in pvf.iter_bytes():
+            entries += 1
+            if entry.kind == "script":
+                units += len(decode_tokens(data, pvf.family))
+        seconds = time.perf_counter() - started
+        pvf.close()
+    return {
+        "seconds": seconds,
+        "openSeconds": opened,
+        "entries": entries,
+        "units": units,
+        **sampler.figures(),
+    }
+
+
+def child_open_search(archive: str, index_cache: str) -> dict[str, Any]:
+    """Open through the service and ask one content query: seconds until its first page arrives."""
+    from moddesk.pvf.service import PvfService
+
+    service = PvfService(index_wait=3600.0, index_cache=Path(index_cache))
+    with PeakSampler() as sampler:
+        started = time.perf_counter()
+        handle = service.open(archive, service.epoch)
+        status = service.tasks.wait(handle["taskId"], 3600.0)
+        if status["state"] != "succeeded":
+            raise SystemExit(f"open failed: {status.get('error')}")
+        opened = time.perf_counter() - started
+        workspace_id = status["result"]["workspaceId"]
+        page = service.search(workspace_id, FIRST_QUERY, limit=20)
+        first = time.perf_counter() - started
+        index_task = service.info()["indexTaskId"]
+        build = service.tasks.wait(index_task, 3600.0).get("result") or {}
+        again = time.perf_counter()
+        service.search(workspace_id, "[price]", limit=20)
+        second = time.perf_counter() - again
+    service.shutdown()
+    return {
+        "openSeconds": opened,
+        "firstAnswerSeconds": first,
+        "hits": len(page["hits"]),
+        "nextQuerySeconds": second,
+        "index": build,
+        **sampler.figures(),
+    }
+
+
+def child_check(archive: str, index_cache: str, key: str, record: bool) -> dict[str, Any]:
+    """Search answers on ``archive`` compared with (or recorded as) the fixture under ``key``."""
+    sys.path.insert(0, str(REPO / "tests" / "pvf"))
+    import search_equality  # type: ignore[import-not-found]
+
+    from moddesk.pvf.service import PvfService
+
+    service = PvfService(index_wait=3600.0, index_cache=Path(index_cache))
+    status = service.tasks.wait(service.open(archive, service.epoch)["taskId"], 3600.0)
+    workspace_id = status["result"]["workspaceId"]
+    started = time.perf_counter()
+    result = search_equality.collect(service, workspace_id)
+    seconds = time.perf_counter() - started
+    service.shutdown()
+    if record:
+        search_equality.record(key, result)
+        return {"recorded": key, "seconds": seconds}
+    return {"problems": search_equality.differences(key, result), "seconds": seconds}
+
+
+CHILDREN: dict[str, Callable[..., dict[str, Any]]] = {
+    "decode": child_decode,
+    "open-search": child_open_search,
+    "check": child_check,
+}
+
+
+def run_child(kind: str, **kwargs: Any) -> dict[str, Any]:
+    """Run ``CHILDREN[kind](**kwargs)`` in a fresh interpreter; its JSON result."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", kind, json.dumps(kwargs)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"child {kind} failed with exit {proc.returncode}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+# ---------------------------------------------------------------------------- rows
+
+
+@dataclass
+class Scale:
+    """One archive under test and the figures measured on it so far (the bound is measured once)."""
+
+    family: str
+    files: int
+    path: Path
+    work: Path  # a scratch folder for this archive (index caches, exports), removed afterwards
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bound(self) -> dict[str, Any]:
+        """Full read + token decode of every entry (measured on first use)."""
+        if "bound" not in self.figures:
+            self.figures["bound"] = run_child("decode", archive=str(self.path))
+        result: dict[str, Any] = self.figures["bound"]
+        return result
+
+    @property
+    def bound_s(self) -> float:
+        return float(self.bound["seconds"])
+
+    @property
+    def index_cache(self) -> Path:
+        return self.work / "index-cache"
+
+
+ROWS: dict[str, Callable[[Scale], None]] = {}
+
+
+def row(name: str) -> Callable[[Callable[[Scale], None]], Callable[[Scale], None]]:
+    """Register a row function under ``name`` (the order of registration is the printed order)."""
+
+    def register(fn: Callable[[Scale], None]) -> Callable[[Scale], None]:
+        ROWS[name] = fn
+        return fn
+
+    return register
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+@row("bound")
+def row_bound(scale: Scale) -> None:
+    b = scale.bound
+    print(
+        f"bound: open + full read + token decode of {b['entries']:,} entries: {b['seconds']:.2f} s "
+        f"(open {b['openSeconds']:.2f} s; {b['entries'] / b['seconds']:,.0f} files/s, "
+        f"{b['units'] / 1e6:.1f} M units); peak RSS +{b['addedMiB']:.0f} MiB",
+        flush=True,
+    )
+
+
+@row("open")
+def row_open(scale: Scale) -> None:
+    """Open → first content-search answer, cold (empty index cache), and the RSS it adds."""
+    bound = scale.bound_s
+    r = run_child("open-search", archive=str(scale.path), index_cache=str(scale.index_cache))
+    scale.figures["open"] = r
+    first = r["firstAnswerSeconds"]
+    ratio = first / bound
+    target = (
+        f"≤ {OPEN_TARGET_RATIO:.0f}× the bound"
+        if scale.family != "classic"
+        else f"≤ {CLASSIC_TARGET_S:.0f} s"
+    )
+    ok = ratio <= OPEN_TARGET_RATIO if scale.family != "classic" else first <= CLASSIC_TARGET_S
+    build = r["index"]
+    print(
+        f"open → first content search ({FIRST_QUERY!r}, {r['hits']} hits): {first:.2f} s "
+        f"(open {r['openSeconds']:.2f} s, index build {build.get('seconds', float('nan')):.2f} s, "
+        f"{build.get('textFiles', 0):,} texts, {build.get('bytes', 0) / 2**20:.0f} MiB corpus) "
+        f"= {ratio:.2f}× the bound {bound:.2f} s; target {target}: {verdict(ok)}",
+        flush=True,
+    )
+    print(
+        f"RSS added by open + index: peak +{r['addedMiB']:.0f} MiB (peak {r['peakMiB']:.0f} MiB over "
+        f"{r['baselineMiB']:.0f} MiB before open); target ≤ {RSS_TARGET_MIB:.0f} MiB: "
+        f"{verdict(r['addedMiB'] <= RSS_TARGET_MIB)}; next query '[price]' {r['nextQuerySeconds'] * 1000:.1f} ms",
+        flush=True,
+    )
+
+
+@row("reopen")
+def row_reopen(scale: Scale) -> None:
+    """The same archive opened again in a new process: the index comes from the cache."""
+    if "open" not in scale.figures:
+        row_open(scale)
+    r = run_child("open-search", archive=str(scale.path), index_cache=str(scale.index_cache))
+    first = r["firstAnswerSeconds"]
+    cached = r["index"].get("cached")
+    print(
+        f"reopen from the index cache (cached={cached}): first answer {first:.2f} s "
+        f"(open {r['openSeconds']:.2f} s), RSS +{r['addedMiB']:.0f} MiB = {first / scale.bound_s:.2f}× the bound; "
+        f"target ≤ {REOPEN_TARGET_S:.0f} s: {verdict(bool(cached) and first <= REOPEN_TARGET_S)}",
+        flush=True,
+    )
+
+
+# ---------------------------------------------------------------------------- main
+
+
+@contextmanager
+def scratch(family: str, files: int) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix=f"pvf-scale-{family}-{files}-") as folder:
+        yield Path(folder)
+
+
+def check(family: str, files: int, record: bool) -> int:
+    """Search answers on ``files`` generated files + the real corpus texts vs the fixture."""
+    path = archive_for(family, files, corpus=True)
+    key = f"{family}-{files}-corpus"
+    with scratch(family, files) as work:
+        cold = run_child("check", archive=str(path), index_cache=str(work), key=key, record=record)
+        if record:
+            print(f"recorded search answers as {key} ({cold['seconds']:.1f} s)")
+            return 0
+        warm = run_child("check", archive=str(path), index_cache=str(work), key=key, record=False)
+    failed = 0
+    for label, result in (("built", cold), ("from the cache", warm)):
+        problems = result["problems"]
+        state = "identical to the fixture" if not problems else "DIFFERENT: " + "; ".join(problems[:5])
+        print(f"search answers, index {label} ({key}, {result['seconds']:.1f} s): {state}")
+        failed += bool(problems)
+    return 1 if failed else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--files", type=int, default=None, help="archive size (default 20,000)")
+    parser.add_argument("--family", choices=[*FAMILIES, "both"], default="both")
+    parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, from: {', '.join(ROWS)}")
+    parser.add_argument("--quick", action="store_true", help="the default small size (for make bench)")
+    parser.add_argument("--check", action="store_true", help=f"search equality on {CHECK_FILES:,} files")
+    parser.add_argument(
+        "--record", action="store_true", help="with --check: record the fixture (reference code only)"
+    )
+    parser.add_argument("--child", nargs=2, metavar=("KIND", "JSON"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        result = CHILDREN[args.child[0]](**json.loads(args.child[1]))
+        print(json.dumps(result))
+        return 0
+    families = FAMILIES if args.family == "both" else (args.family,)
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f}")
+    if args.check:
+        files = args.files or CHECK_FILES
+        return max(check(family, files, args.record) for family in families)
+    files = args.files or 20_000
+    wanted = [name.strip() for name in args.rows.split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in ROWS]
+    if unknown:
+        parser.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
+    for family in families:
+        path = archive_for(family, files)
+        print(f"\n== {family}, {files:,} files ({path.stat().st_size / 2**20:.1f} MiB): {path}", flush=True)
+        with scratch(family, files) as work:
+            scale = Scale(family, files, path, work)
+            for name in wanted:
+                ROWS[name](scale)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
