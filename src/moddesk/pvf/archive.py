@@ -31,6 +31,7 @@ from moddesk.pvf.format import ani as ani_fmt
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import mojibake, rewrite
 from moddesk.pvf.format import nkpi as nkpi_fmt
+from moddesk.pvf.format.bulk import CHUNK_FILES, BulkRenderer
 from moddesk.pvf.format.crypto import align4
 from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD, detect
 from moddesk.pvf.format.encodings import (
@@ -109,6 +110,15 @@ def utf16_text(data: bytes, path: str) -> str:
     if len(data) % 2:
         raise PvfFormatError("NOT_TEXT", f"UTF-16 text of {len(data)} bytes (an odd count)", path=path)
     return data.decode("utf-16-le", errors="surrogatepass")
+
+
+def _fill(
+    chunk: list[tuple[ArchiveEntry, bytes | None]], rows: list[int], rendered: list[bytes | None]
+) -> list[tuple[ArchiveEntry, bytes | None]]:
+    """A chunk of ``iter_rendered`` with its scripts' bulk-rendered texts put in their places."""
+    for row, data in zip(rows, rendered, strict=True):
+        chunk[row] = (chunk[row][0], data)
+    return chunk
 
 
 class Archive:
@@ -558,6 +568,42 @@ class Archive:
         if normalize_path(path) == STRINGTABLE_PATH and self.family is Family.CLASSIC:
             return StringTable.parse(data, self.encoding).dump()
         raise PvfFormatError("NOT_TEXT", "binary entry has no text form", path=path)
+
+    def iter_rendered(
+        self, *, fold: bool = False, terminator: str = "", chunk_files: int = CHUNK_FILES
+    ) -> Iterator[tuple[ArchiveEntry, bytes | None]]:
+        """Every entry as ``iter_bytes`` yields it, with ``render``'s text as UTF-8 (surrogatepass),
+        case-folded with ``fold``, ``terminator`` appended; None where ``render`` raises.
+
+        Scripts are rendered a chunk at a time by ``format/bulk.py`` (byte-identical to ``render``,
+        several times faster); other entries go through ``render`` one by one.
+        """
+        renderer = BulkRenderer(
+            self.family, self.strings, links=self._link_text, fold=fold, terminator=terminator
+        )
+        tail = terminator.encode("utf-8", "surrogatepass")
+        chunk: list[tuple[ArchiveEntry, bytes | None]] = []
+        rows: list[int] = []
+        paths: list[str] = []
+        datas: list[bytes] = []
+        for entry, data in self.iter_bytes():
+            if self._kind_of(entry.path, data) == "script":
+                rows.append(len(chunk))
+                paths.append(entry.path)
+                datas.append(data)
+                chunk.append((entry, None))
+            else:
+                try:
+                    text = self.render(entry.path, data)
+                except PvfFormatError:
+                    chunk.append((entry, None))
+                else:
+                    folded = text.casefold() if fold else text
+                    chunk.append((entry, folded.encode("utf-8", "surrogatepass") + tail))
+            if len(chunk) >= chunk_files:
+                yield from _fill(chunk, rows, renderer.render_chunk(paths, datas))
+                chunk, rows, paths, datas = [], [], [], []
+        yield from _fill(chunk, rows, renderer.render_chunk(paths, datas))
 
     def read_text(self, path: str | ArchiveEntry) -> str:
         """The text form: scripts rendered as ``#PVF_File`` text, ``.str``/text decoded; else NOT_TEXT."""
