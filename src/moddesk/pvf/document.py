@@ -28,18 +28,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.text import (
     HEADER,
     NUMBERING_CLASSIC,
     NUMBERING_LEGACY,
     NUMBERING_NKPI,
-    Lexeme,
-    escape_numbering,
-    escape_parts,
     format_float,
-    lex,
-    link_parts,
     parse_float_bits,
     quote,
 )
@@ -58,7 +52,7 @@ _ESCAPE_KINDS_BY_NUMBERING: dict[str, dict[int, ValueKind]] = {
 }
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Value:
     """A typed value: ``integer``/``float``/``string``, ``command`` ({6=`…`}), ``separator`` ({8=`…`}),
     ``intex`` ({3=n}), ``link`` (<id::key`…`>, value = (id, key, display)) or another ``escape``
@@ -303,97 +297,9 @@ class Document:
         ``family`` decides what an escape number means (classic ``{6=…}`` command vs NKPI
         ``{5=…}``; see ``format.text.escape_numbering``); values keep their source text either way.
         """
-        lexemes = list(lex(text))
-        try:
-            kinds = _ESCAPE_KINDS_BY_NUMBERING[escape_numbering(lexemes, family)]
-        except PvfFormatError:
-            kinds = {}  # mixed numberings: values stay plain escapes; compiling reports the problem
-        paired, closed_names = _pairing(lexemes)
-        doc = cls()
-        doc.head = text[: lexemes[0].start] if lexemes else text
-        doc.tail = text[lexemes[-1].end :] if lexemes else ""
-        prev_end = lexemes[0].start if lexemes else 0
-        containers: list[Section] = []
-        open_stack: list[Section] = []  # every open section, for warnings
-        current: list[Line | Section] = doc.body
-        last_line = -1
-        target: list[Line | Section] = doc.body
-        for idx, lx in enumerate(lexemes):
-            gap = text[prev_end : lx.start]
-            prev_end = lx.end
-            if lx.kind == "section":
-                tag = str(lx.value)
-                if tag.startswith("[/"):
-                    name = tag[2:-1]
-                    hit = next(
-                        (k for k in range(len(containers) - 1, -1, -1) if containers[k].name == name), None
-                    )
-                    if hit is None:
-                        doc.warnings.append(
-                            ParseWarning("orphan-close", f"{tag} closes nothing", lx.line, lx.col, name)
-                        )
-                    else:
-                        closing = containers[hit]
-                        closing.has_end_tag = True
-                        closing.end = lx.end
-                        closing.end_before = gap
-                        del containers[hit:]
-                    # sections implicitly closed by this tag
-                    for k in range(len(open_stack) - 1, -1, -1):
-                        if open_stack[k].name == name:
-                            for inner in open_stack[k + 1 :]:
-                                if inner.name in closed_names and not inner.has_end_tag:
-                                    doc.warnings.append(
-                                        ParseWarning(
-                                            "mismatched-close",
-                                            f"{tag} closes [{name}] while [{inner.name}] is still open",
-                                            lx.line,
-                                            lx.col,
-                                            inner.path,
-                                        )
-                                    )
-                                    inner.has_end_tag = False
-                            del open_stack[k:]
-                            break
-                    current = containers[-1].body if containers else doc.body
-                    target = current
-                    last_line = -1
-                    continue
-                parent = containers[-1] if containers else None
-                siblings = parent.body if parent is not None else doc.body
-                occ = sum(1 for s in siblings if isinstance(s, Section) and s.name == tag[1:-1])
-                sec = Section(
-                    tag[1:-1], parent=parent, occurrence=occ, line=lx.line, col=lx.col, start=lx.start
-                )
-                sec.end = lx.end
-                sec.before = gap
-                siblings.append(sec)
-                open_stack.append(sec)
-                if idx in paired:
-                    containers.append(sec)
-                target = sec.body
-                last_line = -1
-                continue
-            value = _value(lx, text, kinds)
-            if "\n" in gap or not target or not isinstance(target[-1], list) or lx.line != last_line:
-                line = ValueLine([value])
-                line.before = gap
-                target.append(line)
-            else:
-                last = target[-1]
-                assert isinstance(last, list)
-                value.lead = gap
-                last.append(value)
-            last_line = lx.line + text.count("\n", lx.start, lx.end)
-            _extend_end(containers, open_stack, lx.end)
-        for sec in open_stack:
-            if sec.name in closed_names and not sec.has_end_tag:
-                doc.warnings.append(
-                    ParseWarning(
-                        "missing-close", f"[{sec.name}] is never closed", sec.line, sec.col, sec.path
-                    )
-                )
-        return doc
+        from moddesk.pvf.docparse import parse_text  # the parser builds this module's classes
+
+        return parse_text(text, family)
 
     # ---------------------------------------------------------------------------------- queries
 
@@ -545,55 +451,3 @@ def _render_section(s: Section, depth: int, out: list[str], newline: str, gap: s
     if s.has_end_tag:
         out.append(s.end_before if s.end_before is not None else newline + "\t" * depth)
         out.append(f"[/{s.name}]")
-
-
-def _extend_end(containers: list[Section], open_stack: list[Section], end: int) -> None:
-    if open_stack:
-        open_stack[-1].end = max(open_stack[-1].end, end)
-
-
-def _pairing(lexemes: list[Lexeme]) -> tuple[set[int], set[str]]:
-    """Indexes of opening tags that have a matching close, and every name that is closed somewhere."""
-    paired: set[int] = set()
-    closed: set[str] = set()
-    stack: list[tuple[str, int]] = []
-    for idx, lx in enumerate(lexemes):
-        if lx.kind != "section":
-            continue
-        tag = str(lx.value)
-        if tag.startswith("[/"):
-            name = tag[2:-1]
-            closed.add(name)
-            for pos in range(len(stack) - 1, -1, -1):
-                if stack[pos][0] == name:
-                    paired.add(stack[pos][1])
-                    del stack[pos:]
-                    break
-        else:
-            stack.append((tag[1:-1], idx))
-    return paired, closed
-
-
-def _value(lx: Lexeme, text: str, kinds: dict[int, ValueKind]) -> Value:
-    src = text[lx.start : lx.end]
-    common = {"source": src, "line": lx.line, "col": lx.col, "start": lx.start, "end": lx.end}
-    if lx.kind == "int":
-        assert isinstance(lx.value, int)
-        return Value("integer", lx.value, **common)  # type: ignore[arg-type]
-    if lx.kind == "float":
-        assert isinstance(lx.value, str)
-        import struct
-
-        bits = parse_float_bits(lx.value)
-        return Value("float", struct.unpack("<f", struct.pack("<I", bits))[0], **common)  # type: ignore[arg-type]
-    if lx.kind == "string":
-        assert isinstance(lx.value, str)
-        return Value("string", lx.value, **common)  # type: ignore[arg-type]
-    if lx.kind == "link":
-        link_id, key, display = link_parts(lx)
-        return Value("link", (link_id, key, display), type=9, **common)  # type: ignore[arg-type]
-    if lx.kind == "escape":
-        number, raw, payload = escape_parts(lx)
-        kind: ValueKind = "escape" if raw else kinds.get(number, "escape")
-        return Value(kind, payload, type=number, raw=raw, **common)  # type: ignore[arg-type]
-    raise PvfFormatError("BAD_TEXT", f"unexpected {lx.kind}", offset=lx.start)

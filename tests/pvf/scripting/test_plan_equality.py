@@ -1,0 +1,44 @@
+"""A script over every ``.equ`` gives the plan it gave before the script path was made fast.
+
+The digests were captured from the previous implementation (commit aa354b3: text rendered per
+file on request, parsed with the ``lex``-based parser) running ``EVERY_EQU_SCRIPT`` through the
+service over ``generate_archive(files=3000, seed=0)``; they cover every change's key, path, kind,
+new and old text, dependencies and warnings. The 100k-file version is ``benchmarks/pvf_scale.py
+--check``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from moddesk.pvf.equality import EVERY_EQU_SCRIPT, plan_digest
+from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.scripting.service import ScriptPlan, ScriptService
+from moddesk.pvf.service import PvfService
+
+EXPECTED = {
+    "classic": ("cb0f7f05c248092938288247a687df5db6e46524ba5ee34909f2d72ff92f76f3", 19),
+    "90US": ("c02df7c7f9f00e1d6686afb5c08a752ddadde26e50d9fa73fe890e6b9e7fefde", 19),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(EXPECTED))
+def test_every_equ_script_plans_as_before(fmt: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{fmt}.pvf"
+    generate_archive(path, fmt=fmt, files=3000, seed=0)
+    service = PvfService()
+    scripts = ScriptService(service)
+    try:
+        opened = service.tasks.wait(service.open(str(path), service.epoch)["taskId"], 120)["result"]
+        started = scripts.run(opened["workspaceId"], opened["revision"], EVERY_EQU_SCRIPT)
+        status = service.tasks.wait(started["taskId"], 300)
+        assert status["state"] == "succeeded", status.get("error")
+        assert status["result"]["changes"]["modify"] == EXPECTED[fmt][1]
+        plan = service.plans.get("script", scripts.status(started["taskId"])["planId"]).payload
+        assert isinstance(plan, ScriptPlan)
+        assert plan_digest(plan.changes) == EXPECTED[fmt]
+    finally:
+        scripts.close()
+        service.shutdown()
