@@ -100,6 +100,9 @@ def normalise(raw: str, *, windows: bool = _IS_WINDOWS) -> str:
             raise _invalid(raw, "not absolute (a drive letter or \\\\server\\share is needed)")
         if drive.startswith("\\\\") and len([p for p in drive.split("\\") if p]) < 2:
             raise _invalid(raw, "a UNC path needs \\\\server\\share")
+        if drive.startswith("\\\\") and any(p in (".", "..") for p in drive.split("\\")):
+            # \\..\..\ splits as server '..' share '..': no such share, and a '..' by any other name
+            raise _invalid(raw, "a UNC server or share cannot be '.' or '..'")
     elif not text.startswith("/"):
         raise _invalid(raw, "not absolute")
     drive, rest = (str(piece) for piece in flavour.splitdrive(text))
