@@ -572,7 +572,7 @@ class Archive:
     def iter_rendered(
         self, *, fold: bool = False, terminator: str = "", chunk_files: int = CHUNK_FILES
     ) -> Iterator[tuple[ArchiveEntry, bytes | None]]:
-        """Every entry as ``iter_bytes`` yields it, with ``render``'s text as UTF-8 (surrogatepass),
+        """Every entry as ``iter_bytes`` yields it, with ``render(entry, data)`` as UTF-8 (surrogatepass),
         case-folded with ``fold``, ``terminator`` appended; None where ``render`` raises.
 
         Scripts are rendered a chunk at a time by ``format/bulk.py`` (byte-identical to ``render``,
@@ -586,15 +586,16 @@ class Archive:
         rows: list[int] = []
         paths: list[str] = []
         datas: list[bytes] = []
+        nkpi = self._nkpi is not None
         for entry, data in self.iter_bytes():
-            if self._kind_of(entry.path, data) == "script":
+            if (entry.kind if nkpi else classic_content_kind(entry.path, data)) == "script":
                 rows.append(len(chunk))
                 paths.append(entry.path)
                 datas.append(data)
                 chunk.append((entry, None))
             else:
                 try:
-                    text = self.render(entry.path, data)
+                    text = self.render(entry, data)
                 except PvfFormatError:
                     chunk.append((entry, None))
                 else:
