@@ -31,7 +31,7 @@ from moddesk.pvf.format import ani as ani_fmt
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import mojibake, rewrite
 from moddesk.pvf.format import nkpi as nkpi_fmt
-from moddesk.pvf.format.bulk import CHUNK_FILES, BulkRenderer
+from moddesk.pvf.format.bulk import CHUNK_FILES, LinkTable, render_chunks
 from moddesk.pvf.format.crypto import align4
 from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD, detect
 from moddesk.pvf.format.encodings import (
@@ -110,15 +110,6 @@ def utf16_text(data: bytes, path: str) -> str:
     if len(data) % 2:
         raise PvfFormatError("NOT_TEXT", f"UTF-16 text of {len(data)} bytes (an odd count)", path=path)
     return data.decode("utf-16-le", errors="surrogatepass")
-
-
-def _fill(
-    chunk: list[tuple[ArchiveEntry, bytes | None]], rows: list[int], rendered: list[bytes | None]
-) -> list[tuple[ArchiveEntry, bytes | None]]:
-    """A chunk of ``iter_rendered`` with its scripts' bulk-rendered texts put in their places."""
-    for row, data in zip(rows, rendered, strict=True):
-        chunk[row] = (chunk[row][0], data)
-    return chunk
 
 
 class Archive:
@@ -570,17 +561,36 @@ class Archive:
         raise PvfFormatError("NOT_TEXT", "binary entry has no text form", path=path)
 
     def iter_rendered(
-        self, *, fold: bool = False, terminator: str = "", chunk_files: int = CHUNK_FILES
+        self,
+        *,
+        fold: bool = False,
+        terminator: str = "",
+        chunk_files: int = CHUNK_FILES,
+        workers: int = 0,
     ) -> Iterator[tuple[ArchiveEntry, bytes | None]]:
         """Every entry as ``iter_bytes`` yields it, with ``render(entry, data)`` as UTF-8 (surrogatepass),
         case-folded with ``fold``, ``terminator`` appended; None where ``render`` raises.
 
         Scripts are rendered a chunk at a time by ``format/bulk.py`` (byte-identical to ``render``,
-        several times faster); other entries go through ``render`` one by one.
+        several times faster), in ``workers`` processes when > 0; other entries go through
+        ``render`` one by one.
         """
-        renderer = BulkRenderer(
-            self.family, self.strings, links=self._link_text, fold=fold, terminator=terminator
-        )
+        links: Callable[[int, str], str | None] | None = self._link_text
+        if workers > 0:
+            links = LinkTable(self._link_tables()) if self.family is Family.CLASSIC else None
+        chunks = self._render_chunks(fold, terminator, chunk_files)
+        for (chunk, rows), rendered in render_chunks(
+            chunks, self.family, self.strings, links=links, fold=fold, terminator=terminator, workers=workers
+        ):
+            for row, data in zip(rows, rendered, strict=True):
+                chunk[row] = (chunk[row][0], data)
+            yield from chunk
+
+    def _render_chunks(
+        self, fold: bool, terminator: str, chunk_files: int
+    ) -> Iterator[tuple[tuple[list[tuple[ArchiveEntry, bytes | None]], list[int]], list[str], list[bytes]]]:
+        """Chunks of ``iter_rendered``: entries with non-script texts filled in, the rows of the scripts,
+        and the scripts' paths and bytes (for the bulk renderer)."""
         tail = terminator.encode("utf-8", "surrogatepass")
         chunk: list[tuple[ArchiveEntry, bytes | None]] = []
         rows: list[int] = []
@@ -602,9 +612,10 @@ class Archive:
                     folded = text.casefold() if fold else text
                     chunk.append((entry, folded.encode("utf-8", "surrogatepass") + tail))
             if len(chunk) >= chunk_files:
-                yield from _fill(chunk, rows, renderer.render_chunk(paths, datas))
+                yield (chunk, rows), paths, datas
                 chunk, rows, paths, datas = [], [], [], []
-        yield from _fill(chunk, rows, renderer.render_chunk(paths, datas))
+        if chunk:
+            yield (chunk, rows), paths, datas
 
     def read_text(self, path: str | ArchiveEntry) -> str:
         """The text form: scripts rendered as ``#PVF_File`` text, ``.str``/text decoded; else NOT_TEXT."""
@@ -653,6 +664,13 @@ class Archive:
 
     def _link_text(self, link_id: int, key: str) -> str | None:
         """Resolve a classic string link through ``n_string.lst`` and its ``.str`` file."""
+        target = self._link_map().get(link_id)
+        if target is None:
+            return None
+        return self._str_table(target).get(key)
+
+    def _link_map(self) -> dict[int, str]:
+        """``n_string.lst``: link id → ``.str`` path (read once)."""
         if self._links is None:
             self._links = {}
             for candidate in N_STRING_PATHS:
@@ -665,9 +683,10 @@ class Archive:
                 except PvfFormatError:
                     self._links = {}
                 break
-        target = self._links.get(link_id)
-        if target is None:
-            return None
+        return self._links
+
+    def _str_table(self, target: str) -> dict[str, str]:
+        """The ``key → text`` table of one ``.str`` file (read once; empty when missing or unreadable)."""
         table = self._str_files.get(target)
         if table is None:
             idx = self._find(target)
@@ -678,7 +697,11 @@ class Archive:
                 except PvfFormatError:
                     table = {}
             self._str_files[target] = table
-        return table.get(key)
+        return table
+
+    def _link_tables(self) -> dict[int, dict[str, str]]:
+        """Every link id with its ``.str`` table: what ``_link_text`` resolves, for worker processes."""
+        return {link_id: self._str_table(target) for link_id, target in self._link_map().items()}
 
     # -------------------------------------------------------------------------------------- writing
 

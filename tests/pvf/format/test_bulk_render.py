@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -54,6 +55,19 @@ def test_generated_archives_render_alike_in_bulk(tmp_path: Path, monkeypatch: py
             folded = [b for _, b in archive.iter_rendered(fold=True, terminator="\0")]
         assert [None if b is None else b.decode("utf-8", "surrogatepass") for b in texts] == expected, fmt
         assert folded == [fold_text(t) for t in expected], fmt
+
+
+def test_worker_processes_render_alike(tmp_path: Path) -> None:
+    """The pool path: strings and a LinkTable (classic links resolved up front) pickled to a worker."""
+    for fmt in ("classic", "90US"):
+        with Archive.open(_generated(tmp_path, fmt)) as archive:
+            expected = [fold_text(t) for t in _reference(archive)]
+            got = [
+                b for _, b in archive.iter_rendered(fold=True, terminator="\0", chunk_files=150, workers=1)
+            ]
+        assert got == expected, fmt
+        if fmt == "classic":  # string links were resolved in the worker
+            assert sum(1 for b in got if b and b"::" in b and b"`>" in b and b"``>" not in b) > 20
 
 
 def test_render_many_marks_non_scripts_and_keeps_order() -> None:
@@ -143,6 +157,15 @@ def test_random_streams_render_alike(
             )
             want = text.casefold() if fold else text
             assert out == want.encode("utf-8", "surrogatepass")
+
+
+@given(st.lists(st.integers(0, (1 << 40) - 1) | st.integers(0, 9), max_size=300))
+def test_unique_inverse_is_numpy_unique(keys: list[int]) -> None:
+    arr = np.array(keys, dtype=np.int64)
+    uniq, inverse = bulk._unique_inverse(arr, 40)
+    want_uniq, want_inverse = np.unique(arr, return_inverse=True)
+    assert uniq.tolist() == want_uniq.tolist()
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()
 
 
 def test_hand_picked_layouts() -> None:
