@@ -36,17 +36,21 @@ __all__ = ["parse_text"]
 _OPEN, _CLOSE, _VALUE = 0, 1, 2
 
 #: Whitespace, then one token. Possessive/atomic parts make each alternative match exactly what
-#: ``lex`` reads at that position (no backtracking into a shorter or different token).
+#: ``lex`` reads at that position (no backtracking into a shorter or different token). The common
+#: forms come first with groups of their own (a one-line string with no doubled backtick, an
+#: integer), so most tokens need no further look.
 _SCAN = re.compile(
     r"""[ \t\r\n]*+(?:
-      (`(?:[^`]|``)*+`)                                                       # 1 string
-    | (\[[^\]\r\n]*\])                                                        # 2 section tag
-    | ((?>[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)))(?=[ \t\r\n]|\Z)  # 3 number
-    | \{(\#?)(\d{1,3})=(?:(`(?:[^`]|``)*+`)|([+-]?\d+))\}                    # 4-7 escape
-    | <(\d+)::([^`>\r\n]*+)(`(?:[^`]|``)*+`)?>                               # 8-10 link
-    | (\#[^\n]*+)                                                             # 11 comment?
-    | (.)                                                                     # 12 anything else
-    | (\Z)                                                                    # 13 the end
+      (`[^`\n]*+`)(?!`)                                                      # 1 plain one-line string
+    | (\[[^\]\r\n]*\])                                                       # 2 section tag
+    | ([+-]?\d++)(?=[ \t\r\n]|\Z)                                             # 3 integer
+    | (`(?:[^`]|``)*+`)                                                       # 4 any other string
+    | ((?>[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)))(?=[ \t\r\n]|\Z)  # 5 float
+    | \{(\#?)(\d{1,3})=(?:(`(?:[^`]|``)*+`)|([+-]?\d+))\}                    # 6-9 escape
+    | <(\d+)::([^`>\r\n]*+)(`(?:[^`]|``)*+`)?>                               # 10-12 link
+    | (\#[^\n]*+)                                                             # 13 comment?
+    | (.)                                                                     # 14 anything else
+    | (\Z)                                                                    # 15 the end
     )""",
     re.VERBOSE | re.DOTALL,
 )
@@ -90,19 +94,18 @@ def _scan(text: str) -> tuple[list[_Event], list[Value], list[_Escape], int, int
     first = -1
     last: ValueLine | None = None  # the value line a value on the same line joins
     last_line = -1
+    count = text.count
     for m in _SCAN.finditer(text):
         g = m.lastindex
-        if g == 2:  # a tag
-            start = m.start(2)
-        elif g == 1 or g == 3:
+        if g is not None and g <= 5:
             start = m.start(g)
-        elif g == 6 or g == 7:
-            start = m.start(4) - 1  # an escape ends with an optional group: its start is before {
-        elif g == 9 or g == 10:
-            start = m.start(8) - 1
-        elif g == 11:
-            start = m.start(11)
-            nl = text.count("\n", pos, start)
+        elif g == 8 or g == 9:
+            start = m.start(6) - 1  # an escape ends with an optional group: it starts before {
+        elif g == 11 or g == 12:
+            start = m.start(10) - 1
+        elif g == 13:
+            start = m.start(13)
+            nl = count("\n", pos, start)
             if nl:
                 line += nl
                 line_start = text.rfind("\n", pos, start) + 1
@@ -110,66 +113,74 @@ def _scan(text: str) -> tuple[list[_Event], list[Value], list[_Escape], int, int
                 raise _Slow  # a '#' after a token on its line is not a comment: lex refuses it
             pos = m.end()
             continue
-        elif g == 12:
+        elif g == 14:
             raise _Slow
         else:
             break  # the end
-        nl = text.count("\n", pos, start)
+        nl = count("\n", pos, start)
         if nl:
             line += nl
             line_start = text.rfind("\n", pos, start) + 1
         pos = end = m.end()
-        col = start - line_start + 1
         if prev_end < 0:
             first = prev_end = start
         gap = text[prev_end:start]
         prev_end = end
         inside = 0
-        if g == 1:
+        if g == 3:
+            word = m.group(3)
+            value = Value(
+                "integer", int(word), None, False, word, None, line, start - line_start + 1, start, end
+            )
+        elif g == 1:
             src = m.group(1)
-            inner = src[1:-1]
-            text_value = inner.replace("``", "`") if "``" in inner else inner
-            value = Value("string", text_value, None, False, src, None, line, col, start, end)
-            inside = src.count("\n")
+            value = Value(
+                "string", src[1:-1], None, False, src, None, line, start - line_start + 1, start, end
+            )
         elif g == 2:
             tag = m.group(2)
-            add((_CLOSE if tag.startswith("[/") else _OPEN, tag, start, end, line, col, gap))
+            add((_CLOSE if tag[1] == "/" else _OPEN, tag, start, end, line, start - line_start + 1, gap))
             last = None
             continue
-        elif g == 3:
-            word = m.group(3)
-            if "." in word or "e" in word or "E" in word:
-                value = Value("float", _float(word), None, False, word, None, line, col, start, end)
-            else:
-                value = Value("integer", int(word), None, False, word, None, line, col, start, end)
-        elif g == 6 or g == 7:
-            number = int(m.group(5))
+        elif g == 4:
+            src = m.group(4)
+            inner = src[1:-1].replace("``", "`")
+            value = Value("string", inner, None, False, src, None, line, start - line_start + 1, start, end)
+            inside = src.count("\n")
+        elif g == 5:
+            word = m.group(5)
+            value = Value(
+                "float", _float(word), None, False, word, None, line, start - line_start + 1, start, end
+            )
+        elif g == 8 or g == 9:
+            number = int(m.group(7))
             if number > 255:
                 raise _Slow
-            raw = m.group(4) == "#"
-            quoted = m.group(6)
-            payload: str | int = quoted[1:-1].replace("``", "`") if quoted is not None else int(m.group(7))
+            raw = m.group(6) == "#"
+            quoted = m.group(8)
+            payload: str | int = quoted[1:-1].replace("``", "`") if quoted is not None else int(m.group(9))
             src = text[start:end]
+            col = start - line_start + 1
             value = Value("escape", payload, number, raw, src, None, line, col, start, end)
             escapes.append(value)
             escape_info.append((number, raw, payload, line, start))
             inside = src.count("\n")
         else:
-            shown = m.group(10)
+            shown = m.group(12)
             display = shown[1:-1].replace("``", "`") if shown is not None else None
             src = text[start:end]
-            link = (int(m.group(8)), m.group(9), display)
-            value = Value("link", link, 9, False, src, None, line, col, start, end)
+            link = (int(m.group(10)), m.group(11), display)
+            value = Value("link", link, 9, False, src, None, line, start - line_start + 1, start, end)
             inside = src.count("\n")
-        if last is None or line != last_line or "\n" in gap:
-            last = ValueLine((value,))
-            last.before = gap
-            add((_VALUE, last, start, end, line, col, gap))
-        else:
+        if last is not None and line == last_line and "\n" not in gap:
             value.lead = gap
             last.append(value)
+        else:
+            last = ValueLine((value,))
+            last.before = gap
+            add((_VALUE, last, start, end, line, 0, gap))
         last_line = line + inside
-        if inside and g == 1:  # lex counts the lines inside plain strings only
+        if inside and g == 4:  # lex counts the lines inside plain strings only
             line += inside
             line_start = text.rfind("\n", start, end) + 1
     return events, escapes, escape_info, first, prev_end

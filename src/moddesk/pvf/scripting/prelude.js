@@ -12,6 +12,7 @@
   const text = (part) => (typeof part === "string" ? part : JSON.stringify(part));
 
   const isInt = (n) => Number.isInteger(n);
+  const isIndex = (n) => Number.isInteger(n) && n >= 0;
   const checkValue = (v) => {
     if (typeof v === "number") {
       if (!Number.isFinite(v)) throw new Error(`cannot store ${v}: not a finite number`);
@@ -58,8 +59,13 @@
     sections(path) { return call("doc_sections", this._h, String(path)).map((d) => new Section(this, d)); }
     section(path, occurrence = 0) { return this.sections(path)[occurrence] ?? null; }
     warnings() { return call("doc_warnings", this._h); }
-    get(path, occurrence = 0, valueIndex = 0) { const s = this.section(path, occurrence); return s ? s.get(valueIndex) : null; }
-    getValue(path, occurrence = 0, valueIndex = 0) { const s = this.section(path, occurrence); return s ? s.getValue(valueIndex) : null; }
+    get(path, occurrence = 0, valueIndex = 0) {
+      // one host call for the common case; other arguments keep JS's indexing rules
+      if (isIndex(occurrence) && isIndex(valueIndex)) return call("doc_get", this._h, String(path), occurrence, valueIndex);
+      const s = this.section(path, occurrence);
+      return s ? s.get(valueIndex) : null;
+    }
+    getValue(path, occurrence = 0, valueIndex = 0) { return plain(this.get(path, occurrence, valueIndex)); }
     getOriStrValue(path, occurrence = 0, valueIndex = 0) { const s = this.section(path, occurrence); return s ? s.getOriStrValue(valueIndex) : null; }
     _target(path, options) {
       const occurrence = options.occurrence ?? 0;

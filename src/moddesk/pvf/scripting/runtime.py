@@ -191,6 +191,8 @@ def _answer(host: ScriptHost, op: str, args: list[Any]) -> dict[str, Any]:
             return {"value": [list(row) for row in host.list_files()]}
         if op == "read":
             return {"value": host.read_text(str(args[0]))}
+        if op == "read_many":  # a batch the worker reads ahead: each file answered as "read" would be
+            return {"value": [_answer(host, "read", [path]) for path in args[0]]}
         if op == "ori_str":
             return {"value": host.ori_str(str(args[0]))}
         if op == "fileset":
@@ -267,7 +269,8 @@ def run_script(
                     error=message.get("error"),
                 )
             else:
-                worker.send(_answer(host, str(message.get("op")), list(message.get("args", []))))
+                reply = _answer(host, str(message.get("op")), list(message.get("args", [])))
+                worker.send({**reply, "id": message.get("id")})
     except (BrokenPipeError, OSError, json.JSONDecodeError):
         return _crashed(worker, started, dropped)
     finally:

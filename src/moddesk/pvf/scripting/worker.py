@@ -19,6 +19,7 @@ from moddesk.pvf.entrypaths import CONTROL_CHARS, shown
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.scripting import bridge
 from moddesk.pvf.scripting.paths import glob_regex, normalize_path
+from moddesk.pvf.scripting.texts import SnapshotTexts
 
 # The prelude is evaluated after this many blank lines, so any stack frame with a line number
 # above it belongs to the runtime and below it to the user's script (sources are ≤ 1 MiB, so
@@ -29,22 +30,51 @@ _FRAME = re.compile(r"<input>:(\d+)(?::(\d+))?")
 
 
 class Channel:
-    """Synchronous request/reply with the parent over this process's stdin/stdout."""
+    """Request/reply with the parent over this process's stdin/stdout.
+
+    Requests carry an id the reply repeats; ``request`` does not wait, so the parent can prepare
+    the next batch of texts while this process works on the current one (replies arrive in request
+    order; one that arrives before it is waited for is kept until it is).
+    """
 
     def __init__(self) -> None:
         self._in = sys.stdin.buffer
         self._out = sys.stdout.buffer
+        self._last_id = 0
+        self._early: dict[int, dict[str, Any]] = {}
+        self._forgotten: set[int] = set()
 
     def send(self, message: dict[str, Any]) -> None:
         self._out.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
         self._out.flush()
 
-    def ask(self, op: str, *args: Any) -> Any:
-        self.send({"op": op, "args": list(args)})
-        reply = json.loads(self._in.readline())
+    def request(self, op: str, *args: Any) -> int:
+        self._last_id += 1
+        self.send({"op": op, "args": list(args), "id": self._last_id})
+        return self._last_id
+
+    def forget(self, request_id: int) -> None:
+        """The reply to ``request_id`` is no longer wanted: drop it whenever it comes."""
+        if self._early.pop(request_id, None) is None:
+            self._forgotten.add(request_id)
+
+    def wait(self, request_id: int) -> Any:
+        reply = self._early.pop(request_id, None)
+        while reply is None:
+            message = json.loads(self._in.readline())
+            got = message.get("id")
+            if got == request_id:
+                reply = message
+            elif got in self._forgotten:
+                self._forgotten.discard(got)
+            else:
+                self._early[got] = message
         if "error" in reply:
             raise HostError(reply["error"])
         return reply["value"]
+
+    def ask(self, op: str, *args: Any) -> Any:
+        return self.wait(self.request(op, *args))
 
 
 class HostError(Exception):
@@ -85,10 +115,15 @@ class Transaction:
         self.max_bytes = max_bytes
         self.plan_bytes = 0
         self._listing: dict[str, tuple[int, int]] | None = None
-        self._text_cache: dict[str, str] = {}
         self.changes: dict[str, dict[str, Any]] = {}
         self.filesets: dict[str, list[str]] = {}
         self.scanned: set[str] = set()
+        self.texts = SnapshotTexts(channel, self._fetch_ahead, HostError)
+
+    def _fetch_ahead(self, path: str) -> bool:
+        """Whether the snapshot's text of ``path`` is worth fetching before the script asks."""
+        listed = self.listing().get(path)
+        return listed is not None and listed[0] in (1, 3) and path not in self.changes
 
     def _put(self, path: str, change: dict[str, Any] | None) -> None:
         """Set (or with None drop) the change of ``path``, within the plan limits."""
@@ -133,6 +168,7 @@ class Transaction:
         for index, path in enumerate(ordered):
             if regex is None or regex.match(path):
                 out.append(self.row(path, index))
+        self.texts.order([row[1] for row in out])
         return out
 
     def row(self, path: str, index: int = -1) -> list[Any]:
@@ -154,10 +190,7 @@ class Transaction:
             return str(change["text"])
         if change is not None and change.get("copyFrom"):
             return self.read(change["copyFrom"])
-        if path not in self._text_cache:
-            self._text_cache.clear()  # keep one file: scripts stream through big archives
-            self._text_cache[path] = str(self.channel.ask("read", path))
-        return self._text_cache[path]
+        return self.texts.text(path)
 
     def write(self, path: str, text: str) -> None:
         path = normalize_path(path)
@@ -170,7 +203,7 @@ class Transaction:
         if previous is not None and previous["kind"] == "add":
             self._put(path, {**previous, "text": text, "copyFrom": None})
             return
-        original = self.channel.ask("read", path) if kind in (1, 3) else None
+        original = self.texts.text(path)  # the snapshot's text
         if original == text:
             self._put(path, None)  # writing the same text back is no change
             return
@@ -228,7 +261,7 @@ class Host:
             max_files=int(self.limits.get("maxPlanFiles", 20_000)),
             max_bytes=int(self.limits.get("maxPlanBytes", 64 << 20)),
         )
-        self.docs = bridge.Documents(Family(job.get("family", "classic")))
+        self.docs = bridge.Documents(Family(job.get("family", "classic")), reload=self.tx.texts.text)
         self.log_lines = 0
         self.log_bytes = 0
         self.ops: dict[str, Callable[..., Any]] = {
@@ -236,9 +269,10 @@ class Host:
             "find": self._find,
             "read": self.tx.read,
             "write": self.tx.write,
-            "parse": lambda path: self.docs.open(path, self.tx.read(path)),
+            "parse": self._parse,
             "render": lambda path, doc: self.tx.write(path, self.docs.render(doc)),
             "doc_sections": self.docs.sections,
+            "doc_get": self.docs.get,
             "doc_warnings": self.docs.warnings,
             "doc_delete": self.docs.delete_sections,
             "doc_append_section": self.docs.append_section,
@@ -277,6 +311,11 @@ class Host:
             return json.dumps({"error": message or type(exc).__name__}, ensure_ascii=False)
         except Exception as exc:  # the boundary: a Python exception must never cross into QuickJS
             return json.dumps({"error": f"internal error in {op}: {type(exc).__name__}: {exc}"})
+
+    def _parse(self, path: str) -> int:
+        text = self.tx.read(path)
+        # a file the run has not changed can be parsed again from the snapshot if it is dropped
+        return self.docs.open(path, text, from_snapshot=normalize_path(path) not in self.tx.changes)
 
     def _find(self, path: str) -> list[Any] | None:
         path = normalize_path(path)
