@@ -23,13 +23,14 @@ from typing import Any, Literal
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.files import publish_no_overwrite, remove_tree_quietly
 from moddesk.kit.leftovers import remember_place, sweep_stale, temp_sibling
-from moddesk.kit.tasks import report_progress
+from moddesk.kit.tasks import check_cancelled, report_progress
 from moddesk.pvf.format.lists import build_str
 from moddesk.pvf.listtext import list_entries as lst_entries
 from moddesk.pvf.listtext import list_target_candidates, render_list
 from moddesk.pvf.listtext import string_entries as str_entries
 from moddesk.pvf.transfer.modread import ModPackage
 from moddesk.pvf.transfer.sources import ExportItem
+from moddesk.pvf.transfer.treewriter import FileItem, Folder, sync_tree, write_files
 
 FormatId = Literal["direct", "110USextend", "115CN-mod"]
 
@@ -291,12 +292,33 @@ def rebuild_meta(output: Output, chosen: list[OutputEntry], fmt: FormatId) -> li
     return [*chosen, OutputEntry(meta[0].key, encoded, "", True)]
 
 
+def _unsafe_part(part: str) -> bool:
+    return part in ("", ".", "..") or bool(_UNSAFE_CHARS.search(part) or _WINDOWS_RESERVED.match(part))
+
+
 def _safe_relative(key: str) -> Path:
     parts = key.split("/")
-    for part in parts:
-        if part in ("", ".", "..") or _UNSAFE_CHARS.search(part) or _WINDOWS_RESERVED.match(part):
-            raise _hard(f"{key!r} cannot be written as a local file name", path=key)
+    if any(_unsafe_part(part) for part in parts):
+        raise _hard(f"{key!r} cannot be written as a local file name", path=key)
     return Path(*parts)
+
+
+def _file_items(entries: list[OutputEntry]) -> list[FileItem]:
+    """(folder, name, bytes) of each entry, every name checked (each folder once)."""
+    checked: dict[str, Folder] = {}
+    items: list[FileItem] = []
+    for entry in entries:
+        folder_key, _slash, name = entry.key.rpartition("/")
+        folder = checked.get(folder_key)
+        if folder is None:
+            parts = tuple(folder_key.split("/")) if folder_key else ()
+            if any(_unsafe_part(part) for part in parts):
+                raise _hard(f"{entry.key!r} cannot be written as a local file name", path=entry.key)
+            folder = checked[folder_key] = parts
+        if _unsafe_part(name):
+            raise _hard(f"{entry.key!r} cannot be written as a local file name", path=entry.key)
+        items.append((folder, name, entry.data))
+    return items
 
 
 def check_case_clashes(entries: list[OutputEntry]) -> None:
@@ -315,14 +337,7 @@ PROGRESS_EVERY = 256  # files between progress reports of a long export
 def write_tree(root: Path, entries: list[OutputEntry]) -> int:
     """Write entries under ``root`` (a fresh private folder); returns the file count."""
     check_case_clashes(entries)
-    for done, entry in enumerate(entries):
-        if done % PROGRESS_EVERY == 0:
-            report_progress(done, len(entries), "writing files")
-        target = root / _safe_relative(entry.key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "xb") as handle:  # "x": never overwrite, even inside our own folder
-            handle.write(entry.data)
-    return len(entries)
+    return write_files(root, _file_items(entries))
 
 
 def write_zip(path: Path, entries: list[OutputEntry]) -> int:
@@ -332,6 +347,7 @@ def write_zip(path: Path, entries: list[OutputEntry]) -> int:
         for done, entry in enumerate(sorted(entries, key=lambda e: (not e.meta, e.key))):
             if done % PROGRESS_EVERY == 0:
                 report_progress(done, len(entries), "writing the zip")
+                check_cancelled()
             _safe_relative(entry.key)
             archive.writestr(entry.key, entry.data)
     return len(entries)
@@ -375,6 +391,8 @@ def publish_package(
         else:
             temp.mkdir()
             count = write_tree(temp, entries)
+        check_cancelled()  # the last moment a cancel still means "nothing published"
+        sync_tree(temp)  # one flush for the whole tree instead of an fsync per file (treewriter)
         publish_no_overwrite(temp, final)
     except ServiceError as error:
         if error.code == "TARGET_EXISTS":
