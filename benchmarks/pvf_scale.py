@@ -453,6 +453,155 @@ def row_render(scale: Scale) -> None:
     )
 
 
+# ---------------------------------------------------------------------------- parse + scripts (parse18)
+
+PARSE_SAMPLE = 50_000  # script entries parsed per run (their texts are rendered first, untimed)
+PARSE_TARGET_FILES_S = 10_000.0
+SCRIPT_TARGET_US = 200.0
+#: Digests of the plan ``EVERY_EQU_SCRIPT`` gives and of the parse of every script entry, on the
+#: 100k archives with the corpus texts imported, recorded from the implementation before #18
+#: (commit aa354b3: lex-based parser, one read per file) — ``moddesk.pvf.equality``.
+PLAN_FIXTURES: dict[str, dict[str, list[Any]]] = {}
+
+
+def child_parse(archive: str) -> dict[str, Any]:
+    """``Document.parse`` over the texts of the first PARSE_SAMPLE script entries (rendered first)."""
+    import gc
+
+    from moddesk.pvf.archive import Archive, PvfFormatError
+    from moddesk.pvf.document import Document
+
+    texts: list[str] = []
+    with Archive.open(archive) as pvf:
+        family = pvf.family
+        for entry, data in pvf.iter_bytes():
+            if len(texts) >= PARSE_SAMPLE:
+                break
+            if entry.kind != "script" or not pvf.is_script(entry):
+                continue
+            with contextlib.suppress(PvfFormatError):
+                texts.append(pvf.render(entry, data))
+    gc.collect()
+    started = time.perf_counter()
+    cpu = time.process_time()
+    values = 0
+    for text in texts:
+        values += len(Document.parse(text, family).sections)  # each document dropped, as a stream would
+    return {
+        "files": len(texts),
+        "seconds": time.perf_counter() - started,
+        "cpuSeconds": time.process_time() - cpu,
+        "sections": values,
+    }
+
+
+def child_script(archive: str, check: bool) -> dict[str, Any]:
+    """``EVERY_EQU_SCRIPT`` through the service: run → plan, timed; the worker's CPU from rusage."""
+    import resource
+
+    from moddesk.pvf.equality import EVERY_EQU_SCRIPT, archive_documents, plan_digest
+    from moddesk.pvf.scripting.runtime import ScriptLimits
+    from moddesk.pvf.scripting.service import ScriptPlan, ScriptService
+    from moddesk.pvf.service import PvfService
+
+    service = PvfService()
+    scripts = ScriptService(service, ScriptLimits(wall_seconds=3600))
+    opened = service.tasks.wait(service.open(archive, service.epoch)["taskId"], 3600.0)["result"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with PeakSampler() as sampler:
+        started = time.perf_counter()
+        cpu = time.process_time()
+        task = scripts.run(opened["workspaceId"], opened["revision"], EVERY_EQU_SCRIPT)["taskId"]
+        status = service.tasks.wait(task, 3600.0)
+        seconds = time.perf_counter() - started
+        host_cpu = time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if status["state"] != "succeeded":
+        raise SystemExit(f"script failed: {status.get('error')}")
+    logs = scripts.status(task, log_limit=1000)["logs"]
+    touched, changed = (
+        int(x) for x in str(logs[-1]["line"] if isinstance(logs[-1], dict) else logs[-1]).split()
+    )
+    result: dict[str, Any] = {
+        "seconds": seconds,
+        "hostCpuSeconds": host_cpu,
+        "workerCpuSeconds": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+        "touched": touched,
+        "changed": changed,
+        **sampler.figures(),
+    }
+    if check:
+        plan = service.plans.get("script", scripts.status(task)["planId"]).payload
+        assert isinstance(plan, ScriptPlan)
+        result["plan"] = list(plan_digest(plan.changes))
+        from moddesk.pvf.archive import Archive
+
+        with Archive.open(archive) as pvf:
+            docs = archive_documents(pvf)
+        result["docs"] = [docs.hexdigest(), docs.count]
+    scripts.close()
+    service.shutdown()
+    return result
+
+
+CHILDREN["parse"] = child_parse
+CHILDREN["script"] = child_script
+
+
+@row("parse")
+def row_parse(scale: Scale) -> None:
+    """Document.parse files/s over script texts, beside the decode pass's files/s (the bound)."""
+    b = scale.bound
+    r = run_child("parse", archive=str(scale.path))
+    rate = r["files"] / r["seconds"]
+    bound_rate = b["entries"] / b["seconds"]
+    print(
+        f"Document.parse of {r['files']:,} script texts: {r['seconds']:.2f} s = {rate:,.0f} files/s "
+        f"(CPU {r['files'] / r['cpuSeconds']:,.0f} files/s); the decode pass {bound_rate:,.0f} files/s "
+        f"(ratio {bound_rate / rate:.1f}×); target ≥ {PARSE_TARGET_FILES_S:,.0f} files/s: "
+        f"{verdict(rate >= PARSE_TARGET_FILES_S)}",
+        flush=True,
+    )
+
+
+@row("script")
+def row_script(scale: Scale) -> None:
+    """A .pvf.js script reading every .equ and editing 1%, through the service (run → plan)."""
+    b = scale.bound
+    r = run_child("script", archive=str(scale.path), check=False)
+    us = r["seconds"] / r["touched"] * 1e6
+    print(
+        f"script over every .equ, 1% edited: {r['touched']:,} files, {r['changed']:,} changed, "
+        f"{r['seconds']:.2f} s = {us:.0f} µs/file (worker CPU {r['workerCpuSeconds'] / r['touched'] * 1e6:.0f} "
+        f"µs/file, service CPU {r['hostCpuSeconds'] / r['touched'] * 1e6:.0f} µs/file); decode pass "
+        f"{b['seconds'] / b['entries'] * 1e6:.0f} µs/entry; peak RSS +{r['addedMiB']:.0f} MiB; "
+        f"target ≤ {SCRIPT_TARGET_US:.0f} µs/file: {verdict(us <= SCRIPT_TARGET_US)}",
+        flush=True,
+    )
+
+
+def check_plans(family: str, files: int, record: bool) -> int:
+    """The script's plan and every script's parse on the corpus archive vs the pre-#18 digests."""
+    key = f"{family}-{files}-corpus"
+    expected = PLAN_FIXTURES.get(key)
+    if expected is None or record:
+        print(f"no plan fixture for {key} (recorded from the pre-#18 code only): skipped")
+        return 0
+    r = run_child("script", archive=str(archive_for(family, files, corpus=True)), check=True)
+    failed = 0
+    for name in ("plan", "docs"):
+        same = r[name] == expected[name]
+        failed += not same
+        print(
+            f"{name} digest ({key}, {r[name][1]:,} items): {'identical to the fixture' if same else 'DIFFERENT'}"
+        )
+    print(f"  (script {r['seconds']:.1f} s = {r['seconds'] / r['touched'] * 1e6:.0f} µs/file)")
+    return 1 if failed else 0
+
+
+EXTRA_CHECKS: list[Callable[[str, int, bool], int]] = [check_plans]
+
+
 # ---------------------------------------------------------------------------- main
 
 
@@ -504,7 +653,7 @@ def main() -> int:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f}")
     if args.check:
         files = args.files or CHECK_FILES
-        return max(check(family, files, args.record) for family in families)
+        return max(fn(family, files, args.record) for family in families for fn in [check, *EXTRA_CHECKS])
     files = args.files or 20_000
     wanted = [name.strip() for name in args.rows.split(",") if name.strip()]
     unknown = [name for name in wanted if name not in ROWS]

@@ -15,7 +15,7 @@ import pytest
 
 from moddesk.pvf.equality import EVERY_EQU_SCRIPT, plan_digest
 from moddesk.pvf.generate import generate_archive
-from moddesk.pvf.scripting.service import ScriptPlan, ScriptService
+from moddesk.pvf.scripting.service import ScriptPlan, ScriptService, WorkspaceSnapshot
 from moddesk.pvf.service import PvfService
 
 EXPECTED = {
@@ -41,4 +41,26 @@ def test_every_equ_script_plans_as_before(fmt: str, tmp_path: Path) -> None:
         assert plan_digest(plan.changes) == EXPECTED[fmt]
     finally:
         scripts.close()
+        service.shutdown()
+
+
+@pytest.mark.parametrize("fmt", sorted(EXPECTED))
+def test_batch_reads_give_what_single_reads_give(fmt: str, tmp_path: Path) -> None:
+    """The worker's read-ahead batches are rendered in bulk: each text equals ``read_text``'s."""
+    path = tmp_path / f"{fmt}.pvf"
+    generate_archive(path, fmt=fmt, files=1500, seed=3)
+    service = PvfService()
+    try:
+        service.tasks.wait(service.open(str(path), service.epoch)["taskId"], 120)
+        ws = service.workspace
+        assert ws is not None
+        edited = next(p for p in ws.paths() if p.endswith(".equ"))
+        ws.apply({edited: "#PVF_File\n[price]\n\t1\n"})
+        snapshot = WorkspaceSnapshot(ws)
+        paths = [p for p, kind, _ in snapshot.list_files() if kind in (1, 3)]
+        texts = snapshot.read_texts(paths)
+        bulk = [(p, t) for p, t in zip(paths, texts, strict=True) if t is not None]
+        assert len(bulk) > 1000 and edited not in dict(bulk)
+        assert all(snapshot.read_text(p) == t for p, t in bulk)
+    finally:
         service.shutdown()

@@ -192,7 +192,7 @@ def _answer(host: ScriptHost, op: str, args: list[Any]) -> dict[str, Any]:
         if op == "read":
             return {"value": host.read_text(str(args[0]))}
         if op == "read_many":  # a batch the worker reads ahead: each file answered as "read" would be
-            return {"value": [_answer(host, "read", [path]) for path in args[0]]}
+            return {"value": _read_many(host, [str(p) for p in args[0]])}
         if op == "ori_str":
             return {"value": host.ori_str(str(args[0]))}
         if op == "fileset":
@@ -203,6 +203,22 @@ def _answer(host: ScriptHost, op: str, args: list[Any]) -> dict[str, Any]:
     except Exception as exc:  # a bug in a host must not kill the run's bookkeeping
         logger.exception("script host failed on %s", op)
         return {"error": f"internal error while serving {op}: {type(exc).__name__}"}
+
+
+def _read_many(host: ScriptHost, paths: list[str]) -> list[dict[str, Any]]:
+    """Each file's ``read`` answer; a host with ``read_texts`` renders the batch at once (None for
+    a file it leaves to ``read``), and if that fails every file is read on its own."""
+    bulk = getattr(host, "read_texts", None)
+    texts: list[str | None] = [None] * len(paths)
+    if bulk is not None:
+        try:
+            texts = bulk(paths)
+        except Exception:  # the one-at-a-time path answers (and reports) every file exactly
+            logger.exception("bulk read of %d files failed; reading them one by one", len(paths))
+    return [
+        {"value": t} if t is not None else _answer(host, "read", [p])
+        for p, t in zip(paths, texts, strict=True)
+    ]
 
 
 def run_script(

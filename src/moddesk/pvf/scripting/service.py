@@ -19,6 +19,8 @@ from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.memory import return_freed_memory
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.format.bulk import BulkRenderer
+from moddesk.pvf.format.tokens import Family, is_classic_script
 from moddesk.pvf.occupancy import editors_prepared, ensure_free_for_write_plan
 from moddesk.pvf.scripting.help import topic
 from moddesk.pvf.scripting.plan import PlannedChange, build_plan, select
@@ -69,6 +71,7 @@ class WorkspaceSnapshot:
                 p: ws.read_bytes(p) for p, t in changed.items() if t is None and p not in deleted
             }
             self._deleted = set(deleted)
+            self._renderer: BulkRenderer | None = None  # for read_texts, made on first use
             self._rows: list[tuple[str, int, int]] = []
             sizes = {e.path.lower(): e.size for e in ws.archive.entries}
             for path in ws.paths():
@@ -93,6 +96,39 @@ class WorkspaceSnapshot:
         if text is None:
             raise ServiceError("NOT_FOUND", f"{path} is a binary file; it has no text form")
         return text
+
+    def read_texts(self, paths: list[str]) -> list[str | None]:
+        """``read_text`` of many files at once, None where a file must be read on its own: the
+        snapshot's unchanged scripts are rendered together (``format.bulk``, byte-identical to
+        ``render_script``); edited, text and binary files are left to ``read_text``."""
+        out: list[str | None] = [None] * len(paths)
+        rows: list[int] = []
+        names: list[str] = []
+        datas: list[bytes] = []
+        classic = self._ws.archive.family is Family.CLASSIC
+        with self._ws.lock:  # the archive is not thread-safe (the index reads it too)
+            for row, path in enumerate(paths):
+                if path in self._changed_text or path in self._deleted or path in self._changed_bytes:
+                    continue
+                try:
+                    data = self._ws.base_bytes(path)
+                except KeyError:
+                    continue
+                # what Archive.render calls a script: the B0 D0 magic (classic), the data type (NKPI)
+                if is_classic_script(data) if classic else self._ws.base_kind(path) == "script":
+                    rows.append(row)
+                    names.append(path)
+                    datas.append(data)
+            if not rows:
+                return out
+            if self._renderer is None:
+                archive = self._ws.archive
+                self._renderer = BulkRenderer(archive.family, archive.strings, links=archive.resolve_link)
+            rendered = self._renderer.render_chunk(names, datas)
+        for row, text in zip(rows, rendered, strict=True):
+            if text is not None:
+                out[row] = text.decode("utf-8", "surrogatepass")
+        return out
 
     def original_text(self, path: str) -> str | None:
         """Text as of the snapshot, None for binary or absent (for diffs)."""

@@ -9,6 +9,7 @@ this process; here the kernel (RLIMIT_CPU, RLIMIT_AS) and QuickJS (heap, stack) 
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import sys
@@ -385,6 +386,9 @@ def run(job: dict[str, Any], channel: Channel) -> dict[str, Any]:
     import quickjs  # the worker is the only place the engine is loaded
 
     host = Host(channel, job)
+    # a run parses file after file; dropped documents are cyclic (sections point at their parents),
+    # so collect less often than every 700 allocations (the young generation stays small anyway)
+    gc.set_threshold(10_000, 20, 20)
     context = quickjs.Context()
     context.set_memory_limit(int(job.get("memoryMb", 256)) << 20)
     context.set_max_stack_size(int(job.get("stackKb", 1024)) << 10)
