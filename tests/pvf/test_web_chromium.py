@@ -448,6 +448,9 @@ def test_views_render(page: Any, bench: Workbench, archive: Path) -> None:
     shot(page, "transfer")
     page.click("#export-execute")
     assert _eventually(lambda: any(out.rglob("gunnerskill.lst")), 30)
+    # the export ran as a task the page followed; it ends with what was written where
+    summary = page.wait_for_selector("#notice.info:has-text('MiB')").inner_text()
+    assert str(out) in summary and "1 " in summary
     page.click("#views button[data-view='history']")
     page.wait_for_selector("#history-init, #history-log")
     page.click("#btn-lang")

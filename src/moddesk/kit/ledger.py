@@ -35,6 +35,7 @@ TRANSIENT_CODES = frozenset(
         "WORKSPACE_BUSY",
         "BUSY",
         "RATE_LIMITED",
+        "CANCELLED",  # a cancelled request did nothing: the same requestId runs it afresh
     }
 )
 TRANSIENT_PREFIXES = ("UI_",)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,37 @@ def _save(service: Any, ws: str, revision: int) -> None:
     if status["state"] != "succeeded":
         error = status["error"]
         raise ServiceError(error["error"], error["message"], error.get("hint"))
+
+
+def _follow(exports: Any, kind: str, work: Any) -> dict[str, Any]:
+    """Run one export step as a task with a progress bar; Ctrl-C cancels it (nothing is published)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    tasks = exports.service.tasks
+    task_id = exports.start_task(kind, work)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        row = bar.add_task(kind, total=None)
+        try:
+            while True:
+                status = tasks.wait(task_id, 0.2)
+                progress = status["progress"]
+                bar.update(
+                    row,
+                    completed=progress["done"],
+                    total=progress["total"],
+                    description=progress["message"] or kind,
+                )
+                if status["state"] in ("succeeded", "failed", "cancelled"):
+                    break
+        except KeyboardInterrupt:
+            console.print("[yellow]cancelling: the export stops at its next batch of files[/yellow]")
+            exports.cancel_task(task_id)
+            status = tasks.wait(task_id)
+    if status["state"] == "succeeded":
+        return dict(status["result"])
+    error = status["error"]
+    raise ServiceError(error["error"], error["message"], error.get("hint"))
 
 
 def import_command(
@@ -131,20 +163,24 @@ def export_command(
         service, ws, revision = _open(archive)
         exports = ExportService(service)
         mode: ExportMode = "direct" if fmt == "direct" else "mod"
-        plan = exports.prepare(
-            ws,
-            revision,
-            source,
-            paths or [""],
-            commit,
-            mode,
-            None if mode == "direct" else fmt,
-            name,
-            version,
-            mod_id,
-            deps,
-            scope="cli",
-            limits=PERSON_EXPORT_LIMITS,
+        plan = _follow(
+            exports,
+            "export.prepare",
+            lambda: exports.prepare(
+                ws,
+                revision,
+                source,
+                paths or [""],
+                commit,
+                mode,
+                None if mode == "direct" else fmt,
+                name,
+                version,
+                mod_id,
+                deps,
+                scope="cli",
+                limits=PERSON_EXPORT_LIMITS,
+            ),
         )
         preview = exports.preview(plan["planId"], limit=500)
         console.print(
@@ -158,10 +194,18 @@ def export_command(
         acknowledged = [w["warningId"] for w in preview["warnings"]]
         if acknowledged and not yes and not typer.confirm("export despite these warnings?"):
             raise typer.Exit(1)
-        done = exports.execute(
-            plan["planId"], str(out.resolve()), name or None, None, acknowledged, scope="cli"
+        started = time.monotonic()
+        done = _follow(
+            exports,
+            "export.execute",
+            lambda: exports.execute(
+                plan["planId"], str(out.resolve()), name or None, None, acknowledged, scope="cli"
+            ),
         )
-        console.print(f"[green]wrote {done['files']} files to {done['outputPath']}[/green]")
+        console.print(
+            f"[green]wrote {done['files']} files ({done['bytes'] / 1048576:.1f} MiB) to "
+            f"{escape(done['outputPath'])} in {time.monotonic() - started:.1f} s[/green]"
+        )
     except ServiceError as error:
         _fail(error)
     finally:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.ledger import LOCAL_SCOPE
+from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.localfiles import place
 from moddesk.pvf.occupancy import editors_prepared
@@ -50,6 +52,8 @@ _TARGET_EXISTS_HINT = "Choose another outputName or outputParent; the existing o
 PREVIEW_BYTE_CAP = 48 * 1024
 _MOD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{2,63}$")
 ExportMode = Literal["direct", "mod"]
+TaskKind = Literal["export.prepare", "export.execute"]
+ProgressListener = Callable[[int, int | None, str | None], None]
 
 
 @dataclass
@@ -81,6 +85,35 @@ class ExportService:
 
     def __init__(self, service: PvfService) -> None:
         self.service = service
+
+    # ------------------------------------------------------------------ as tasks
+    def start_task(
+        self, kind: TaskKind, work: Callable[[], dict[str, Any]], on_progress: ProgressListener | None = None
+    ) -> str:
+        """Run ``work`` (a prepare or execute call) as a cancellable task; returns its taskId.
+
+        A 200,000-file export takes longer than any request should wait: every entry point (MCP,
+        CLI, page) runs it as a task, polls ``tasks.status`` for per-file progress and may cancel it
+        (``cancel_task``). A cancelled execute publishes nothing and leaves the plan pending."""
+
+        def run(task: TaskContext) -> dict[str, Any]:
+            task.progress(0, None, kind)
+            value = work()  # reports per-file progress through kit.tasks.report_progress
+            task.complete_progress(f"{kind} done")
+            return value
+
+        return self.service.tasks.start(kind, run, cancellable=True, on_progress=on_progress)
+
+    def cancel_task(self, task_id: str) -> dict[str, Any]:
+        """Ask an export task to stop at its next batch of files; its status says how it ended."""
+        status = self.service.tasks.status(task_id, log_limit=1)
+        if not str(status["kind"]).startswith("export."):
+            raise ServiceError(
+                "TASK_NOT_FOUND",
+                f"{task_id} is not an export task",
+                hint="Cancel exports with this call; other tasks have their own.",
+            )
+        return self.service.tasks.cancel(task_id)
 
     @staticmethod
     def formats() -> dict[str, Any]:
@@ -431,8 +464,9 @@ class ExportService:
         service = self.service
         with service._state:
             self._check_fresh(plan)
+        written = rebuild_meta(plan.output, chosen, plan.fmt)
         with service.begin_write("export", plan.workspace_id, plan.revision):
-            files = self._publish(plan, final, rebuild_meta(plan.output, chosen, plan.fmt))
+            files = self._publish(plan, final, written)
         service.plans.complete("export", plan_id)
         return {
             "ok": True,
@@ -440,6 +474,7 @@ class ExportService:
             "format": plan.fmt,
             "outputPath": str(final),
             "files": files,
+            "bytes": sum(len(e.data) for e in written),
             "dependencies": sum(len(e.depends_on) for e in chosen),
             "sourceRevision": plan.revision,
             "warnings": [w["warningId"] for w in warnings],

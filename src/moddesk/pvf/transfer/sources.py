@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.tasks import check_cancelled, report_progress
 from moddesk.pvf.archive import normalize_path
 from moddesk.pvf.errors import pvf_error
 
@@ -125,7 +126,21 @@ def from_selection(
             )
         chosen.update(dict.fromkeys(inside))
     _check_count(len(chosen), limits)  # before reading any content
-    return _check_size([ExportItem(p, False, _current(ws, p), None, False) for p in sorted(chosen)], limits)
+    return _check_size(_read_items(ws, sorted(chosen)), limits)
+
+
+READ_BATCH = 256  # files between progress reports (and cancellation checks) while reading
+
+
+def _read_items(ws: Workspace, paths: list[str]) -> list[ExportItem]:
+    items: list[ExportItem] = []
+    for start in range(0, len(paths), READ_BATCH):
+        report_progress(start, len(paths), "reading files")
+        check_cancelled()
+        items.extend(
+            ExportItem(p, False, _current(ws, p), None, False) for p in paths[start : start + READ_BATCH]
+        )
+    return items
 
 
 def from_memory(ws: Workspace, limits: ExportLimits = AGENT_EXPORT_LIMITS) -> list[ExportItem]:

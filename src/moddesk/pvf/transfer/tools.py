@@ -36,7 +36,11 @@ TASK_WAIT = 0.8  # a call answers within a second; longer work is polled with pv
 
 
 async def _as_task(
-    ctx: Context[Any], tasks: TaskManager, kind: str, work: Callable[[], dict[str, Any]]
+    ctx: Context[Any],
+    tasks: TaskManager,
+    kind: str,
+    work: Callable[[], dict[str, Any]],
+    cancellable: bool = False,
 ) -> Result:
     """Run ``work`` as a task: its answer when done within ``TASK_WAIT``, else the task to poll.
 
@@ -51,7 +55,7 @@ async def _as_task(
         return value
 
     async with ProgressRelay(ctx) as report:
-        task_id = tasks.start(kind, run, cancellable=False, on_progress=report)
+        task_id = tasks.start(kind, run, cancellable=cancellable, on_progress=report)
         status = await tasks.wait_async(task_id, TASK_WAIT)
     if status["state"] == "succeeded":
         return Result(**{**status["result"], "taskId": task_id})
@@ -67,7 +71,8 @@ async def _as_task(
         "kind": kind,
         "state": status["state"],
         "progress": status["progress"],
-        "next": f"still running: poll pvf_task_status with taskId {task_id}; its result is this call's answer",
+        "next": f"still running: poll pvf_task_status with taskId {task_id}; its result is this call's answer"
+        + ("; pvf_export_cancel stops it" if cancellable else ""),
     }
     return Result(**running)
 
@@ -179,6 +184,7 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
                 requestId,
                 scope,
             ),
+            cancellable=True,
         )
 
     def pvf_export_preview(
@@ -200,8 +206,9 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         requestId: RequestId = None,
     ) -> Result:
         """Write the export into a new folder (or zip) under outputParent; never overwrites
-        (TARGET_EXISTS). Every applicable warning must be acknowledged. Returns outputPath, or after
-        a second a taskId to poll with pvf_task_status (import/export prepare and apply do the same)."""
+        (TARGET_EXISTS). Every applicable warning must be acknowledged. Returns outputPath, files and
+        bytes, or after a second a taskId to poll with pvf_task_status (per-file progress; stop it with
+        pvf_export_cancel). Import/export prepare and import apply answer the same way."""
         scope = caller_scope(ctx)
         return await _as_task(
             ctx,
@@ -210,7 +217,18 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
             lambda: exports.execute(
                 planId, outputParent, outputName, selectedEntryKeys, acknowledgedWarningIds, requestId, scope
             ),
+            cancellable=True,
         )
+
+    def pvf_export_cancel(
+        taskId: Annotated[
+            str, Field(description="taskId of a running pvf_export_prepare or pvf_export_execute")
+        ],
+    ) -> Result:
+        """Stop a running export task at its next batch of files. A cancelled execute publishes
+        nothing (its partly written temp folder is removed) and the plan stays pending: execute it
+        again or discard it. Poll pvf_task_status for the final state."""
+        return Result(**exports.cancel_task(taskId))
 
     def pvf_export_discard(planId: str) -> Result:
         """Drop the pending export plan (frees open/close)."""
@@ -228,6 +246,9 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
     add_tool(server, pvf_export_prepare, title="Prepare an export", read_only=False, text=_summary)
     add_tool(server, pvf_export_preview, title="Preview an export", read_only=True, text=_summary)
     add_tool(server, pvf_export_execute, title="Write an export", read_only=False, text=_summary)
+    add_tool(
+        server, pvf_export_cancel, title="Cancel an export", read_only=False, idempotent=True, text=_summary
+    )
     add_tool(
         server, pvf_export_discard, title="Discard an export", read_only=False, idempotent=True, text=_summary
     )

@@ -32,7 +32,8 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from moddesk.kit.tasks import check_cancelled, report_progress
+from moddesk.kit.errors import ServiceError
+from moddesk.kit.tasks import TaskCancelled, check_cancelled, report_progress
 
 Folder = tuple[str, ...]
 #: (folder parts, file name, bytes) — parts already checked to be plain names
@@ -161,7 +162,17 @@ def write_files(root: Path, files: list[FileItem], message: str = "writing files
                     for future in finished:
                         done += future.result()  # an OSError in a worker is raised here
                     report_progress(done, total, message)
-                    check_cancelled()
+                    try:
+                        check_cancelled()
+                    except TaskCancelled:
+                        raise ServiceError(
+                            "CANCELLED",
+                            f"cancelled after writing {done} of {total} files; nothing was published",
+                            hint="The partly written staging folder is removed; the plan stays pending: "
+                            "execute it again or discard it.",
+                            written=done,
+                            total=total,
+                        ) from None
             except BaseException:
                 stop.set()  # batches not started yet return at once; running ones finish
                 for future in pending:

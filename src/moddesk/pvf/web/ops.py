@@ -14,7 +14,7 @@ from moddesk.kit.errors import ServiceError
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.pvf.scripting.service import ScriptService
 from moddesk.pvf.service import PvfService
-from moddesk.pvf.transfer.exports import ExportService
+from moddesk.pvf.transfer.exports import ExportService, TaskKind
 from moddesk.pvf.transfer.imports import ImportService
 from moddesk.pvf.transfer.mods import ModService
 from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS
@@ -95,6 +95,12 @@ def wait_task(service: PvfService, handle: dict[str, Any]) -> dict[str, Any]:
             error["error"], error["message"], error.get("hint"), taskId=status["taskId"], **details
         )
     return status
+
+
+def _export_task(service: PvfService, kind: TaskKind, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Start an export step as a task: the page follows its progress (op ``task``) to the result."""
+    task_id = exports(service).start_task(kind, work)
+    return {"ok": True, "taskId": task_id, "kind": kind, "state": "running"}
 
 
 def scripts(service: PvfService) -> ScriptService:
@@ -292,32 +298,43 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
     ),
     "importDiscard": lambda s, a: imports(s).discard(a.text("planId")),
     "exportFormats": lambda s, a: exports(s).formats(),
-    "exportPrepare": lambda s, a: exports(s).prepare(
-        a.text("workspaceId"),
-        a.number("expectedRevision"),
-        a.text("source", "selection"),
-        a.texts("paths"),
-        a.opt_text("commitId"),
-        cast(Any, a.text("mode", "direct")),
-        a.opt_text("format"),
-        a.text("name", ""),
-        a.opt_text("version"),
-        a.opt_text("modId"),
-        a.flag("includeDependencies"),
-        scope=SCOPE,
-        limits=PERSON_EXPORT_LIMITS,  # the page is the person's: whole folders of big archives
+    # a whole-folder export of a big archive takes minutes: prepare and execute answer with a task
+    # the page follows ("task") and may cancel ("exportCancel")
+    "exportPrepare": lambda s, a: _export_task(
+        s,
+        "export.prepare",
+        lambda: exports(s).prepare(
+            a.text("workspaceId"),
+            a.number("expectedRevision"),
+            a.text("source", "selection"),
+            a.texts("paths"),
+            a.opt_text("commitId"),
+            cast(Any, a.text("mode", "direct")),
+            a.opt_text("format"),
+            a.text("name", ""),
+            a.opt_text("version"),
+            a.opt_text("modId"),
+            a.flag("includeDependencies"),
+            scope=SCOPE,
+            limits=PERSON_EXPORT_LIMITS,  # the page is the person's: whole folders of big archives
+        ),
     ),
     "exportPreview": lambda s, a: exports(s).preview(
         a.text("planId"), a.opt_text("cursor"), a.number("limit", 100)
     ),
-    "exportExecute": lambda s, a: exports(s).execute(
-        a.text("planId"),
-        a.text("outputParent"),
-        a.opt_text("outputName"),
-        a.texts("selectedEntryKeys") or None,
-        a.texts("acknowledgedWarningIds"),
-        scope=SCOPE,
+    "exportExecute": lambda s, a: _export_task(
+        s,
+        "export.execute",
+        lambda: exports(s).execute(
+            a.text("planId"),
+            a.text("outputParent"),
+            a.opt_text("outputName"),
+            a.texts("selectedEntryKeys") or None,
+            a.texts("acknowledgedWarningIds"),
+            scope=SCOPE,
+        ),
     ),
+    "exportCancel": lambda s, a: exports(s).cancel_task(a.text("taskId")),
     "exportDiscard": lambda s, a: exports(s).discard(a.text("planId")),
     # someone's MOD applied to the open archive: the same prepare → preview → apply as pvf_mod_*
     "modInspect": lambda s, a: mods(s).inspect(a.text("modPath")),

@@ -21,6 +21,26 @@ function importForm() {
     h("button", { class: "primary", id: "import-prepare", onclick: prepare }, t("transfer.prepare")));
 }
 
+// An export step runs as a task (a 200,000-file export takes minutes): show its progress with a
+// cancel button until it ends; its result, or its error (CANCELLED included) as a notice.
+async function followTask(handle, box) {
+  const cancel = h("button", { id: "export-cancel", onclick: () => attempt(() => op("exportCancel", { taskId: handle.taskId })) }, t("transfer.cancel"));
+  const bar = h("progress", { id: "export-progress" });
+  const label = h("span", { class: "muted", id: "export-progress-text" });
+  box.replaceChildren(bar, " ", label, " ", cancel);
+  try {
+    for (;;) {
+      const s = await op("task", { taskId: handle.taskId, logLimit: 1 });
+      const p = s.progress || {};
+      if (p.total) { bar.max = p.total; bar.value = p.done; } else bar.removeAttribute("value");
+      label.textContent = `${p.message || s.kind}: ${p.done ?? 0}${p.total ? ` / ${p.total}` : ""}`;
+      if (s.state === "succeeded") return s.result;
+      if (s.state === "failed" || s.state === "cancelled") { notice({ code: s.error.error, message: s.error.message, hint: s.error.hint }); return undefined; }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally { box.replaceChildren(); }
+}
+
 function exportForm() {
   const paths = h("textarea", { id: "export-paths", rows: 3, cols: 60 });
   const source = h("select", { id: "export-source" }, ...["selection", "memory", "working", "commit"].map((s) => h("option", { value: s }, s)));
@@ -29,13 +49,15 @@ function exportForm() {
   const modId = h("input", { id: "export-modid", size: 20 });
   const output = h("input", { id: "export-output", size: 40 });
   const result = h("div", { id: "export-preview" });
+  const running = h("div", { id: "export-task" });
   op("exportFormats", {}).then((r) => { for (const f of r.formats) if (f.mode === "mod" || f.id !== "direct") format.append(h("option", { value: f.id }, f.id)); }, () => {});
   let plan = null;
   const prepare = async () => {
     const info = ws(); if (!info) return;
     const fmt = format.value || null;
-    plan = await attempt(() => op("exportPrepare", { workspaceId: info.workspaceId, expectedRevision: info.revision, source: source.value, paths: paths.value.trim() ? lines(paths.value) : [""],
+    const started = await attempt(() => op("exportPrepare", { workspaceId: info.workspaceId, expectedRevision: info.revision, source: source.value, paths: paths.value.trim() ? lines(paths.value) : [""],
       mode: fmt ? "mod" : "direct", format: fmt, name: name.value, modId: modId.value || null }));
+    plan = started && await followTask(started, running);
     if (!plan) return;
     const preview = await attempt(() => op("exportPreview", { planId: plan.planId, limit: 200 }));
     if (!preview) return;
@@ -52,15 +74,17 @@ function exportForm() {
     const acknowledged = [...result.querySelectorAll("input[data-warning]:checked")].map((b) => b.dataset.warning);
     // a direct export writes a new folder named by the name field; MOD formats name their own output
     const outputName = format.value ? null : (name.value.trim() || `export-${plan.revision}`);
-    const res = await attempt(() => op("exportExecute", { planId: plan.planId, outputParent: output.value.trim(), outputName, acknowledgedWarningIds: acknowledged }));
-    if (res) { notice(`${t("common.ok")}: ${res.outputPath}`, [], "info"); result.replaceChildren(); await refreshInfo(); }
+    const started = await attempt(() => op("exportExecute", { planId: plan.planId, outputParent: output.value.trim(), outputName, acknowledgedWarningIds: acknowledged }));
+    const res = started && await followTask(started, running);
+    // the honest summary: what was written where (a cancelled export published nothing, see the notice)
+    if (res) { notice(`${t("common.ok")}: ${res.files} ${t("transfer.files")}, ${(res.bytes / 1048576).toFixed(1)} MiB → ${res.outputPath}`, [], "info"); result.replaceChildren(); await refreshInfo(); }
   };
   return h("section", { class: "panel" }, h("h2", {}, t("transfer.export")),
     h("div", { class: "field" }, h("span", {}, t("transfer.source")), source),
     h("div", { class: "field" }, h("span", {}, t("transfer.paths")), paths),
     h("div", { class: "field" }, h("span", {}, t("transfer.format")), format),
     h("div", { class: "field" }, h("span", {}, t("transfer.name")), name, h("span", {}, t("transfer.modId")), modId),
-    h("button", { class: "primary", id: "export-prepare", onclick: prepare }, t("transfer.prepare")), result);
+    h("button", { class: "primary", id: "export-prepare", onclick: prepare }, t("transfer.prepare")), running, result);
 }
 
 // Someone's MOD (.zip / 115CN package): read and checked, then reviewed in the activity view.
