@@ -31,7 +31,7 @@ from moddesk.pvf.format import ani as ani_fmt
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import mojibake, rewrite
 from moddesk.pvf.format import nkpi as nkpi_fmt
-from moddesk.pvf.format.bulk import CHUNK_FILES, LinkTable, render_chunks
+from moddesk.pvf.format.bulk import CHUNK_BYTES, CHUNK_FILES, LinkTable, render_chunks
 from moddesk.pvf.format.crypto import align4
 from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD, detect
 from moddesk.pvf.format.encodings import (
@@ -597,12 +597,14 @@ class Archive:
         paths: list[str] = []
         datas: list[bytes] = []
         nkpi = self._nkpi is not None
+        size = 0
         for entry, data in self.iter_bytes():
             if (entry.kind if nkpi else classic_content_kind(entry.path, data)) == "script":
                 rows.append(len(chunk))
                 paths.append(entry.path)
                 datas.append(data)
                 chunk.append((entry, None))
+                size += len(data)
             else:
                 try:
                     text = self.render(entry, data)
@@ -611,9 +613,9 @@ class Archive:
                 else:
                     folded = text.casefold() if fold else text
                     chunk.append((entry, folded.encode("utf-8", "surrogatepass") + tail))
-            if len(chunk) >= chunk_files:
+            if len(chunk) >= chunk_files or size >= CHUNK_BYTES:
                 yield (chunk, rows), paths, datas
-                chunk, rows, paths, datas = [], [], [], []
+                chunk, rows, paths, datas, size = [], [], [], [], 0
         if chunk:
             yield (chunk, rows), paths, datas
 

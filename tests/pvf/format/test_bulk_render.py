@@ -140,22 +140,28 @@ def _link(link_id: int, key: str) -> str | None:
     st.sampled_from(list(Family)),
     st.booleans(),
     st.sampled_from(["\n", "\r\n"]),
+    st.sampled_from([bulk.BIG_FILE_UNITS, 3]),
 )
 def test_random_streams_render_alike(
-    files: list[tuple[list[tuple[int, int]], str]], family: Family, fold: bool, newline: str
+    files: list[tuple[list[tuple[int, int]], str]], family: Family, fold: bool, newline: str, big: int
 ) -> None:
     strings = DictStrings(POOL)
     streams = [TokenStream(family, make_tokens(units)) for units, _ in files]
     datas = [encode_tokens(s) for s in streams]
     paths = [p for _, p in files]
-    renderer = BulkRenderer(family, strings, links=_link, fold=fold, newline=newline)
-    for _ in range(2):  # the second pass runs on a filled vocabulary and tag memo
-        got = renderer.render_chunk(paths, datas)
+    renderer = BulkRenderer(family, strings, links=_link, fold=fold, newline=newline, terminator="\0")
+    saved = bulk.BIG_FILE_UNITS
+    bulk.BIG_FILE_UNITS = big  # 3: most files count as big (lists in slices, others one at a time)
+    try:
+        outs = [renderer.render_chunk(paths, datas) for _ in range(2)]  # the second on a filled vocabulary
+    finally:
+        bulk.BIG_FILE_UNITS = saved
+    for got in outs:
         for data, path, out in zip(datas, paths, got, strict=True):
             text = render_script(
                 decode_tokens(data, family), strings, path=path, links=_link, newline=newline
             )
-            want = text.casefold() if fold else text
+            want = (text.casefold() if fold else text) + "\0"
             assert out == want.encode("utf-8", "surrogatepass")
 
 
@@ -189,3 +195,19 @@ def test_hand_picked_layouts() -> None:
     for stream, out in zip(streams, got, strict=True):
         assert out is not None
         assert out.decode("utf-8", "surrogatepass") == render_script(stream, strings, links=_link)
+
+
+def test_big_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries past BIG_FILE_UNITS: lists in slices (a link pair on a slice edge stays whole), other
+    scripts one at a time; both equal render_script."""
+    monkeypatch.setattr(bulk, "BIG_FILE_UNITS", 3)
+    strings = DictStrings(POOL)
+    units = [(2, 1), (2, 2), (9, 5), (10, 14), (2, 3), (7, 14), (5, 0), (2, 4)]
+    stream = TokenStream(Family.CLASSIC, make_tokens(units))
+    renderer = BulkRenderer(Family.CLASSIC, strings, links=_link)
+    got = renderer.render_chunk(["a.lst", "b.equ", "c.lst"], [encode_tokens(stream)] * 2 + [b"\xb0\xd0"])
+    want_list = render_script(stream, strings, path="a.lst", links=_link)
+    assert "\n<5::plain`shown 5 plain```>\n" in want_list
+    assert got[0] == want_list.encode()
+    assert got[1] == render_script(stream, strings, path="b.equ", links=_link).encode()
+    assert got[2] == b"#PVF_File\n"

@@ -47,6 +47,7 @@ from moddesk.pvf.format.text import (
     _signed,
     _string_piece,
     quote,
+    render_script,
 )
 from moddesk.pvf.format.tokens import (
     CLASSIC_STRING_TYPES,
@@ -57,10 +58,15 @@ from moddesk.pvf.format.tokens import (
     SCRIPT_MAGIC,
     TOKEN_DTYPE,
     Family,
+    decode_tokens,
 )
 
 #: Entries per chunk: big enough that numpy's per-call cost vanishes, small enough to stay in cache.
 CHUNK_FILES = 4096
+#: Script bytes per chunk at most (a chunk's numpy temporaries are ~150 bytes per unit).
+CHUNK_BYTES = 2 << 20
+#: Entries with more units are rendered by render_script (huge lists of names used once).
+BIG_FILE_UNITS = 1 << 16
 #: Vocabulary entries kept before starting afresh (~100 bytes each with their columns).
 VOCABULARY_LIMIT = 1 << 17
 #: Pieces per inner join (see render_chunk).
@@ -319,21 +325,66 @@ class BulkRenderer:
 
     # ------------------------------------------------------------------------------ chunks
 
-    def _decode(self, datas: Sequence[bytes]) -> tuple[npt.NDArray[np.void], I64, list[bool]]:
-        """All units of a chunk in one array, units per entry, and which entries are not scripts."""
+    def _decode(
+        self, datas: Sequence[bytes], big_units: int
+    ) -> tuple[npt.NDArray[np.void], I64, list[bool], list[int]]:
+        """All units of a chunk in one array, units per entry, which entries are not scripts, and
+        which are too big for the vocabulary (left out of the array: rendered one at a time)."""
         parts: list[bytes] = []
         counts = [0] * len(datas)
         bad = [False] * len(datas)
+        big: list[int] = []
         start = 2 if self.classic else 0
         for i, data in enumerate(datas):
             if self.classic and data[:2] != SCRIPT_MAGIC:
                 bad[i] = True
                 continue
             n = (len(data) - start) // 5
+            if n > big_units:
+                big.append(i)
+                continue
             counts[i] = n
             parts.append(data[start : start + 5 * n])
         units = np.frombuffer(b"".join(parts), dtype=TOKEN_DTYPE)
-        return units, np.array(counts, dtype=np.int64), bad
+        return units, np.array(counts, dtype=np.int64), bad, big
+
+    def _render_one(self, path: str, data: bytes) -> bytes:
+        """One entry too big for a chunk (a list of 10^6 names used once would fill the vocabulary and
+        the chunk's temporaries for nothing).
+
+        A list is rendered in slices of BIG_FILE_UNITS units: every unit of a list has its own line,
+        so the slices' lines joined are the list's lines (a classic link pair is never cut). Other
+        big scripts (rare) go through render_script itself.
+        """
+        if not path.lower().endswith(".lst"):
+            text = render_script(
+                decode_tokens(data, self.family),
+                self.strings,
+                path=path,
+                links=self.links,
+                newline=self.newline,
+            )
+            return self._encode(text) + self._encode(self.terminator)
+        start = 2 if self.classic else 0
+        magic = data[:start]
+        units = np.frombuffer(data, dtype=TOKEN_DTYPE, count=(len(data) - start) // 5, offset=start)
+        types = units["type"]
+        head = self._encode(HEADER + self.newline)
+        tail = self._encode(self.terminator)
+        parts = [head]
+        lo = 0
+        while lo < len(units):
+            hi = min(lo + BIG_FILE_UNITS, len(units))
+            if self.classic and hi < len(units) and types[hi - 1] == LINK_INDEX and types[hi] == LINK:
+                hi += 1  # keep the link pair in one slice
+            piece = self.render_chunk(
+                [path], [magic + data[start + 5 * lo : start + 5 * hi]], big_units=hi - lo
+            )[0]
+            assert piece is not None
+            parts.append(piece[len(head) : len(piece) - len(tail)])
+            lo = hi
+        parts.append(tail)
+        return b"".join(parts)
 
     def _unit_ids_of(self, keys: I64) -> I64:
         """Vocabulary ids of distinct unit keys; new integers (most new units) are rendered in one batch."""
@@ -390,14 +441,19 @@ class BulkRenderer:
                 keep[starts + 1] = False
         return ids, keep
 
-    def render_chunk(self, paths: Sequence[str], datas: Sequence[bytes]) -> list[bytes | None]:
+    def render_chunk(
+        self, paths: Sequence[str], datas: Sequence[bytes], *, big_units: int | None = None
+    ) -> list[bytes | None]:
         """Rendered text (UTF-8, or case-folded UTF-8 with ``fold``) of each entry; None = not a script.
 
-        ``paths`` decide the list layout (``.lst``), as ``render_script(path=…)`` does.
+        ``paths`` decide the list layout (``.lst``), as ``render_script(path=…)`` does. Entries of
+        more than ``big_units`` units (default BIG_FILE_UNITS) are rendered on their own.
         """
+        if big_units is None:
+            big_units = BIG_FILE_UNITS
         if self._size > VOCABULARY_LIMIT:
             self._reset_vocabulary()
-        units, counts, bad = self._decode(datas)
+        units, counts, bad, big = self._decode(datas, big_units)
         nfiles = len(datas)
         types = units["type"].astype(np.int64)
         values = units["value"].astype(np.int64)
@@ -429,7 +485,10 @@ class BulkRenderer:
         body = b"".join([b"".join(pieces[i : i + JOIN_BLOCK]) for i in range(0, len(pieces), JOIN_BLOCK)])
         bounds = ends[first_slot].tolist()
         bounds.append(len(body))
-        return [None if bad[i] else body[bounds[i] : bounds[i + 1]] for i in range(nfiles)]
+        out = [None if bad[i] else body[bounds[i] : bounds[i + 1]] for i in range(nfiles)]
+        for i in big:
+            out[i] = self._render_one(paths[i], datas[i])
+        return out
 
     def _separators(self, ids: I64, item_counts: I64, item_off: I64, lists: npt.NDArray[np.bool_]) -> I64:
         """The vocabulary id of the separator before every item (render_script's line layout)."""
@@ -532,12 +591,14 @@ def render_many(
     renderer = BulkRenderer(family, strings, links=links, fold=fold, terminator=terminator)
     paths: list[str] = []
     datas: list[bytes] = []
+    size = 0
     for path, data in entries:
         paths.append(path)
         datas.append(data)
-        if len(paths) >= chunk_files:
+        size += len(data)
+        if len(paths) >= chunk_files or size >= CHUNK_BYTES:
             yield from zip(paths, renderer.render_chunk(paths, datas), strict=True)
-            paths, datas = [], []
+            paths, datas, size = [], [], 0
     if paths:
         yield from zip(paths, renderer.render_chunk(paths, datas), strict=True)
 

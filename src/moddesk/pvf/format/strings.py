@@ -11,6 +11,9 @@ from moddesk.pvf.format.encodings import decode_bytes, encode_text
 from moddesk.pvf.format.errors import PvfFormatError
 
 STRINGTABLE_PATH = "stringtable.bin"
+#: Decoded strings remembered per table; past this the memo starts afresh. It is only a memo (the
+#: bytes stay), and a 10^6-file archive decodes ~10^6 names once each: unbounded, it held ~10^6 str.
+DECODED_LIMIT = 1 << 18
 
 
 class StringTable:
@@ -62,6 +65,8 @@ class StringTable:
         s = self._decoded.get(ref)
         if s is None:
             s = decode_bytes(self.raw[ref].rstrip(b"\0"), self.encoding)
+            if len(self._decoded) >= DECODED_LIMIT:
+                self._decoded.clear()
             self._decoded[ref] = s
         return s
 
@@ -175,6 +180,8 @@ class StringPools:
                     s = raw.decode("utf-8")
                 except UnicodeDecodeError:
                     s = decode_bytes(raw, "gb18030")
+        if len(self._cache) >= DECODED_LIMIT:
+            self._cache.clear()
         self._cache[ref] = s
         return s
 
