@@ -421,7 +421,8 @@ def child_render(archive: str, workers: int, sample: bool) -> dict[str, Any]:
             count = 0
             for entry, data in pvf.iter_bytes():
                 with contextlib.suppress(PvfFormatError):
-                    fold_text(pvf.render(entry.path, data))
+                    # by entry: render(path) would build the archive's path index inside the sample
+                    fold_text(pvf.render(entry, data))
                 count += 1
                 if count >= RENDER_SAMPLE:
                     break
