@@ -1,9 +1,15 @@
 """Match runner: our engine against Debian fairy-stockfish at fixed UCI_Elo levels (fixed time per
 move) and against hoixiangqi (Debian hoichess, xboard protocol, same sudden-death clock for both)
-when installed; colours alternate; prints the score and an Elo difference with a 95% error bar.
+when installed; prints the score and an Elo difference with a 95% error bar.
+
+Games start from a fixed set of short opening lines (``OPENINGS``), each played once with each
+colour, so two runs with the same ``--games`` play the same starts and are comparable. ``--jobs``
+plays games in parallel processes (each engine still gets the same wall clock per move); the load
+average is printed before and after, since a loaded box weakens both engines unevenly.
 
 Run: .venv/bin/python benchmarks/xiangqi_match.py [--quick] [--games N] [--movetime S] [--elo 1350,1800]
-     .venv/bin/python benchmarks/xiangqi_match.py --levels 1,5,10 --elo 1350,1500,1800 --games 2
+     .venv/bin/python benchmarks/xiangqi_match.py --elo 1800,2100 --games 20 --jobs 2 --book
+     .venv/bin/python benchmarks/xiangqi_match.py --levels 1-10 --elo 1350,1500,1800 --games 2
      (the local opponent's levels, moddesk.xiangqi.levels, instead of the full engine: the level table)
 """
 
@@ -17,13 +23,43 @@ import shutil
 import subprocess
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 
+from moddesk.xiangqi import notation
 from moddesk.xiangqi.board import START_FEN, Move, Position, parse_square
 from moddesk.xiangqi.book import book_move
 from moddesk.xiangqi.engines import open_engine
 from moddesk.xiangqi.levels import choose_move
 from moddesk.xiangqi.rules import game_status
 from moddesk.xiangqi.search import Searcher
+
+# Short starts of the common openings (Chinese notation from the start position). Game i of a
+# pairing starts from OPENINGS[i // 2 % len(OPENINGS)] with our side Red when i is even.
+OPENINGS: tuple[str, ...] = (
+    "炮二平五 马8进7",  # 中炮对屏风马
+    "炮二平五 炮8平5",  # 顺炮
+    "炮二平五 炮2平5",  # 列炮
+    "相三进五 炮8平5",  # 飞相对左中炮
+    "兵七进一 卒7进1",  # 仙人指路对卒底炮的对兵局
+    "马二进三 卒7进1",  # 起马局
+    "炮二平五 马8进7 马二进三 卒7进1",  # 中炮对屏风马进7卒
+    "炮八平五 马2进3",  # 左中炮
+    "兵七进一 炮2平3",  # 仙人指路对卒底炮
+    "炮二平四 马8进7",  # 过宫炮
+    "炮二平五 象3进5",  # 中炮对飞象
+    "相三进五 卒7进1",  # 飞相对进卒
+)
+
+
+def opening_moves(index: int) -> list[str]:
+    """The ICCS moves of ``OPENINGS[index]`` (checked against the rules)."""
+    pos = Position(START_FEN)
+    out = []
+    for text in OPENINGS[index % len(OPENINGS)].split():
+        move = notation.parse_move(pos, text)
+        out.append(move.iccs())
+        pos.push(move)
+    return out
 
 
 def play_game(
@@ -34,10 +70,15 @@ def play_game(
     max_plies: int,
     level: int | None = None,
     use_book: bool = False,
+    start: list[str] | None = None,
 ) -> float:
-    """One game; returns our score (1 win, 0.5 draw, 0 loss). ``level``: play as that local-opponent level."""
+    """One game; returns our score (1 win, 0.5 draw, 0 loss). ``level``: play as that local-opponent level.
+    ``start``: ICCS moves played before either engine thinks."""
     pos = Position(START_FEN)
     moves: list[str] = []
+    for iccs in start or []:
+        pos.push(Move(parse_square(iccs[:2]), parse_square(iccs[2:4])))
+        moves.append(iccs)
     searcher = Searcher()
     with open_engine(engine_path, options={"UCI_LimitStrength": "true", "UCI_Elo": elo}) as peer:
         for _ in range(max_plies):
@@ -183,19 +224,61 @@ def elo_estimate(scores: list[float]) -> tuple[float, float, float]:
     return elo(mean), elo(mean - 1.96 * se), elo(mean + 1.96 * se)
 
 
+def _game_job(job: tuple[str, int, int, float, int, int | None, bool]) -> float:
+    """Game ``i`` of a pairing (opening i // 2, our colour Red when i is even), for a process pool."""
+    path, elo, i, movetime, plies, level, use_book = job
+    start = opening_moves(i // 2)
+    return play_game(path, elo, i % 2 == 0, movetime, plies, level, use_book, start)
+
+
+def play_pairing(
+    path: str, elo: int, games: int, movetime: float, plies: int, level: int | None, use_book: bool, jobs: int
+) -> list[float]:
+    """Our scores of ``games`` games against ``elo``, in game order."""
+    work = [(path, elo, i, movetime, plies, level, use_book) for i in range(games)]
+    if jobs <= 1:
+        return [_game_job(job) for job in work]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(_game_job, work))
+
+
+def describe(scores: list[float]) -> str:
+    """``+w =d -l  score s/n (p%)  Elo diff [low, high]``."""
+    n = len(scores)
+    diff, low, high = elo_estimate(scores)
+    w, d, lost = scores.count(1.0), scores.count(0.5), scores.count(0.0)
+    return (
+        f"+{w} ={d} -{lost}  score {sum(scores)}/{n} ({100 * sum(scores) / n:.0f}%)  "
+        f"Elo diff {diff + 0.0:+.0f} [{low:+.0f}, {high:+.0f}]"
+    )
+
+
+def parse_levels(text: str) -> list[int]:
+    """``1-10`` or ``1,5,10``."""
+    if "-" in text:
+        lo, hi = text.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(x) for x in text.split(",")]
+
+
 def level_table(
-    path: str, our_levels: list[int], elos: list[int], games: int, movetime: float, plies: int
+    path: str, our_levels: list[int], elos: list[int], games: int, movetime: float, plies: int, jobs: int
 ) -> None:
-    """The score of each local-opponent level against each UCI_Elo (colours alternate)."""
+    """The score of each local-opponent level against each UCI_Elo (openings and colours alternate)."""
     print(f"level table: {games} games per cell, {movetime} s/move, adjudicated draw at {plies} plies")
     for level in our_levels:
         cells = []
         for elo in elos:
             start = time.perf_counter()
-            scores = [play_game(path, elo, i % 2 == 0, movetime, plies, level) for i in range(games)]
+            scores = play_pairing(path, elo, games, movetime, plies, level, level >= 6, jobs)
             w, d, lost = scores.count(1.0), scores.count(0.5), scores.count(0.0)
             cells.append(f"vs {elo}: +{w} ={d} -{lost} ({time.perf_counter() - start:.0f} s)")
         print(f"level {level:2d}  " + "  ".join(cells), flush=True)
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
 
 
 def main() -> None:
@@ -206,9 +289,9 @@ def main() -> None:
     parser.add_argument("--elo", default="1350,1800", help="comma-separated UCI_Elo levels")
     parser.add_argument("--max-plies", type=int, default=160)
     parser.add_argument("--book", action="store_true", help="our full engine opens from moddesk.xiangqi.book")
-    parser.add_argument(
-        "--levels", default="", help="comma-separated local-opponent levels (1-10) to measure"
-    )
+    parser.add_argument("--levels", default="", help="local-opponent levels to measure: 1-10 or 1,5,10")
+    parser.add_argument("--jobs", type=int, default=1, help="games played at once (processes)")
+    parser.add_argument("--no-hoi", action="store_true", help="skip the hoixiangqi games")
     args = parser.parse_args()
     path = shutil.which("fairy-stockfish") or "/usr/games/fairy-stockfish"
     if not os.path.exists(path):
@@ -218,23 +301,24 @@ def main() -> None:
     games, movetime = args.games, args.movetime
     if args.quick:
         levels, games, movetime = levels[:1], 2, 0.05
+    print(load_average(), flush=True)
     if args.levels:
-        level_table(path, [int(x) for x in args.levels.split(",")], levels, games, movetime, args.max_plies)
+        level_table(path, parse_levels(args.levels), levels, games, movetime, args.max_plies, args.jobs)
+        print(load_average())
         return
     for elo in levels:
         start = time.perf_counter()
-        scores = [
-            play_game(path, elo, i % 2 == 0, movetime, args.max_plies, use_book=args.book)
-            for i in range(games)
-        ]
-        diff, low, high = elo_estimate(scores)
-        w, d, lost = scores.count(1.0), scores.count(0.5), scores.count(0.0)
+        scores = play_pairing(path, elo, games, movetime, args.max_plies, None, args.book, args.jobs)
+        diff, _, _ = elo_estimate(scores)
         print(
-            f"vs fairy-stockfish UCI_Elo {elo}: +{w} ={d} -{lost}  score {sum(scores)}/{games} "
-            f"({100 * sum(scores) / games:.0f}%)  Elo diff {diff + 0.0:+.0f} [{low:+.0f}, {high:+.0f}] "
-            f"=> ours ~{elo + diff:.0f}  ({movetime} s/move, {time.perf_counter() - start:.0f} s)"
+            f"vs fairy-stockfish UCI_Elo {elo}: {describe(scores)} => ours ~{elo + diff:.0f}  "
+            f"({movetime} s/move, {time.perf_counter() - start:.0f} s)",
+            flush=True,
         )
+    print(load_average())
     hoi = shutil.which("hoixiangqi") or "/usr/games/hoixiangqi"
+    if args.no_hoi:
+        return
     if os.path.exists(hoi):
         game_seconds = 10 if args.quick else 20
         n = 2 if args.quick else games

@@ -1,4 +1,5 @@
-"""Static evaluation: material plus piece-square tables, kept incrementally by the search."""
+"""Static evaluation: material plus piece-square tables, kept incrementally by the search, and
+positional terms (mobility, king safety, coordination) the search adds near the leaves."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from moddesk.xiangqi.board import (
     CANNON,
     ELEPHANT,
     HORSE,
+    HORSE_MOVES,
     KING,
     PAWN,
     ROOK,
@@ -68,3 +70,83 @@ def evaluate_red(pos: Position) -> int:
 def evaluate(pos: Position) -> int:
     """Static score from the side to move's point of view (centipawns)."""
     return evaluate_red(pos) * pos.sign
+
+
+# ----- positional terms beyond the tables (not incremental: the search caches them by key) -----
+
+_CROSSED = (
+    tuple(sq // 9 <= 4 for sq in range(90)),  # a Red piece on the Black half
+    tuple(sq // 9 >= 5 for sq in range(90)),  # a Black piece on the Red half
+)
+HORSE_MOBILITY = 6  # per free horse move, around a typical 4
+HORSE_TRAPPED = 30  # a horse with at most one move (legs blocked, on the rim)
+HOLLOW_CANNON = 60  # 空头炮: a cannon facing the enemy king with nothing between
+SCREENED_CANNON = 15  # a cannon on the king's file with one screen (pressure, a pinned screen)
+# Attack units of a piece across the river; each unit makes a missing guard of the other side cost
+# more (the value of advisors and elephants grows with the attack they face).
+ATTACK_UNITS = (0, 0, 0, 0, 3, 4, 2, 1)
+MISSING_ADVISOR = 4  # per attack unit
+MISSING_ELEPHANT = 2  # per attack unit
+CONNECTED_PAWNS = 12  # a crossed pawn with a crossed neighbour on its rank
+
+
+def positional(board: list[int], pieces: list[set[int]], kings: list[int]) -> int:
+    """Horse mobility, king safety and coordination, from Red's point of view (centipawns)."""
+    score = 0
+    units = [0, 0]
+    guards = [[0, 0], [0, 0]]  # [advisors, elephants] per colour
+    for color in (0, 1):
+        sign = 1 if color == 0 else -1
+        crossed = _CROSSED[color]
+        enemy_king = kings[1 - color]
+        king_file = enemy_king % 9
+        s = 0
+        u = 0
+        for sq in pieces[color]:
+            kind = board[sq] * sign
+            if kind == ROOK:
+                if crossed[sq]:
+                    u += 4
+            elif kind == HORSE:
+                n = 0
+                for leg, to in HORSE_MOVES[sq]:
+                    if not board[leg] and board[to] * sign <= 0:
+                        n += 1
+                s += HORSE_MOBILITY * (n - 4) - (HORSE_TRAPPED if n <= 1 else 0)
+                if crossed[sq]:
+                    u += 3
+            elif kind == CANNON:
+                if sq % 9 == king_file:
+                    step = 9 if sq < enemy_king else -9
+                    screens = 0
+                    for between in range(sq + step, enemy_king, step):
+                        if board[between]:
+                            screens += 1
+                            if screens > 1:
+                                break
+                    s += HOLLOW_CANNON if screens == 0 else SCREENED_CANNON if screens == 1 else 0
+                if crossed[sq]:
+                    u += 2
+            elif kind == PAWN:
+                if crossed[sq]:
+                    if 2 <= sq % 9 <= 6:
+                        u += 1
+                    f = sq % 9
+                    if (f > 0 and board[sq - 1] == board[sq]) or (f < 8 and board[sq + 1] == board[sq]):
+                        s += CONNECTED_PAWNS
+            elif kind == ADVISOR:
+                guards[color][0] += 1
+            elif kind == ELEPHANT:
+                guards[color][1] += 1
+        units[color] = u
+        score += s * sign
+    for color in (0, 1):
+        attack = units[1 - color]
+        missing = MISSING_ADVISOR * (2 - guards[color][0]) + MISSING_ELEPHANT * (2 - guards[color][1])
+        score -= attack * missing * (1 if color == 0 else -1)
+    return score
+
+
+def evaluate_full(pos: Position) -> int:
+    """Tables plus positional terms, from the side to move's point of view (centipawns)."""
+    return (evaluate_red(pos) + positional(pos.board, pos.pieces, pos.kings)) * pos.sign

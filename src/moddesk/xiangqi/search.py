@@ -13,8 +13,17 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from moddesk.xiangqi.board import LINES, PAWN, SENSITIVE, Move, Position, is_attacked
-from moddesk.xiangqi.evaluate import PIECE_VALUES, PST, evaluate_red
+from moddesk.xiangqi.board import (
+    HORSE_ATTACKS,
+    KING,
+    LINES,
+    PAWN,
+    SENSITIVE,
+    Move,
+    Position,
+    is_attacked,
+)
+from moddesk.xiangqi.evaluate import PIECE_VALUES, PST, evaluate_red, positional
 
 MATE = 30000
 MATE_BOUND = MATE - 500  # scores beyond this are mates
@@ -22,6 +31,23 @@ INF = 32000
 MAX_PLY = 96
 EXACT, LOWER, UPPER = 0, 1, 2
 _ORDER_VALUE = (0, 10000, 200, 200, 400, 900, 450, 100)  # the king first in MVV-LVA
+# MVV_LVA[victim kind][attacker kind]: most valuable victim first, then the cheapest attacker
+MVV_LVA = tuple(tuple(_ORDER_VALUE[v] * 16 - _ORDER_VALUE[a] // 16 for a in range(8)) for v in range(8))
+# Shallow-depth pruning margins (centipawns) by remaining depth: a static score this far past the
+# bound is not expected to come back within a few plies (reverse futility / futility pruning).
+RFP_MARGIN = (0, 150, 300, 450)
+RFP_MAX = 800
+FUTILITY_MARGIN = (0, 200, 400)
+# Late-move pruning: at depth d (non-PV, not in check) quiet moves after the first LMP_COUNT[d]
+# that give no check are skipped; the ordering (hash, captures, killers, history) put them last.
+LMP_COUNT = (0, 10, 16, 24)
+# Lazy evaluation: the positional terms rarely move the score this far, so a table score this far
+# outside the window decides without them (they cost ~30 µs, a node ~10 µs).
+LAZY_MARGIN = 250
+POSITIONAL_CACHE = 1 << 18
+# A move can give check only by landing on the king's lines or a horse square that attacks the king
+# (CHECK_TO), or by leaving a line or a horse leg next to the king (SENSITIVE, a discovered check).
+CHECK_TO = tuple(LINES[sq] | frozenset(src for _, src in HORSE_ATTACKS[sq]) for sq in range(90))
 
 
 @dataclass
@@ -81,6 +107,7 @@ class Searcher:
     def __init__(self, tt_entries: int = 1 << 20) -> None:
         self.tt: dict[int, tuple[int, int, int, tuple[int, int] | None]] = {}
         self.tt_entries = tt_entries
+        self.pcache: dict[int, int] = {}  # Zobrist key -> positional terms (Red's view)
         self._stop_event = threading.Event()
         self._external_stop: threading.Event | None = None
         self.nodes = 0
@@ -125,7 +152,7 @@ class Searcher:
         self.node_limit = nodes
         max_depth = depth if depth is not None else 64
         self.killers: list[list[tuple[int, int] | None]] = [[None, None] for _ in range(MAX_PLY + 2)]
-        self.hist: dict[tuple[int, int], int] = {}
+        self.hist = [0] * 8100  # by from * 90 + to
         self.ev = evaluate_red(self.pos)
         self.ev_stack: list[int] = []
         window = self.pos.halfmove
@@ -139,9 +166,12 @@ class Searcher:
         self.path_keys = [self.pos.key]
         self.path_checks = [self.pos.is_check()]
         self.null_plies: list[int] = []
+        self.root_best: tuple[tuple[int, int], int] | None = None
         self.rep_hits = 0
         if len(self.tt) > self.tt_entries:
             self.tt.clear()
+        if len(self.pcache) > POSITIONAL_CACHE:
+            self.pcache.clear()
 
         root_moves = self.pos.generate_legal()
         if not root_moves:
@@ -170,6 +200,11 @@ class Searcher:
                 stopped = True
                 if not lines:
                     lines = new_lines  # depth 1 did not finish: keep whatever it found
+                elif multipv == 1 and self.root_best is not None:
+                    # the unfinished depth searched its first move fully (and maybe found a better
+                    # one): that result is deeper than the last finished depth's
+                    move, score = self.root_best
+                    lines = [Line(Move(*move), score, mate_in(score), d, self._pv(move, d))]
                 break
             lines = sorted(new_lines, key=lambda ln: -ln.score)
             completed = d
@@ -219,8 +254,9 @@ class Searcher:
         self.ev_stack.append(self.ev)
         self.ev += PST[p][to] - PST[p][frm] - PST[board[to]][to]
         pos = self.pos
+        enemy_king = pos.kings[1 - pos.turn]
         pos.push(m)
-        check = pos.is_check()
+        check = (frm in SENSITIVE[enemy_king] or to in CHECK_TO[enemy_king]) and pos.is_check()
         self.path_keys.append(pos.key)
         self.path_checks.append(check)
         return check
@@ -233,6 +269,7 @@ class Searcher:
         pos = self.pos
         p = board[frm]
         cap = board[to]
+        enemy_king = pos.kings[1 - pos.turn]
         pos.push(m)
         # only a king move, an evasion, or a move on/off the king's lines can expose the king
         if (in_check or frm == king or frm in SENSITIVE[king] or to in LINES[king]) and is_attacked(
@@ -242,7 +279,7 @@ class Searcher:
             return -1
         self.ev_stack.append(self.ev)
         self.ev += PST[p][to] - PST[p][frm] - PST[cap][to]
-        check = pos.is_check()
+        check = (frm in SENSITIVE[enemy_king] or to in CHECK_TO[enemy_king]) and pos.is_check()
         self.path_keys.append(pos.key)
         self.path_checks.append(check)
         return 1 if check else 0
@@ -307,23 +344,24 @@ class Searcher:
         self, moves: list[tuple[int, int]], tt_move: tuple[int, int] | None, ply: int
     ) -> list[tuple[int, int]]:
         board = self.board
-        killers = self.killers[ply]
+        k0, k1 = self.killers[ply]
         hist = self.hist
         scored = []
         for m in moves:
-            victim = board[m[1]]
+            frm, to = m
+            victim = board[to]
             if m == tt_move:
                 s = 10_000_000
             elif victim:
-                s = 1_000_000 + _ORDER_VALUE[abs(victim)] * 16 - _ORDER_VALUE[abs(board[m[0]])] // 16
-            elif m == killers[0]:
+                s = 1_000_000 + MVV_LVA[abs(victim)][abs(board[frm])]
+            elif m == k0:
                 s = 900_000
-            elif m == killers[1]:
+            elif m == k1:
                 s = 800_000
             else:
-                s = hist.get(m, 0)
+                s = hist[frm * 90 + to]
             scored.append((s, m))
-        scored.sort(key=lambda x: -x[0])
+        scored.sort(reverse=True)
         return [m for _, m in scored]
 
     def _root(
@@ -331,6 +369,7 @@ class Searcher:
     ) -> tuple[tuple[int, int], int]:
         alpha, beta = -INF, INF
         best_move = moves[0]
+        self.root_best = None
         for i, m in enumerate(moves):
             gives = self._make(m)
             try:
@@ -347,6 +386,7 @@ class Searcher:
             if score > alpha:
                 alpha = score
                 best_move = m
+                self.root_best = (m, score)
         self._store(self.pos.key, depth, EXACT, alpha, best_move, 0)
         return best_move, alpha
 
@@ -390,6 +430,19 @@ class Searcher:
                     score += ply
                 if flag == EXACT or (flag == LOWER and score >= beta) or (flag == UPPER and score <= alpha):
                     return score
+        static = self._static() if depth <= 3 and not pv_node and not in_check else self.ev * pos.sign
+        # reverse futility: far above beta near the leaves, a quiet position stays above it. Not with a
+        # winning material lead (a rook and more): there the mating net is what matters, and an
+        # unproven static win would hide it (Stockfish keeps the same rule for known wins)
+        if (
+            not pv_node
+            and not in_check
+            and depth <= 3
+            and abs(beta) < RFP_MAX
+            and static - RFP_MARGIN[depth] >= beta
+            and static < RFP_MAX
+        ):
+            return static - RFP_MARGIN[depth]
         # null move: give the opponent a free move; if we still beat beta, this node is not worth it.
         # Not when beta is a mated score: the reduced search after the pass cannot see the mate, so
         # the cutoff would hide a shorter mate found deeper (the parent then reports a longer one)
@@ -399,7 +452,7 @@ class Searcher:
             and not in_check
             and depth >= 3
             and beta > -MATE_BOUND
-            and self.ev * pos.sign >= beta
+            and static >= beta
             and self._has_pieces(pos.turn)
         ):
             pos.push_null()
@@ -407,7 +460,8 @@ class Searcher:
             self.path_checks.append(False)
             self.null_plies.append(ply + 1)
             try:
-                score = -self._negamax(depth - 3, -beta, -beta + 1, ply + 1, False, False)
+                reduce = 4 if depth >= 6 else 3
+                score = -self._negamax(depth - reduce, -beta, -beta + 1, ply + 1, False, False)
             finally:
                 pos.pop_null()
                 self.path_keys.pop()
@@ -426,9 +480,30 @@ class Searcher:
         original_alpha = alpha
         extend_ok = ply < 2 * self.root_depth + 4
         killers = self.killers[ply]
+        # futility: near the leaves and far below alpha, only captures and checks can matter
+        prune_quiets = (
+            not pv_node and not in_check and depth <= 3 and alpha > -MATE_BOUND and beta < MATE_BOUND
+        )
+        futile = prune_quiets and depth <= 2 and static + FUTILITY_MARGIN[depth] <= alpha
+        late = LMP_COUNT[depth] if prune_quiets else 1000
+        enemy_king = pos.kings[1 - pos.turn]
+        check_from, check_to = SENSITIVE[enemy_king], CHECK_TO[enemy_king]
         i = -1
+        pruned = False
         for m in ordered:
-            quiet = not board[m[1]]
+            frm, to = m
+            quiet = not board[to]
+            if (
+                quiet
+                and i >= 0
+                and (futile or i + 1 >= late)
+                and frm not in check_from
+                and to not in check_to
+                and m not in killers
+            ):
+                i += 1  # skipped unplayed: it cannot give check (and may be illegal, no matter)
+                pruned = True
+                continue
             tried = self._try(m, king, in_check)
             if tried < 0:
                 continue  # illegal: leaves our king attacked
@@ -459,16 +534,27 @@ class Searcher:
                             if killers[0] != m:
                                 killers[1] = killers[0]
                                 killers[0] = m
-                            self.hist[m] = self.hist.get(m, 0) + depth * depth
+                            self.hist[m[0] * 90 + m[1]] += depth * depth
                         break
         if i < 0:
             return -MATE + ply  # no legal move: checkmate and stalemate both lose
+        if pruned and best < alpha:
+            best = alpha  # the skipped moves were not searched: claim no more than a fail-low
         flag = LOWER if best >= beta else EXACT if best > original_alpha else UPPER
         if self.rep_hits == rep_hits:
             self._store(key, depth, flag, best, best_move, ply)
         elif entry is None or entry[3] is None:
             self.tt[key] = (-1, UPPER, INF, best_move)  # keep only the move for ordering
         return best
+
+    def _static(self) -> int:
+        """The full static score (tables + positional terms) for the side to move."""
+        pos = self.pos
+        extra = self.pcache.get(pos.key)
+        if extra is None:
+            extra = positional(self.board, pos.pieces, pos.kings)
+            self.pcache[pos.key] = extra
+        return (self.ev + extra) * pos.sign
 
     def _has_pieces(self, color: int) -> bool:
         """True if ``color`` has a rook, horse or cannon (null move is unsafe in bare endings)."""
@@ -489,6 +575,8 @@ class Searcher:
             best = -INF
         else:
             stand = self.ev * pos.sign
+            if stand - LAZY_MARGIN < beta:
+                stand = self._static()
             if stand >= beta:
                 return stand
             if stand > alpha:
@@ -498,16 +586,23 @@ class Searcher:
         king = pos.kings[pos.turn]
         legal = 0
         board = self.board
-        scored = sorted(
-            moves,
-            key=lambda m: -(_ORDER_VALUE[abs(board[m[1]])] * 16 - _ORDER_VALUE[abs(board[m[0]])] // 16),
-        )
-        for m in scored:
+        scored = sorted(((MVV_LVA[abs(board[m[1]])][abs(board[m[0]])], m) for m in moves), reverse=True)
+        them = -pos.sign
+        for _, m in scored:
             if not in_check and best > -MATE_BOUND:
                 # delta pruning: even winning this piece cannot lift alpha
                 victim = abs(board[m[1]])
                 gain = PIECE_VALUES[victim] + (100 if victim == PAWN else 0)
                 if victim and best + gain + 200 < alpha:
+                    continue
+                # a bigger piece taking a defended smaller one loses material (a cheap SEE)
+                attacker = abs(board[m[0]])
+                if (
+                    victim
+                    and attacker != KING
+                    and PIECE_VALUES[attacker] > gain + 50
+                    and is_attacked(board, m[1], them)
+                ):
                     continue
             tried = self._try(m, king, in_check)
             if tried < 0:
