@@ -280,3 +280,13 @@ def test_qsearch_skips_a_defended_pawn_taken_by_a_rook() -> None:
     result = search(pos, depth=3)
     assert result.best_move is not None and result.best_move.iccs() != "e1e4"
     assert result.lines[0].score > -300
+
+
+def test_a_stopped_depth_keeps_the_best_move_first() -> None:
+    # a search stopped inside a depth reports that depth's best move once the previous best was
+    # searched first; fail-low bounds equal to alpha once sorted other moves ahead of it, and a stop
+    # then reported a quiet move instead of taking the free rook
+    pos = Position("3k5/9/9/9/r1R6/9/9/9/9/4K4 w")
+    for nodes in range(200, 6000, 150):
+        result = search(pos, nodes=nodes)
+        assert result.best_move is not None and result.best_move.iccs() == "c5a5", nodes

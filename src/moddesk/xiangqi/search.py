@@ -1,5 +1,8 @@
-"""Alpha-beta search: iterative deepening PVS with a transposition table, quiescence, null move,
-killers/history, late-move reductions, check extension, mate-distance scores and repetition rules.
+"""Alpha-beta search: iterative deepening PVS with a transposition table, quiescence (delta pruning,
+a cheap SEE), null move, killers/history, late-move reductions, reverse futility, futility and
+late-move pruning near the leaves, check extension, mate-distance scores and repetition rules.
+The static score is the incremental tables plus positional terms (``evaluate.positional``) cached by
+key and skipped when the tables alone are far outside the window (lazy evaluation).
 
 Entry point: ``search(pos, depth=…, time_limit=…, nodes=…, multipv=…, stop=…, on_info=…)`` or a
 reusable ``Searcher`` (keeps its transposition table between calls; ``stop()`` from any thread).
@@ -382,11 +385,15 @@ class Searcher:
                         score = -self._negamax(nd, -beta, -alpha, 1, gives, True)
             finally:
                 self._unmake()
-            scores[m] = score
             if score > alpha:
                 alpha = score
                 best_move = m
                 self.root_best = (m, score)
+            else:
+                # a fail-low is an upper bound that may equal alpha (pruned nodes return alpha): rank
+                # it strictly below the best so the next depth searches the best move first
+                score = min(score, alpha - 1)
+            scores[m] = score
         self._store(self.pos.key, depth, EXACT, alpha, best_move, 0)
         return best_move, alpha
 
