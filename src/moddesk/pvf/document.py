@@ -141,7 +141,7 @@ class ValueLine(list[Value]):
 Line = list[Value]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Section:
     """A ``[name]`` section: its value lines and (for blocks) child sections, in source order."""
 
