@@ -413,10 +413,33 @@ class BulkRenderer:
             new_ids = np.arange(first, first + n, dtype=np.int64)
             found[missing[is_int]] = new_ids
             known.update(zip(miss_keys[is_int].tolist(), new_ids.tolist(), strict=True))
-        for row, key in zip(missing[~is_int].tolist(), miss_keys[~is_int].tolist(), strict=True):
-            kind, text = self._unit_piece(key >> 32, key & 0xFFFFFFFF)
-            found[row] = known[key] = self._add(kind, text)
+        others = ~is_int
+        if others.any():
+            found[missing[others]] = self._new_pieces(miss_keys[others].tolist())
         return found
+
+    def _new_pieces(self, keys: list[int]) -> list[int]:
+        """Vocabulary ids of new non-integer units (strings mostly: one per name of an archive).
+
+        ``_add``'s value case is inlined: this loop runs once per distinct string of an archive.
+        """
+        known = self._unit_ids
+        unit_piece = self._unit_piece
+        pending = self._pending
+        fold = self.fold
+        out: list[int] = []
+        for key in keys:
+            kind, text = unit_piece(key >> 32, key & 0xFFFFFFFF)
+            if kind >= _NUM:
+                data = (text.casefold() if fold else text).encode("utf-8", "surrogatepass")
+                pending.append((data, kind, kind == _STR and "\n" in text, -1, 0, _count_of(kind, text)))
+                vid = self._size
+                self._size += 1
+            else:
+                vid = self._add(kind, text)
+            known[key] = vid
+            out.append(vid)
+        return out
 
     def _vocab_ids(self, types: I64, values: I64, file_of: I64) -> tuple[I64, npt.NDArray[np.bool_]]:
         """The vocabulary id of every unit and which units remain items (a link's key unit does not)."""
