@@ -671,6 +671,173 @@ def check_plans(family: str, files: int, record: bool) -> int:
 EXTRA_CHECKS: list[Callable[[str, int, bool], int]] = [check_plans]
 
 
+# ---------------------------------------------------------------------------- export (export18)
+
+EXPORT_COUNTS = (10_000, 200_000)  # files per export: the agents' limit, the person's limit
+EXPORT_REPEATS = 3  # exports of ≤ 10k files alternate with their copytree 3 times (medians)
+EXPORT_TARGET_RATIO = 1.5  # export ≤ 1.5× shutil.copytree of the same files
+
+
+def child_export(archive: str, out: str, count: int, repeats: int) -> dict[str, Any]:
+    """Export the first ``count`` paths (direct, then 110USextend) as the person does — prepare and
+    execute as tasks, with progress — each followed by ``shutil.copytree`` of the files it wrote
+    (the peer, same disk, same run); ``repeats`` alternations, medians reported."""
+    import functools
+    import shutil
+    import statistics
+
+    from moddesk.pvf.service import PvfService
+    from moddesk.pvf.transfer.exports import ExportService
+    from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS
+
+    service = PvfService()
+    opened = service.tasks.wait(service.open(archive, service.epoch)["taskId"], 1200)["result"]
+    ws_id, revision = opened["workspaceId"], opened["revision"]
+    assert service.workspace is not None
+    selection = service.workspace.paths()[:count]
+    exports = ExportService(service)
+    target = Path(out)
+    result: dict[str, Any] = {"files": len(selection)}
+
+    def as_task(kind: str, work: Callable[[], dict[str, Any]], reports: list[int]) -> dict[str, Any]:
+        task = exports.start_task(kind, work, on_progress=lambda done, _t, _m: reports.append(done))  # type: ignore[arg-type]
+        status = service.tasks.wait(task, 1200)
+        assert status["state"] == "succeeded", status.get("error")
+        return dict(status["result"])
+
+    for fmt in ("direct", "110USextend"):
+        times: list[float] = []
+        copies: list[float] = []
+        reports: list[int] = []
+        with PeakSampler() as sampler:
+            for rep in range(repeats):
+                folder = target / f"{fmt}-{rep}"
+                folder.mkdir()
+                mod = fmt != "direct"
+                started = time.perf_counter()
+                plan = as_task(
+                    "export.prepare",
+                    functools.partial(
+                        exports.prepare,
+                        ws_id,
+                        revision,
+                        "selection",
+                        selection,
+                        None,
+                        "mod" if mod else "direct",
+                        fmt if mod else None,
+                        "Scale",
+                        limits=PERSON_EXPORT_LIMITS,
+                    ),
+                    reports,
+                )
+                warnings = [w["warningId"] for w in exports.preview(plan["planId"], limit=1)["warnings"]]
+                done = as_task(
+                    "export.execute",
+                    functools.partial(
+                        exports.execute, plan["planId"], str(folder), None if mod else "out", None, warnings
+                    ),
+                    reports,
+                )
+                times.append(time.perf_counter() - started)
+                copied = target / f"copy-{fmt}-{rep}"
+                started = time.perf_counter()
+                shutil.copytree(done["outputPath"], copied)
+                copies.append(time.perf_counter() - started)
+                result[f"{fmt}Written"] = [done["files"], done["bytes"]]
+                shutil.rmtree(folder)
+                shutil.rmtree(copied)
+        result[fmt] = {
+            "seconds": statistics.median(times),
+            "copySeconds": statistics.median(copies),
+            "ratios": [t / c for t, c in zip(times, copies, strict=True)],
+            "progressReports": len(reports) // repeats,
+            **sampler.figures(),
+        }
+    service.shutdown()
+    return result
+
+
+CHILDREN["export"] = child_export
+
+
+def _export_rows(scale: Scale, counts: tuple[int, ...]) -> None:
+    import statistics
+
+    for count in counts:
+        if count > scale.files:
+            print(f"export of {count:,} files: skipped (the archive has {scale.files:,} files)", flush=True)
+            continue
+        repeats = EXPORT_REPEATS if count <= 10_000 else 1
+        out = scale.work / f"export-{count}"
+        out.mkdir()
+        r = run_child("export", archive=str(scale.path), out=str(out), count=count, repeats=repeats)
+        for fmt in ("direct", "110USextend"):
+            f = r[fmt]
+            files, size = r[f"{fmt}Written"]
+            ratio = statistics.median(f["ratios"])  # each export against the copytree right after it
+            print(
+                f"export {fmt} of {r['files']:,} files ({files:,} written, {size / 2**20:.0f} MiB), as a task "
+                f"({f['progressReports']} progress reports): {f['seconds']:.2f} s; shutil.copytree of the "
+                f"same files {f['copySeconds']:.2f} s → {ratio:.2f}× (median of the runs' ratios: "
+                f"{', '.join(f'{x:.2f}' for x in f['ratios'])}; times are medians of {repeats}); peak RSS "
+                f"+{f['addedMiB']:.0f} MiB; target ≤ {EXPORT_TARGET_RATIO}×: {verdict(ratio <= EXPORT_TARGET_RATIO)}",
+                flush=True,
+            )
+
+
+@row("export")
+def row_export(scale: Scale) -> None:
+    """Export direct and 110USextend of 10k and 200k files, each beside copytree of its output."""
+    _export_rows(scale, EXPORT_COUNTS)
+
+
+def _export_scenario() -> Any:
+    """``tests/pvf/transfer/export_scenario.py``: the export equality scenario and its digests."""
+    import importlib.util
+
+    path = REPO / "tests" / "pvf" / "transfer" / "export_scenario.py"
+    spec = importlib.util.spec_from_file_location("export_scenario", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["export_scenario"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def child_export_check(family: str, files: int, corpus: str) -> dict[str, Any]:
+    scenario = _export_scenario()
+    with tempfile.TemporaryDirectory(prefix="pvf-scale-export-check-") as tmp:
+        root = Path(tmp)
+        (root / "out").mkdir()
+        started = time.perf_counter()
+        with scenario.scenario(root, family, files, Path(corpus)) as s:
+            digests = scenario.export_digests(s, root / "out")
+        return {"digests": digests, "seconds": time.perf_counter() - started}
+
+
+CHILDREN["export-check"] = child_export_check
+
+
+def check_exports(family: str, files: int, record: bool) -> int:
+    """Exported bytes (direct, 110USextend, 115CN-mod) on ``files`` generated files + the corpus
+    texts vs the digests captured from the pre-#18 export code."""
+    key = f"{family}-{files}+corpus"
+    corpus = corpus_root()
+    expected = json.loads((REPO / "tests/pvf/transfer/export_digests.json").read_text("utf-8")).get(key)
+    if expected is None or record or corpus is None:
+        print(f"no export fixture for {key} (captured from the pre-#18 code only) or no corpus: skipped")
+        return 0
+    r = run_child("export-check", family=family, files=files, corpus=str(corpus.parent))
+    different = [label for label, digest in r["digests"].items() if expected.get(label) != digest]
+    state = "identical to the fixture" if not different else "DIFFERENT: " + ", ".join(different)
+    print(f"exported bytes ({key}, {len(r['digests'])} exports, {r['seconds']:.1f} s): {state}")
+    return 1 if different else 0
+
+
+EXTRA_CHECKS.append(check_exports)
+
+
 # ---------------------------------------------------------------------------- main
 
 

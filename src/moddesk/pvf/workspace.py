@@ -203,6 +203,11 @@ class Workspace:
                     names.add(path)
             return sorted(names)
 
+    def unedited(self, paths: list[str]) -> set[str]:
+        """Those of ``paths`` whose content is the base archive's (not edited, added or deleted)."""
+        with self.lock:
+            return {p for p in paths if p not in self._overlay and p in self._names}
+
     def base_paths(self) -> list[str]:
         """Every normalised path of the base archive (as opened), unsorted."""
         return list(self._names)

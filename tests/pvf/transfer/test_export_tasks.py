@@ -25,7 +25,7 @@ from moddesk.pvf.mcp import build_server
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService
-from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS
+from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS, READ_BATCH
 from moddesk.pvf.transfer.tools import register_transfer_tools
 
 FILES = 3000
@@ -92,7 +92,7 @@ def test_progress_runs_from_reading_to_writing_every_file(big: Big) -> None:
         big.exports.start_task("export.prepare", lambda: _prepare(big), listen), 120
     )
     reading = [d for d, _t, m in seen if m == "reading files"]
-    assert reading == sorted(reading) and len(reading) >= FILES // 256
+    assert reading == sorted(reading) and len(reading) >= FILES // READ_BATCH
     seen.clear()
     plan = prepared["result"]
     task = big.exports.start_task(

@@ -260,7 +260,7 @@ class ExportService:
                 revision = ws.revision
                 head = service.history.head if service.history is not None else None
                 items = self._items(source, paths, commit_id, limits)
-                every = ws.paths()
+                every = ws.paths  # called only when an exported list needs them
                 output = build_output(
                     items, fmt, name=name, version=version, mod_id=mod_id, workspace_paths=every
                 )

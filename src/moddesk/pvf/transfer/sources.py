@@ -14,6 +14,8 @@ from moddesk.kit.errors import ServiceError
 from moddesk.kit.tasks import check_cancelled, report_progress
 from moddesk.pvf.archive import normalize_path
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.format.bulk import BulkRenderer
+from moddesk.pvf.format.tokens import Family, is_classic_script
 
 if TYPE_CHECKING:
     from moddesk.pvf.history import History
@@ -108,15 +110,17 @@ def from_selection(
         raise ServiceError(
             "INVALID_ARGUMENT", 'selection needs paths ("" for the root)', hint="Name files or folders."
         )
-    every = ws.paths()
+    every: list[str] | None = None  # every path: read only when a folder is named
     chosen: dict[str, None] = {}
     for raw in paths:
         key = normalize_path(raw).strip("/")
+        if key != "" and ws.exists(key):
+            chosen[key] = None
+            continue
+        if every is None:
+            every = ws.paths()
         if key == "":
             chosen.update(dict.fromkeys(every))
-            continue
-        if ws.exists(key):
-            chosen[key] = None
             continue
         prefix = key + "/"
         inside = [p for p in every if p.startswith(prefix)]
@@ -129,16 +133,56 @@ def from_selection(
     return _check_size(_read_items(ws, sorted(chosen)), limits)
 
 
-READ_BATCH = 256  # files between progress reports (and cancellation checks) while reading
+READ_BATCH = 2048  # files rendered together, and between progress reports (and cancellation checks)
+
+
+class _BulkReader:
+    """Current content of many paths: unedited scripts rendered a batch at a time.
+
+    ``format.bulk`` renders a batch of script entries byte-identically to ``render_script`` and
+    several times faster than one at a time (which was most of an export's prepare); edited,
+    text and binary files are read one by one as before."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        archive = ws.archive
+        self.classic = archive.family is Family.CLASSIC
+        self.renderer = BulkRenderer(archive.family, archive.strings, links=archive.resolve_link)
+
+    def contents(self, paths: list[str]) -> list[Content]:
+        ws = self.ws
+        texts: list[Content | None] = [None] * len(paths)
+        rows: list[int] = []
+        names: list[str] = []
+        datas: list[bytes] = []
+        with ws.lock:  # the archive is not thread-safe
+            unedited = ws.unedited(paths)
+            for row, path in enumerate(paths):
+                if path not in unedited:
+                    continue
+                data = ws.base_bytes(path)
+                # what Archive.render calls a script: the B0 D0 magic (classic), the data type (NKPI)
+                if is_classic_script(data) if self.classic else ws.base_kind(path) == "script":
+                    rows.append(row)
+                    names.append(path)
+                    datas.append(data)
+            rendered = self.renderer.render_chunk(names, datas) if rows else []
+        for row, text in zip(rows, rendered, strict=True):
+            if text is not None:  # None: no script after all (read_text's own error then)
+                texts[row] = text.decode("utf-8", "surrogatepass")
+        return [t if t is not None else _current(ws, p) for p, t in zip(paths, texts, strict=True)]
 
 
 def _read_items(ws: Workspace, paths: list[str]) -> list[ExportItem]:
     items: list[ExportItem] = []
+    reader = _BulkReader(ws)
     for start in range(0, len(paths), READ_BATCH):
         report_progress(start, len(paths), "reading files")
         check_cancelled()
+        batch = paths[start : start + READ_BATCH]
         items.extend(
-            ExportItem(p, False, _current(ws, p), None, False) for p in paths[start : start + READ_BATCH]
+            ExportItem(p, False, content, None, False)
+            for p, content in zip(batch, reader.contents(batch), strict=True)
         )
     return items
 

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -171,9 +171,12 @@ def build_output(
     name: str = "",
     version: str = "1.0",
     mod_id: str | None = None,
-    workspace_paths: Iterable[str] = (),
+    workspace_paths: Iterable[str] | Callable[[], Iterable[str]] = (),
 ) -> Output:
-    """Every output entry of the export, with warnings, skipped deletions and dependencies."""
+    """Every output entry of the export, with warnings, skipped deletions and dependencies.
+
+    ``workspace_paths`` (or a function giving them: every path of a 10^6-file archive costs a
+    second, and only exported lists need them) are the paths a list entry may point at."""
     entries: list[OutputEntry] = []
     warnings: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
@@ -222,10 +225,13 @@ def build_output(
     by_source = {e.source: e for e in entries}
     exported_sources = set(by_source)
     missing: set[str] = set()
-    known = set(workspace_paths) | {i.path for i in items}
+    known: set[str] = set()
     for item in items:
         if not item.path.endswith(".lst") or item.path not in by_source or not isinstance(item.content, str):
             continue
+        if not known:
+            paths = workspace_paths() if callable(workspace_paths) else workspace_paths
+            known = set(paths) | {i.path for i in items}
         baseline = item.baseline if isinstance(item.baseline, str) else None
         already = set(list_targets(item.path, baseline, known)) if item.has_baseline else set()
         for target in list_targets(item.path, item.content, known):
