@@ -201,13 +201,13 @@ class Searcher:
                         on_info(self._info(line, k + 1))
             except _Stop:
                 stopped = True
-                if not lines:
-                    lines = new_lines  # depth 1 did not finish: keep whatever it found
-                elif multipv == 1 and self.root_best is not None:
+                if multipv == 1 and self.root_best is not None:
                     # the unfinished depth searched its first move fully (and maybe found a better
                     # one): that result is deeper than the last finished depth's
                     move, score = self.root_best
                     lines = [Line(Move(*move), score, mate_in(score), d, self._pv(move, d))]
+                elif not lines:
+                    lines = new_lines  # depth 1 did not finish: keep whatever it found
                 break
             lines = sorted(new_lines, key=lambda ln: -ln.score)
             completed = d
@@ -215,10 +215,14 @@ class Searcher:
             mate = mate_in(best)
             if mate is not None and multipv == 1 and d >= 2 * abs(mate) + 2:
                 break  # the mate was found with room to spare: deeper search will not change it
-            if self.deadline is not None and time.monotonic() - self.start > 0.55 * (
-                self.deadline - self.start
+            if (
+                multipv > 1
+                and self.deadline is not None
+                and time.monotonic() - self.start > 0.55 * (self.deadline - self.start)
             ):
-                break  # another depth would most likely not finish in time
+                # another depth would most likely not finish in time (a single line uses the rest:
+                # an unfinished depth still reports its best move once the first move is searched)
+                break
         if not lines:
             first = Move(*root_moves[0])
             lines = [Line(first, 0, None, 0, [first])]
@@ -408,7 +412,7 @@ class Searcher:
 
     def _negamax(self, depth: int, alpha: int, beta: int, ply: int, in_check: bool, allow_null: bool) -> int:
         self.nodes += 1
-        if not self.nodes & 1023:
+        if not self.nodes & 255:
             self._check_limits()
         rep = self._repetition(ply)
         if rep is not None:
@@ -570,7 +574,7 @@ class Searcher:
 
     def _quiesce(self, alpha: int, beta: int, ply: int, in_check: bool) -> int:
         self.nodes += 1
-        if not self.nodes & 1023:
+        if not self.nodes & 255:
             self._check_limits()
         if ply > self.seldepth:
             self.seldepth = ply
