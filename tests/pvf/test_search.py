@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -167,28 +170,52 @@ def test_index_agrees_with_naive_scan(texts: dict[str, str], needle: str, limit:
     assert all_hits(s, SearchQuery("content", needle), limit=limit) == expected
 
 
-def test_index_cache_round_trip() -> None:
-    index = ContentIndex.build(TEXTS.items())
-    data = b"".join(index.to_chunks("abc"))
-    loaded = ContentIndex.from_cache(data, "abc")
+def published(
+    folder: Path, texts: dict[str, str | None] = TEXTS, key: str = "abc"
+) -> tuple[ContentIndex, Path]:
+    index = ContentIndex.build(texts.items(), folder=folder)
+    target = folder / f"{key}.idx"
+    index.publish(target, key)
+    return index, target
+
+
+def test_index_cache_round_trip(tmp_path: Path) -> None:
+    index, target = published(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["abc.idx"]  # no build leftovers
+    loaded = ContentIndex.load(target, "abc", index.all_paths)
     assert loaded is not None
     assert loaded.paths == index.paths and loaded.all_paths == index.all_paths
-    assert loaded.corpus == index.corpus and loaded.offsets.tolist() == index.offsets.tolist()
-    assert ContentIndex.from_cache(data, "other content") is None
-    assert ContentIndex.from_cache(data[:-3], "abc") is None
-    assert ContentIndex.from_cache(b"junk" + data, "abc") is None
-    empty = ContentIndex.build([])
-    assert ContentIndex.from_cache(b"".join(empty.to_chunks("e")), "e") is not None
+    assert loaded.offsets.tolist() == index.offsets.tolist()
+    assert [loaded.folded_text(i) for i in range(len(loaded))] == [
+        index.folded_text(i) for i in range(len(index))
+    ]
+    assert index.folded_text(0) == b"[name]\n`strasse mail`\n[price]\n\t9\n"
+    assert ContentIndex.load(target, "other content", index.all_paths) is None
+    assert ContentIndex.load(target, "abc", index.all_paths[:-1]) is None
+    assert ContentIndex.load(target, "abc", sorted([*index.all_paths[:-1], "zz/other.equ"])) is None
+    data = target.read_bytes()
+    for name, damaged in (("cut", data[:-3]), ("junk", b"junk" + data), ("grown", data + b"\0")):
+        (tmp_path / name).write_bytes(damaged)
+        assert ContentIndex.load(tmp_path / name, "abc", index.all_paths) is None
+    _, empty_file = published(tmp_path / "empty", {}, "e")
+    assert ContentIndex.load(empty_file, "e", []) is not None
+
+
+def test_an_index_without_a_cache_folder_lives_in_an_anonymous_file() -> None:
+    index = ContentIndex.build(TEXTS.items())
+    assert len(index) == 5 and index.nbytes == sum(len(t or "") + 1 for t in TEXTS.values())
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.binary(max_size=300), st.integers(0, 400))
+@given(st.binary(max_size=300), st.integers(0, 5000))
 def test_index_cache_never_crashes_on_damage(noise: bytes, cut: int) -> None:
     """Property: a damaged cache file loads as None (rebuild) or as an index, never raises."""
-    data = b"".join(ContentIndex.build(TEXTS.items()).to_chunks("abc"))
-    damaged = data[:cut] + noise + data[cut + len(noise) :]
-    loaded = ContentIndex.from_cache(damaged, "abc")
-    assert loaded is None or len(loaded) == len(loaded.paths)
+    with tempfile.TemporaryDirectory() as folder:
+        index, target = published(Path(folder))
+        data = target.read_bytes()
+        target.write_bytes(data[:cut] + noise + data[cut + len(noise) :])
+        loaded = ContentIndex.load(target, "abc", index.all_paths)
+        assert loaded is None or len(loaded) == len(loaded.paths)
 
 
 @settings(max_examples=80, deadline=None)

@@ -1,8 +1,9 @@
 """The content index of the open workspace: built in the background, cached per archive content.
 
-One index per workspace, built by an ``index`` task from the base texts and kept on disk under
-``index_cache`` (keyed by the archive's sha256) so the next open of the same content loads it.
-Searches wait up to ``index_wait`` seconds for a build, then answer NOT_READY with the task id.
+One index per workspace, built by an ``index`` task from the base texts into a file under
+``index_cache`` (``searchindex.py``), published there under the archive's sha256 so the next
+open of the same content loads it instead. Searches wait up to ``index_wait`` seconds for a
+build, then answer NOT_READY with the task id: the index is handed to searches only whole.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.files import atomic_write_bytes
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.core import ServiceCore
 from moddesk.pvf.errors import pvf_error
-from moddesk.pvf.search import ContentIndex
+from moddesk.pvf.searchindex import ContentIndex, sorted_keys
 from moddesk.pvf.workspace import Workspace
 
 INDEX_WAIT_SECONDS = 2.0
@@ -52,13 +52,16 @@ class IndexOps(ServiceCore):
         def build(ctx: TaskContext) -> dict[str, Any]:
             started = time.perf_counter()
             ctx.phase("load cached index")
-            index = self._load_cached_index(ws)
+            known = sorted_keys(ws.base_paths())
+            index = self._load_cached_index(ws, known)
             cached = index is not None
             if index is None:
                 ctx.phase("decode and index")
                 total = ws.base_count
-                index = ContentIndex.build(
-                    ws.base_texts(),
+                index = ContentIndex.build_folded(
+                    ws.base_folded(),
+                    folder=self.index_cache if self._cache_file(ws) is not None else None,
+                    known_paths=known,
                     progress=lambda done: ctx.progress(done, total, "indexing"),
                     check_cancelled=ctx.check_cancelled,
                 )
@@ -66,6 +69,7 @@ class IndexOps(ServiceCore):
                 state = self._index
                 if state is not None and state.workspace_id == ws.workspace_id:
                     state.index = index  # an index of an older workspace is dropped here
+            ready = time.perf_counter() - started
             if not cached:
                 ctx.phase("save index cache")
                 self._save_cached_index(ws, index, ctx)
@@ -73,7 +77,9 @@ class IndexOps(ServiceCore):
                 "workspaceId": ws.workspace_id,
                 "textFiles": len(index),
                 "bytes": index.nbytes,
+                "memoryBytes": index.memory_bytes,
                 "cached": cached,
+                "readySeconds": round(ready, 3),
                 "seconds": round(time.perf_counter() - started, 3),
             }
 
@@ -85,16 +91,12 @@ class IndexOps(ServiceCore):
             return None
         return self.index_cache / f"{ws.base_sha256}.idx"
 
-    def _load_cached_index(self, ws: Workspace) -> ContentIndex | None:
-        """The index saved for exactly this archive content, if there is a sound one."""
+    def _load_cached_index(self, ws: Workspace, known: list[str]) -> ContentIndex | None:
+        """The index saved for exactly this archive content and paths, if there is a sound one."""
         path = self._cache_file(ws)
         if path is None or not path.is_file():
             return None
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        return ContentIndex.from_cache(data, ws.base_sha256)
+        return ContentIndex.load(path, ws.base_sha256, known)
 
     def _save_cached_index(self, ws: Workspace, index: ContentIndex, ctx: TaskContext) -> None:
         """Keep the index for the next open of the same content; the newest few are kept."""
@@ -102,12 +104,12 @@ class IndexOps(ServiceCore):
         if path is None:
             return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(path, index.to_chunks(ws.base_sha256))
+            index.publish(path, ws.base_sha256)
             cached = sorted(path.parent.glob("*.idx"), key=lambda p: p.stat().st_mtime, reverse=True)
             for old in cached[INDEX_CACHE_KEEP:]:
-                old.unlink(missing_ok=True)
+                old.unlink(missing_ok=True)  # an open index keeps reading its file (POSIX)
         except OSError as exc:
+            index.discard()
             ctx.log(f"the index cache was not written: {exc}")  # a cache, not data: searching works
 
     def _index_status(self) -> str:

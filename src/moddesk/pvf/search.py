@@ -1,9 +1,10 @@
 """Search over an archive's paths and texts: path glob, content substring, bounded regex.
 
-The content index is one case-folded UTF-8 corpus of every text entry, sorted by path, with a
-numpy array of file offsets. A substring query is ``bytes.find`` over that corpus (C speed),
-jumping to the next file after each hit, so a page of hits costs only the bytes scanned to
-find it. UTF-8 is self-synchronising, so a byte match of a folded query is a character match.
+The content index (``searchindex.py``) is one case-folded UTF-8 corpus of every text entry,
+sorted by path, in a file, with a numpy array of file offsets. A substring query is
+``bytes.find`` over blocks of that corpus (C speed), jumping to the next file after each hit,
+so a page of hits costs only the bytes read to find it. UTF-8 is self-synchronising, so a
+byte match of a folded query is a character match.
 Entries edited after the index was built are searched from their current text instead.
 Pages are ordered by (path, line); a page position is the (path, line) of its last hit.
 """
@@ -15,13 +16,13 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-import numpy.typing as npt
-
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.searchindex import ContentIndex as ContentIndex  # re-exported: the index lives there
+from moddesk.pvf.searchindex import fold_text as fold_text
+from moddesk.pvf.searchindex import normalize_path as normalize_path
 
 SearchMode = Literal["path", "content", "regex"]
 
@@ -32,19 +33,10 @@ MAX_BYTE_CAP = 256 * 1024
 MAX_PATTERN = 512
 SNIPPET_CHARS = 200
 DEFAULT_TIME_BUDGET = 10.0
-REGEX_BLOCK = 4 << 20  # corpus bytes decoded and scanned per regex pass
-_SEPARATOR = b"\x00"  # never part of a query, so no match can span two files
-_INDEX_MAGIC = b"MODDESK-PVF-INDEX\n"
-INDEX_FORMAT = 1
 
 # A quantified group that itself contains a quantifier: the classic catastrophic-backtracking shape.
 _NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*(?:[+*]|\{\d*,)")
 _BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=")
-
-
-def normalize_path(path: str) -> str:
-    """Archive paths compare case-insensitively with forward slashes and no leading slash."""
-    return path.replace("\\", "/").strip("/").lower()
 
 
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
@@ -131,178 +123,6 @@ class SearchPage:
     next_position: tuple[str, int] | None
     truncated: bool = False
     reason: str | None = None
-
-
-@dataclass
-class ContentIndex:
-    """Sorted paths of all text entries with their case-folded texts in one corpus."""
-
-    paths: list[str]
-    corpus: bytes
-    offsets: npt.NDArray[np.int64]
-    all_paths: list[str] = field(default_factory=list)
-
-    @classmethod
-    def build(
-        cls,
-        entries: Iterable[tuple[str, str | None]],
-        progress: Callable[[int], None] | None = None,
-        check_cancelled: Callable[[], None] | None = None,
-    ) -> ContentIndex:
-        """Index ``(path, text)`` pairs; ``None`` text = a binary entry (path search only).
-
-        Each text is folded and encoded as it arrives, so the peak holds compact UTF-8 bytes,
-        never every decoded ``str`` at once.
-        """
-        items: list[tuple[str, bytes | None]] = []
-        for count, (path, text) in enumerate(entries, 1):
-            items.append((normalize_path(path), fold_text(text)))
-            if count % 2000 == 0:
-                if progress is not None:
-                    progress(count)
-                if check_cancelled is not None:
-                    check_cancelled()
-        return cls.assemble(items)
-
-    @classmethod
-    def assemble(cls, items: list[tuple[str, bytes | None]]) -> ContentIndex:
-        """The index of already folded ``(normalised path, fold_text(text))`` items (first path wins)."""
-        seen: set[str] = set()
-        unique = []
-        for path, data in items:
-            if path not in seen:
-                seen.add(path)
-                unique.append((path, data))
-        unique.sort(key=lambda item: item[0])
-        paths = [path for path, data in unique if data is not None]
-        lengths = np.fromiter(
-            (len(data) for _, data in unique if data is not None), dtype=np.int64, count=len(paths)
-        )
-        offsets = np.zeros(len(paths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        corpus = b"".join(data for _, data in unique if data is not None)
-        return cls(paths, corpus, offsets, [path for path, _ in unique])
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def to_chunks(self, source_sha256: str) -> Iterator[bytes]:
-        """The index as a cache file for the archive whose content hash is ``source_sha256``."""
-        header = json.dumps(
-            {
-                "version": INDEX_FORMAT,
-                "source": source_sha256,
-                "texts": len(self.paths),
-                "paths": len(self.all_paths),
-                "corpus": len(self.corpus),
-            }
-        ).encode()
-        yield _INDEX_MAGIC + len(header).to_bytes(4, "little") + header
-        paths = "\x00".join(self.paths).encode("utf-8", "surrogatepass")
-        all_paths = "\x00".join(self.all_paths).encode("utf-8", "surrogatepass")
-        for blob in (paths, all_paths):
-            yield len(blob).to_bytes(8, "little") + blob
-        yield self.offsets.astype("<i8").tobytes()
-        yield self.corpus
-
-    @classmethod
-    def from_cache(cls, data: bytes, source_sha256: str) -> ContentIndex | None:
-        """The index stored by ``to_chunks`` for this archive, or None when it is not that (or damaged)."""
-        try:
-            if not data.startswith(_INDEX_MAGIC):
-                return None
-            pos = len(_INDEX_MAGIC)
-            size = int.from_bytes(data[pos : pos + 4], "little")
-            header = json.loads(data[pos + 4 : pos + 4 + size])
-            if header.get("version") != INDEX_FORMAT or header.get("source") != source_sha256:
-                return None
-            pos += 4 + size
-            blobs = []
-            for _ in range(2):
-                length = int.from_bytes(data[pos : pos + 8], "little")
-                blobs.append(data[pos + 8 : pos + 8 + length].decode("utf-8", "surrogatepass"))
-                pos += 8 + length
-            texts = int(header["texts"])
-            offsets = np.frombuffer(data, dtype="<i8", count=texts + 1, offset=pos).astype(np.int64)
-            pos += 8 * (texts + 1)
-            corpus = data[pos:]
-            paths = blobs[0].split("\x00") if texts else []
-            all_paths = blobs[1].split("\x00") if header["paths"] else []
-            if len(paths) != texts or len(all_paths) != header["paths"] or len(corpus) != header["corpus"]:
-                return None
-            if texts and int(offsets[-1]) != len(corpus):
-                return None
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-            return None
-        return cls(paths, corpus, offsets, all_paths)
-
-    @property
-    def nbytes(self) -> int:
-        return len(self.corpus) + int(self.offsets.nbytes)
-
-    def folded_text(self, ordinal: int) -> bytes:
-        """The folded UTF-8 text of one entry (without the separator)."""
-        return self.corpus[int(self.offsets[ordinal]) : int(self.offsets[ordinal + 1]) - 1]
-
-    def ordinal_range(self, prefix: str, start_path: str) -> tuple[int, int]:
-        """Ordinals of paths under ``prefix`` from ``start_path`` on (paths are sorted)."""
-        lo = bisect.bisect_left(self.paths, max(prefix, start_path))
-        hi = len(self.paths) if not prefix else bisect.bisect_left(self.paths, prefix[:-1] + "0")
-        return lo, max(lo, hi)  # '0' sorts right after '/': the end of the folder
-
-    def regex_candidates(
-        self, regex: re.Pattern[str], lo: int, hi: int, deadline: float, block_bytes: int = REGEX_BLOCK
-    ) -> Iterator[int]:
-        """Ordinals in ``[lo, hi)`` that may match ``regex`` (a superset; callers check each file).
-
-        Files are scanned in blocks: one decode and one ``finditer`` per block, with the
-        separators turned into newlines so ``^``/``$`` behave per file. A match that crosses
-        into the next file marks every file it touches for the exact per-file check, so
-        nothing is lost. ``-(ordinal + 1)`` means the time budget ran out before ``ordinal``.
-        """
-        offsets = self.offsets
-        start = lo
-        while start < hi:
-            if start > lo and time.monotonic() > deadline:  # one block at least: always progress
-                yield -start - 1
-                return
-            limit = int(offsets[start]) + block_bytes
-            end = min(hi, max(start + 1, int(np.searchsorted(offsets, limit, side="right")) - 1))
-            text = self.corpus[int(offsets[start]) : int(offsets[end])].decode("utf-8", "surrogatepass")
-            bounds = [0]
-            pos = text.find("\x00")
-            while pos >= 0:
-                bounds.append(pos + 1)
-                pos = text.find("\x00", pos + 1)
-            found: set[int] = set()
-            for match in regex.finditer(text.replace("\x00", "\n")):
-                first = bisect.bisect_right(bounds, match.start()) - 1
-                last = bisect.bisect_right(bounds, max(match.start(), match.end() - 1)) - 1
-                found.update(range(first, last + 1))
-            for local in sorted(found):
-                if start + local < end:
-                    yield start + local
-            start = end
-
-    def containing(self, needle: bytes, lo: int, hi: int) -> Iterator[int]:
-        """Ordinals in ``[lo, hi)`` whose folded text contains ``needle``, ascending."""
-        if lo >= hi:
-            return
-        end = int(self.offsets[hi])
-        pos = int(self.offsets[lo])
-        corpus, offsets = self.corpus, self.offsets
-        while True:
-            pos = corpus.find(needle, pos, end)
-            if pos < 0:
-                return
-            ordinal = int(np.searchsorted(offsets, pos, side="right")) - 1
-            yield ordinal
-            pos = int(offsets[ordinal + 1])
-
-
-def fold_text(text: str | None) -> bytes | None:
-    """What the index stores for one text: case-folded UTF-8 plus the separator (None: binary)."""
-    return None if text is None else text.casefold().encode("utf-8", "surrogatepass") + _SEPARATOR
 
 
 def check_regex(pattern: str, case_sensitive: bool) -> re.Pattern[str]:
@@ -395,6 +215,7 @@ class Searcher:
         self.changed = changed
         self.deleted = deleted
         self.current_text = current_text
+        self._lines_of: tuple[str, list[str]] | None = None  # the last hit's file, split in lines
 
     def page(
         self,
@@ -433,8 +254,10 @@ class Searcher:
     def _hit(self, path: str, line: int, column: int, query: SearchQuery) -> Hit:
         if query.mode == "path":
             return Hit(path)
-        text = self.changed.get(path) if path in self.changed else self.current_text(path)
-        lines = (text or "").split("\n")
+        if self._lines_of is None or self._lines_of[0] != path:  # a file's hits come together
+            text = self.changed.get(path) if path in self.changed else self.current_text(path)
+            self._lines_of = (path, (text or "").split("\n"))
+        lines = self._lines_of[1]
         snippet = _snippet(lines[line - 1], column) if 0 < line <= len(lines) else ""
         return Hit(path, line, snippet)
 

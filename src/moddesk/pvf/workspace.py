@@ -9,6 +9,7 @@ operations use before they commit.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import secrets
 import threading
@@ -24,6 +25,7 @@ from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.encodings import NAME_ENCODING, encode_text
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.history import History
+from moddesk.pvf.searchindex import fold_text
 
 # A content value in the overlay: text for text entries, bytes for raw entries, None = deleted.
 Content = str | bytes | None
@@ -93,9 +95,7 @@ class Workspace:
         self.workspace_id = f"ws_{secrets.token_urlsafe(12)}"
         self.revision = 1
         self.lock = threading.RLock()
-        self._names: dict[str, str] = {}
-        for name in archive.namelist():
-            self._names.setdefault(normalize_path(name), name)  # duplicates resolve to the first entry
+        self._names = _lookup_keys(archive.namelist())
         self._kinds: dict[str, str] = {}  # filled on demand: ArchiveEntry objects for 10^6 files cost seconds
         self._overlay: dict[str, Content] = {}
         self._saved: dict[str, Content] = {}
@@ -244,6 +244,11 @@ class Workspace:
     def base_bytes(self, path: str) -> bytes:
         with self.lock:
             return self.archive.read(self._names[path])
+
+    def base_folded(self) -> Iterator[tuple[str, bytes | None]]:
+        """``(path, fold_text(text))`` of every base entry in storage order, for the content index."""
+        for key, text in self.base_texts():
+            yield key, fold_text(text)
 
     def base_texts(self) -> Iterator[tuple[str, str | None]]:
         """``(path, text or None)`` of every base entry in storage order, for the index."""
@@ -468,6 +473,28 @@ class Workspace:
             self.source_identity = identity
             if revision == self.revision:
                 self._saved = dict(self._overlay)
+
+
+def _lookup_keys(names: list[str]) -> dict[str, str]:
+    """``normalize_path(name) → name`` with duplicates resolving to the first entry.
+
+    10^6 names normalised one by one cost seconds of every open. Archives store them already
+    normal (lower case, ``/``, no leading ``/`` or ``./``, no outer blanks), which a few passes
+    of C-level string methods prove; then each name is its own key (one string, not two).
+    """
+    if (
+        list(map(str.strip, names)) == names
+        and list(map(str.lower, names)) == names
+        and not any(map(str.startswith, names, itertools.repeat(("/", "./"))))
+        and not any(map(str.__contains__, names, itertools.repeat("\\")))
+    ):
+        keys = dict(zip(names, names, strict=True))
+        if len(keys) == len(names):
+            return keys
+    out: dict[str, str] = {}
+    for name in names:
+        out.setdefault(normalize_path(name), name)
+    return out
 
 
 def _hash(content: str | bytes) -> str:

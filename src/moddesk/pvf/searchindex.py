@@ -1,0 +1,435 @@
+"""The content index: every text entry's case-folded UTF-8, sorted by path, in one file on disk.
+
+A real archive's folded texts are several times its size (≈560 MiB for 10^6 generated files),
+so the corpus is never held in memory: the build spools each folded text to a temp file as it
+arrives (storage order), then copies the texts into path order in a second file whose layout is
+
+    header (HEADER_SIZE bytes: magic, JSON) | corpus | offsets (<i8, texts + 1) | text mask (u1, paths)
+
+and searches read it in blocks (``os.pread``: no shared file position, so concurrent searches
+need no lock). The process keeps only the sorted path list (the workspace's own strings when
+they are the same), one offset per text and one flag per path.
+
+The file doubles as the index cache: published under the archive's sha256 it is loaded on the
+next open of the same content. The workspace computes that hash anyway to identify its source
+(``read_source``), so keying by it costs nothing extra, and unlike size + mtime it cannot be
+fooled by an edit that keeps both. A loaded file must also match the archive's sorted paths
+(count and digest), its own sizes and the format version, else it is ignored and rebuilt.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import hashlib
+import itertools
+import json
+import mmap
+import os
+import re
+import tempfile
+import time
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from moddesk.kit.files import temp_prefix
+
+INDEX_FORMAT = 2
+HEADER_SIZE = 4096
+_MAGIC = b"MODDESK-PVF-INDEX\n"
+SEPARATOR = b"\x00"  # ends every text; never part of a query, so no match spans two files
+SPOOL_FLUSH = 8 << 20  # folded bytes gathered before one spool write
+COPY_FILES = 8192  # texts copied into path order per write (bounds the mapped pages touched)
+FIRST_BLOCK = 256 << 10  # a substring scan reads this much first (a common word answers from it)
+MAX_BLOCK = 8 << 20  # ... doubling up to this
+REGEX_BLOCK = 4 << 20  # corpus bytes decoded and scanned per regex pass
+
+
+def normalize_path(path: str) -> str:
+    """Archive paths compare case-insensitively with forward slashes and no leading slash."""
+    return path.replace("\\", "/").strip("/").lower()
+
+
+def fold_text(text: str | None) -> bytes | None:
+    """What the index stores for one text: case-folded UTF-8 plus the separator (None: binary)."""
+    return None if text is None else text.casefold().encode("utf-8", "surrogatepass") + SEPARATOR
+
+
+def paths_digest(paths: list[str]) -> str:
+    """A digest of the sorted path list an index file belongs to."""
+    return hashlib.sha256("\n".join(paths).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def sorted_keys(names: Iterable[str]) -> list[str]:
+    """The index's sorted path list for archive keys ``names`` (their own strings when unchanged).
+
+    Archive keys are already lower case with ``/`` and no leading ``/``; only a trailing ``/``
+    would normalise differently, and one joined-string test proves there is none.
+    """
+    keys = sorted(names)
+    joined = "\n".join(keys)
+    if "/\n" in joined or joined.endswith("/") or "\\" in joined:
+        keys = sorted({normalize_path(k) for k in keys})
+    return keys
+
+
+def _read_at(handle: IO[bytes], size: int, offset: int) -> bytes:
+    if hasattr(os, "pread"):
+        return os.pread(handle.fileno(), size, offset)
+    handle.seek(offset)  # pragma: no cover - Windows has no pread; the index serialises nothing else
+    return handle.read(size)
+
+
+class ContentIndex:
+    """Sorted paths of all entries; the folded texts of the text ones in an index file."""
+
+    def __init__(
+        self,
+        all_paths: list[str],
+        text_mask: npt.NDArray[np.bool_],
+        offsets: npt.NDArray[np.int64],
+        handle: IO[bytes],
+        corpus_start: int,
+        temp_path: Path | None = None,
+    ) -> None:
+        self.all_paths = all_paths
+        self.paths = list(itertools.compress(all_paths, text_mask.tolist()))
+        self.text_mask = text_mask
+        self.offsets = offsets
+        self._handle = handle
+        self._start = corpus_start
+        self._temp_path = temp_path  # an unpublished build in the cache folder
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def build(
+        cls,
+        entries: Iterable[tuple[str, str | None]],
+        progress: Callable[[int], None] | None = None,
+        check_cancelled: Callable[[], None] | None = None,
+        folder: Path | None = None,
+    ) -> ContentIndex:
+        """Index ``(path, text)`` pairs; ``None`` text = a binary entry (path search only)."""
+        folded = ((path, fold_text(text)) for path, text in entries)
+        return cls.build_folded(folded, progress=progress, check_cancelled=check_cancelled, folder=folder)
+
+    @classmethod
+    def build_folded(
+        cls,
+        items: Iterable[tuple[str, bytes | None]],
+        *,
+        folder: Path | None = None,
+        known_paths: list[str] | None = None,
+        progress: Callable[[int], None] | None = None,
+        check_cancelled: Callable[[], None] | None = None,
+    ) -> ContentIndex:
+        """Index ``(path, fold_text(text))`` items in any order (the first of a path wins).
+
+        ``folder``: where the index file is written (the cache folder: ``publish`` then renames
+        it into place); None = an anonymous temp file. ``known_paths``: the sorted path list the
+        caller already holds; when it equals the index's, its strings are shared, not copied.
+        """
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder) as spool:
+            keys, lengths = _spool(items, spool, progress, check_cancelled)
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            all_paths = [keys[i] for i in order]
+            del keys
+            if known_paths is not None and known_paths == all_paths:
+                all_paths = known_paths
+            sizes = np.frombuffer(lengths, dtype=np.int64)
+            starts = np.zeros(len(sizes), dtype=np.int64)
+            if len(sizes) > 1:
+                np.cumsum(np.maximum(sizes[:-1], 0), out=starts[1:])
+            ordered = np.asarray(order, dtype=np.int64)
+            text_mask = sizes[ordered] >= 0
+            texts = ordered[text_mask]
+            offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+            np.cumsum(sizes[texts], out=offsets[1:])
+            handle, temp_path = _index_file(folder)
+            try:
+                handle.write(bytes(HEADER_SIZE))
+                _copy_in_order(spool, starts[texts], sizes[texts], handle, check_cancelled)
+                _finish(handle, all_paths, text_mask, offsets)
+            except BaseException:
+                handle.close()
+                if temp_path is not None:
+                    temp_path.unlink(missing_ok=True)
+                raise
+        return cls(all_paths, text_mask, offsets, handle, HEADER_SIZE, temp_path)
+
+    def publish(self, target: Path, key: str) -> None:
+        """Make the built file the cache of the archive content ``key`` (durable, then renamed)."""
+        if self._temp_path is None:
+            return
+        _write_header(self._handle, self, key)
+        os.fsync(self._handle.fileno())
+        os.replace(self._temp_path, target)
+        self._temp_path = None
+
+    def discard(self) -> None:
+        """Forget an unpublished build file (the open handle still serves this index)."""
+        if self._temp_path is not None:
+            with contextlib.suppress(OSError):
+                self._temp_path.unlink()
+            self._temp_path = None
+
+    @classmethod
+    def load(cls, path: Path, key: str, known_paths: list[str]) -> ContentIndex | None:
+        """The index file stored for archive content ``key`` with exactly these sorted paths, or None."""
+        try:
+            handle: IO[bytes] = open(path, "rb", buffering=0)  # noqa: SIM115 - the index keeps it open
+        except OSError:
+            return None
+        try:
+            index = cls._from_file(handle, key, known_paths)
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            index = None
+        if index is None:
+            handle.close()
+        return index
+
+    @classmethod
+    def _from_file(cls, handle: IO[bytes], key: str, known_paths: list[str]) -> ContentIndex | None:
+        head = _read_at(handle, HEADER_SIZE, 0)
+        if not head.startswith(_MAGIC):
+            return None
+        pos = len(_MAGIC)
+        size = int.from_bytes(head[pos : pos + 4], "little")
+        header: dict[str, Any] = json.loads(head[pos + 4 : pos + 4 + size])
+        texts, count, corpus = int(header["texts"]), int(header["paths"]), int(header["corpus"])
+        if (
+            header.get("version") != INDEX_FORMAT
+            or header.get("source") != key
+            or count != len(known_paths)
+            or not 0 <= texts <= count
+        ):
+            return None
+        offsets_at = HEADER_SIZE + corpus
+        mask_at = offsets_at + 8 * (texts + 1)
+        if os.fstat(handle.fileno()).st_size != mask_at + count:
+            return None
+        offsets = np.frombuffer(_read_at(handle, 8 * (texts + 1), offsets_at), dtype="<i8").astype(np.int64)
+        text_mask = np.frombuffer(_read_at(handle, count, mask_at), dtype=np.uint8).astype(np.bool_)
+        if (
+            len(offsets) != texts + 1
+            or int(offsets[0]) != 0
+            or int(offsets[-1]) != corpus
+            or bool(np.any(np.diff(offsets) < 1))  # every text has at least its separator
+            or int(text_mask.sum()) != texts
+            or header.get("pathsDigest") != paths_digest(known_paths)
+        ):
+            return None
+        return cls(known_paths, text_mask, offsets, handle, HEADER_SIZE)
+
+    # ------------------------------------------------------------------ reading
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of folded text in the index file."""
+        return int(self.offsets[-1])
+
+    @property
+    def memory_bytes(self) -> int:
+        """What the index itself keeps in memory besides the path strings (offsets, mask, lists)."""
+        return int(self.offsets.nbytes + self.text_mask.nbytes) + 8 * (len(self.paths) + len(self.all_paths))
+
+    def read(self, begin: int, end: int) -> bytes:
+        """Corpus bytes ``[begin, end)``."""
+        if end <= begin:
+            return b""
+        return _read_at(self._handle, end - begin, self._start + begin)
+
+    def folded_text(self, ordinal: int) -> bytes:
+        """The folded UTF-8 text of one entry (without the separator)."""
+        return self.read(int(self.offsets[ordinal]), int(self.offsets[ordinal + 1]) - 1)
+
+    def ordinal_range(self, prefix: str, start_path: str) -> tuple[int, int]:
+        """Ordinals of paths under ``prefix`` from ``start_path`` on (paths are sorted)."""
+        lo = bisect.bisect_left(self.paths, max(prefix, start_path))
+        hi = len(self.paths) if not prefix else bisect.bisect_left(self.paths, prefix[:-1] + "0")
+        return lo, max(lo, hi)  # '0' sorts right after '/': the end of the folder
+
+    def _block_end(self, start: int, hi: int, size: int) -> int:
+        """The ordinal ending a block of about ``size`` bytes from ``start`` (at least one file)."""
+        limit = int(self.offsets[start]) + size
+        return min(hi, max(start + 1, int(np.searchsorted(self.offsets, limit, side="right")) - 1))
+
+    def containing(self, needle: bytes, lo: int, hi: int) -> Iterator[int]:
+        """Ordinals in ``[lo, hi)`` whose folded text contains ``needle``, ascending.
+
+        Blocks end on file boundaries (no match spans a separator), start small so a common
+        needle answers after one short read, and double so a rare one streams the file.
+        """
+        offsets = self.offsets
+        start, size = lo, FIRST_BLOCK
+        while start < hi:
+            end = self._block_end(start, hi, size)
+            base = int(offsets[start])
+            block = self.read(base, int(offsets[end]))
+            pos = block.find(needle)
+            while pos >= 0:
+                ordinal = int(np.searchsorted(offsets, base + pos, side="right")) - 1
+                yield ordinal
+                pos = block.find(needle, int(offsets[ordinal + 1]) - base)
+            start, size = end, min(size * 2, MAX_BLOCK)
+
+    def regex_candidates(
+        self, regex: re.Pattern[str], lo: int, hi: int, deadline: float, block_bytes: int = REGEX_BLOCK
+    ) -> Iterator[int]:
+        """Ordinals in ``[lo, hi)`` that may match ``regex`` (a superset; callers check each file).
+
+        Files are scanned in blocks: one decode and one ``finditer`` per block, with the
+        separators turned into newlines so ``^``/``$`` behave per file. A match that crosses
+        into the next file marks every file it touches for the exact per-file check, so
+        nothing is lost. ``-(ordinal + 1)`` means the time budget ran out before ``ordinal``.
+        """
+        offsets = self.offsets
+        start = lo
+        while start < hi:
+            if start > lo and time.monotonic() > deadline:  # one block at least: always progress
+                yield -start - 1
+                return
+            end = self._block_end(start, hi, block_bytes)
+            text = self.read(int(offsets[start]), int(offsets[end])).decode("utf-8", "surrogatepass")
+            bounds = [0]
+            pos = text.find("\x00")
+            while pos >= 0:
+                bounds.append(pos + 1)
+                pos = text.find("\x00", pos + 1)
+            found: set[int] = set()
+            for match in regex.finditer(text.replace("\x00", "\n")):
+                first = bisect.bisect_right(bounds, match.start()) - 1
+                last = bisect.bisect_right(bounds, max(match.start(), match.end() - 1)) - 1
+                found.update(range(first, last + 1))
+            for local in sorted(found):
+                if start + local < end:
+                    yield start + local
+            start = end
+
+
+# ---------------------------------------------------------------------- build steps
+
+
+def _spool(
+    items: Iterable[tuple[str, bytes | None]],
+    spool: IO[bytes],
+    progress: Callable[[int], None] | None,
+    check_cancelled: Callable[[], None] | None,
+) -> tuple[list[str], array[int]]:
+    """Write each new path's folded text to ``spool``; its keys and lengths (-1: binary)."""
+    keys: list[str] = []
+    lengths = array("q")
+    seen: set[str] = set()
+    pending: list[bytes] = []
+    pending_size = 0
+    for count, (path, data) in enumerate(items, 1):
+        key = normalize_path(path)
+        if key not in seen:
+            seen.add(key)
+            keys.append(key)
+            if data is None:
+                lengths.append(-1)
+            else:
+                lengths.append(len(data))
+                pending.append(data)
+                pending_size += len(data)
+                if pending_size >= SPOOL_FLUSH:
+                    spool.write(b"".join(pending))
+                    pending, pending_size = [], 0
+        if count % 2000 == 0:
+            if progress is not None:
+                progress(count)
+            if check_cancelled is not None:
+                check_cancelled()
+    spool.write(b"".join(pending))
+    spool.flush()
+    return keys, lengths
+
+
+def _index_file(folder: Path | None) -> tuple[IO[bytes], Path | None]:
+    """A new index file: named in the cache ``folder`` (published later), else anonymous."""
+    if folder is None:
+        return tempfile.TemporaryFile(), None
+    fd, name = tempfile.mkstemp(prefix=temp_prefix("index.idx"), dir=folder)
+    return os.fdopen(fd, "w+b", buffering=0), Path(name)
+
+
+def _copy_in_order(
+    spool: IO[bytes],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    out: IO[bytes],
+    check_cancelled: Callable[[], None] | None,
+) -> None:
+    """Copy the spooled texts at ``starts``/``sizes`` (path order) to ``out``.
+
+    The spool is mapped and read in path order; after each batch its pages are dropped from
+    this process (MADV_DONTNEED: they stay in the page cache) so the copy never holds the
+    corpus resident.
+    """
+    total = int(sizes.sum())
+    if total == 0:
+        return
+    with mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        view = memoryview(mapped)
+        try:
+            begin_list, size_list = starts.tolist(), sizes.tolist()
+            for batch in range(0, len(begin_list), COPY_FILES):
+                out.write(
+                    b"".join(
+                        view[b : b + n]
+                        for b, n in zip(
+                            begin_list[batch : batch + COPY_FILES],
+                            size_list[batch : batch + COPY_FILES],
+                            strict=True,
+                        )
+                    )
+                )
+                if hasattr(mapped, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+                    mapped.madvise(mmap.MADV_DONTNEED)
+                if check_cancelled is not None:
+                    check_cancelled()
+        finally:
+            view.release()
+
+
+def _finish(
+    handle: IO[bytes], all_paths: list[str], text_mask: npt.NDArray[np.bool_], offsets: npt.NDArray[np.int64]
+) -> None:
+    handle.write(offsets.astype("<i8").tobytes())
+    handle.write(text_mask.astype(np.uint8).tobytes())
+    handle.flush()
+
+
+def _write_header(handle: IO[bytes], index: ContentIndex, key: str) -> None:
+    """The header that makes the file loadable (written last: a torn file has no valid header)."""
+    header = json.dumps(
+        {
+            "version": INDEX_FORMAT,
+            "source": key,
+            "texts": len(index.paths),
+            "paths": len(index.all_paths),
+            "corpus": index.nbytes,
+            "pathsDigest": paths_digest(index.all_paths),
+        }
+    ).encode()
+    blob = _MAGIC + len(header).to_bytes(4, "little") + header
+    if len(blob) > HEADER_SIZE:
+        raise ValueError("index header too large")
+    if hasattr(os, "pwrite"):
+        os.pwrite(handle.fileno(), blob, 0)
+    else:  # pragma: no cover - Windows
+        handle.seek(0)
+        handle.write(blob)
+        handle.seek(0, os.SEEK_END)
