@@ -116,7 +116,7 @@ class ContentIndex:
         folder: Path | None = None,
     ) -> ContentIndex:
         """Index ``(path, text)`` pairs; ``None`` text = a binary entry (path search only)."""
-        folded = ((path, fold_text(text)) for path, text in entries)
+        folded = ((normalize_path(path), fold_text(text)) for path, text in entries)
         return cls.build_folded(folded, progress=progress, check_cancelled=check_cancelled, folder=folder)
 
     @classmethod
@@ -129,7 +129,9 @@ class ContentIndex:
         progress: Callable[[int], None] | None = None,
         check_cancelled: Callable[[], None] | None = None,
     ) -> ContentIndex:
-        """Index ``(path, fold_text(text))`` items in any order (the first of a path wins).
+        """Index ``(key, fold_text(text))`` items in any order (the first of a key wins).
+
+        Keys are ``normalize_path`` results already (the caller knows when that is a no-op).
 
         ``folder``: where the index file is written (the cache folder: ``publish`` then renames
         it into place); None = an anonymous temp file. ``known_paths``: the sorted path list the
@@ -333,8 +335,7 @@ def _spool(
     seen: set[str] = set()
     pending: list[bytes] = []
     pending_size = 0
-    for count, (path, data) in enumerate(items, 1):
-        key = normalize_path(path)
+    for count, (key, data) in enumerate(items, 1):
         if key not in seen:
             seen.add(key)
             keys.append(key)

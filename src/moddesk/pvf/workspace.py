@@ -26,6 +26,7 @@ from moddesk.pvf.format.encodings import NAME_ENCODING, encode_text
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.history import History
 from moddesk.pvf.searchindex import fold_text
+from moddesk.pvf.searchindex import normalize_path as index_key
 
 # A content value in the overlay: text for text entries, bytes for raw entries, None = deleted.
 Content = str | bytes | None
@@ -246,9 +247,13 @@ class Workspace:
             return self.archive.read(self._names[path])
 
     def base_folded(self) -> Iterator[tuple[str, bytes | None]]:
-        """``(path, fold_text(text))`` of every base entry in storage order, for the content index."""
+        """``(index key, fold_text(text))`` of every base entry in storage order (duplicates too).
+
+        The index key is ``searchindex.normalize_path`` of the lookup key: the entry's own path
+        when the names are normal and none ends in ``/`` (checked once, at open).
+        """
         for key, text in self.base_texts():
-            yield key, fold_text(text)
+            yield index_key(key), fold_text(text)
 
     def base_texts(self) -> Iterator[tuple[str, str | None]]:
         """``(path, text or None)`` of every base entry in storage order, for the index."""
