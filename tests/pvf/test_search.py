@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from moddesk.kit.errors import ServiceError
 from moddesk.pvf.search import ContentIndex, Matcher, Searcher, SearchQuery, check_regex, glob_match
+from moddesk.pvf.searchindex import fold_text, in_chunks, normalize_path
 
 TEXTS: dict[str, str | None] = {
     "equipment/weapon/sword.equ": "[name]\n`Iron Sword`\n[price]\n\t9\n",
@@ -264,3 +265,13 @@ def test_any_query_text_is_accepted_or_invalid_pattern(pattern: str, mode: str) 
         searcher().page(query, limit=5)
     except ServiceError as exc:
         assert exc.code == "INVALID_PATTERN"
+
+
+@pytest.mark.parametrize("size", [1, 2, 5])
+def test_the_first_entry_of_a_path_wins_within_and_across_chunks(size: int) -> None:
+    items = [("a.equ", "One"), ("b.equ", None), ("A.EQU", "two"), ("c.equ", "three"), ("b.equ", "four")]
+    folded = ((normalize_path(p), fold_text(t)) for p, t in items)
+    index = ContentIndex.build_folded(in_chunks(folded, size))
+    assert index.all_paths == ["a.equ", "b.equ", "c.equ"]
+    assert index.paths == ["a.equ", "c.equ"]
+    assert [index.folded_text(i) for i in range(len(index))] == [b"one", b"three"]

@@ -117,21 +117,24 @@ class ContentIndex:
     ) -> ContentIndex:
         """Index ``(path, text)`` pairs; ``None`` text = a binary entry (path search only)."""
         folded = ((normalize_path(path), fold_text(text)) for path, text in entries)
-        return cls.build_folded(folded, progress=progress, check_cancelled=check_cancelled, folder=folder)
+        return cls.build_folded(
+            in_chunks(folded), progress=progress, check_cancelled=check_cancelled, folder=folder
+        )
 
     @classmethod
     def build_folded(
         cls,
-        items: Iterable[tuple[str, bytes | None]],
+        chunks: Iterable[tuple[list[str], list[bytes | None]]],
         *,
         folder: Path | None = None,
         known_paths: list[str] | None = None,
         progress: Callable[[int], None] | None = None,
         check_cancelled: Callable[[], None] | None = None,
     ) -> ContentIndex:
-        """Index ``(key, fold_text(text))`` items in any order (the first of a key wins).
+        """Index chunks of ``(keys, fold_text(text) of each)`` in any order (the first of a key wins).
 
-        Keys are ``normalize_path`` results already (the caller knows when that is a no-op).
+        Keys are ``normalize_path`` results already (the caller knows when that is a no-op);
+        chunks keep the per-entry Python work to a few list operations.
 
         ``folder``: where the index file is written (the cache folder: ``publish`` then renames
         it into place); None = an anonymous temp file. ``known_paths``: the sorted path list the
@@ -140,7 +143,7 @@ class ContentIndex:
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder) as spool:
-            keys, lengths = _spool(items, spool, progress, check_cancelled)
+            keys, lengths = _spool(chunks, spool, progress, check_cancelled)
             order = sorted(range(len(keys)), key=keys.__getitem__)
             all_paths = [keys[i] for i in order]
             del keys
@@ -323,36 +326,51 @@ class ContentIndex:
 # ---------------------------------------------------------------------- build steps
 
 
+def in_chunks(
+    items: Iterable[tuple[str, bytes | None]], size: int = 4096
+) -> Iterator[tuple[list[str], list[bytes | None]]]:
+    """``(key, data)`` pairs regrouped as the ``(keys, datas)`` chunks ``build_folded`` takes."""
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield [key for key, _ in chunk], [data for _, data in chunk]
+
+
 def _spool(
-    items: Iterable[tuple[str, bytes | None]],
+    chunks: Iterable[tuple[list[str], list[bytes | None]]],
     spool: IO[bytes],
     progress: Callable[[int], None] | None,
     check_cancelled: Callable[[], None] | None,
 ) -> tuple[list[str], array[int]]:
-    """Write each new path's folded text to ``spool``; its keys and lengths (-1: binary)."""
+    """Write each new key's folded text to ``spool``; the keys and lengths (-1: binary)."""
     keys: list[str] = []
     lengths = array("q")
     seen: set[str] = set()
     pending: list[bytes] = []
-    pending_size = 0
-    for count, (key, data) in enumerate(items, 1):
-        if key not in seen:
-            seen.add(key)
-            keys.append(key)
-            if data is None:
-                lengths.append(-1)
-            else:
-                lengths.append(len(data))
-                pending.append(data)
-                pending_size += len(data)
-                if pending_size >= SPOOL_FLUSH:
-                    spool.write(b"".join(pending))
-                    pending, pending_size = [], 0
-        if count % 2000 == 0:
-            if progress is not None:
-                progress(count)
-            if check_cancelled is not None:
-                check_cancelled()
+    pending_size = done = 0
+    for chunk_keys, datas in chunks:
+        done += len(chunk_keys)
+        if seen.isdisjoint(chunk_keys) and len(set(chunk_keys)) == len(chunk_keys):
+            seen.update(chunk_keys)
+        else:  # a key repeats: keep only its first entry
+            kept = []
+            for i, key in enumerate(chunk_keys):
+                if key not in seen:
+                    seen.add(key)
+                    kept.append(i)
+            chunk_keys = [chunk_keys[i] for i in kept]
+            datas = [datas[i] for i in kept]
+        keys.extend(chunk_keys)
+        lengths.extend([-1 if data is None else len(data) for data in datas])
+        texts = [data for data in datas if data is not None]
+        pending.extend(texts)
+        pending_size += sum(map(len, texts))
+        if pending_size >= SPOOL_FLUSH:
+            spool.write(b"".join(pending))
+            pending, pending_size = [], 0
+        if progress is not None:
+            progress(done)
+        if check_cancelled is not None:
+            check_cancelled()
     spool.write(b"".join(pending))
     spool.flush()
     return keys, lengths

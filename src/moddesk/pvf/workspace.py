@@ -25,7 +25,7 @@ from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.encodings import NAME_ENCODING, encode_text
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.history import History
-from moddesk.pvf.searchindex import fold_text
+from moddesk.pvf.searchindex import fold_text, in_chunks
 from moddesk.pvf.searchindex import normalize_path as index_key
 
 # A content value in the overlay: text for text entries, bytes for raw entries, None = deleted.
@@ -246,14 +246,12 @@ class Workspace:
         with self.lock:
             return self.archive.read(self._names[path])
 
-    def base_folded(self) -> Iterator[tuple[str, bytes | None]]:
-        """``(index key, fold_text(text))`` of every base entry in storage order (duplicates too).
+    def base_folded(self) -> Iterator[tuple[list[str], list[bytes | None]]]:
+        """Chunks of ``(index keys, fold_text(text) of each)`` of every base entry, storage order.
 
-        The index key is ``searchindex.normalize_path`` of the lookup key: the entry's own path
-        when the names are normal and none ends in ``/`` (checked once, at open).
+        The index key is ``searchindex.normalize_path`` of the lookup key.
         """
-        for key, text in self.base_texts():
-            yield index_key(key), fold_text(text)
+        yield from in_chunks((index_key(key), fold_text(text)) for key, text in self.base_texts())
 
     def base_texts(self) -> Iterator[tuple[str, str | None]]:
         """``(path, text or None)`` of every base entry in storage order, for the index."""
