@@ -144,8 +144,11 @@ class ContentIndex:
             folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder) as spool:
             keys, lengths = _spool(chunks, spool, progress, check_cancelled)
-            order = sorted(range(len(keys)), key=keys.__getitem__)
-            all_paths = [keys[i] for i in order]
+            objects = np.empty(len(keys), dtype=object)  # argsort: 8 bytes per key, not a list of ints
+            objects[:] = keys
+            ordered = np.argsort(objects, kind="stable").astype(np.int64)
+            del objects
+            all_paths = [keys[i] for i in ordered.tolist()]
             del keys
             if known_paths is not None and known_paths == all_paths:
                 all_paths = known_paths
@@ -153,7 +156,6 @@ class ContentIndex:
             starts = np.zeros(len(sizes), dtype=np.int64)
             if len(sizes) > 1:
                 np.cumsum(np.maximum(sizes[:-1], 0), out=starts[1:])
-            ordered = np.asarray(order, dtype=np.int64)
             text_mask = sizes[ordered] >= 0
             texts = ordered[text_mask]
             offsets = np.zeros(len(texts) + 1, dtype=np.int64)
@@ -403,18 +405,10 @@ def _copy_in_order(
     with mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         view = memoryview(mapped)
         try:
-            begin_list, size_list = starts.tolist(), sizes.tolist()
-            for batch in range(0, len(begin_list), COPY_FILES):
-                out.write(
-                    b"".join(
-                        view[b : b + n]
-                        for b, n in zip(
-                            begin_list[batch : batch + COPY_FILES],
-                            size_list[batch : batch + COPY_FILES],
-                            strict=True,
-                        )
-                    )
-                )
+            for batch in range(0, len(starts), COPY_FILES):
+                begins = starts[batch : batch + COPY_FILES].tolist()
+                ends = (starts[batch : batch + COPY_FILES] + sizes[batch : batch + COPY_FILES]).tolist()
+                out.write(b"".join([view[b:e] for b, e in zip(begins, ends, strict=True)]))
                 if hasattr(mapped, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
                     mapped.madvise(mmap.MADV_DONTNEED)
                 if check_cancelled is not None:
