@@ -17,7 +17,7 @@ from moddesk.kit.errors import ServiceError
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.core import ServiceCore
 from moddesk.pvf.errors import pvf_error
-from moddesk.pvf.searchindex import ContentIndex, sorted_keys
+from moddesk.pvf.searchindex import ContentIndex
 from moddesk.pvf.workspace import Workspace
 
 INDEX_WAIT_SECONDS = 2.0
@@ -52,8 +52,8 @@ class IndexOps(ServiceCore):
         def build(ctx: TaskContext) -> dict[str, Any]:
             started = time.perf_counter()
             ctx.phase("load cached index")
-            known = sorted_keys(ws.base_paths())
-            index = self._load_cached_index(ws, known)
+            base = ws.index_paths()
+            index = self._load_cached_index(ws, base)
             cached = index is not None
             if index is None:
                 ctx.phase("decode and index")
@@ -61,7 +61,7 @@ class IndexOps(ServiceCore):
                 index = ContentIndex.build_folded(
                     ws.base_folded(),
                     folder=self.index_cache if self._cache_file(ws) is not None else None,
-                    known_paths=known,
+                    base_paths=base,
                     progress=lambda done: ctx.progress(done, total, "indexing"),
                     check_cancelled=ctx.check_cancelled,
                 )
@@ -91,12 +91,12 @@ class IndexOps(ServiceCore):
             return None
         return self.index_cache / f"{ws.base_sha256}.idx"
 
-    def _load_cached_index(self, ws: Workspace, known: list[str]) -> ContentIndex | None:
+    def _load_cached_index(self, ws: Workspace, base: list[str]) -> ContentIndex | None:
         """The index saved for exactly this archive content and paths, if there is a sound one."""
         path = self._cache_file(ws)
         if path is None or not path.is_file():
             return None
-        return ContentIndex.load(path, ws.base_sha256, known)
+        return ContentIndex.load(path, ws.base_sha256, base)
 
     def _save_cached_index(self, ws: Workspace, index: ContentIndex, ctx: TaskContext) -> None:
         """Keep the index for the next open of the same content; the newest few are kept."""

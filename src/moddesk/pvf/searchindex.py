@@ -4,31 +4,34 @@ A real archive's folded texts are several times its size (≈560 MiB for 10^6 ge
 so the corpus is never held in memory: the build spools each folded text to a temp file as it
 arrives (storage order), then copies the texts into path order in a second file whose layout is
 
-    header (HEADER_SIZE bytes: magic, JSON) | corpus | offsets (<i8, texts + 1) | text mask (u1, paths)
+    header (HEADER_SIZE bytes: magic, JSON) | corpus | offsets (<i8, texts + 1) | text mask (u1,
+    sorted paths) | sorting permutation of the workspace's path list (<i8, paths)
 
 and searches read it in blocks (``os.pread``: no shared file position, so concurrent searches
-need no lock). The process keeps only the sorted path list (the workspace's own strings when
-they are the same), one offset per text and one flag per path.
+need no lock). The process keeps only the sorted path list (the workspace's own strings), one
+offset per text and one flag per path.
 
 The file doubles as the index cache: published under the archive's sha256 it is loaded on the
 next open of the same content. The workspace computes that hash anyway to identify its source
 (``read_source``), so keying by it costs nothing extra, and unlike size + mtime it cannot be
-fooled by an edit that keeps both. A loaded file must also match the archive's sorted paths
-(count and digest), its own sizes and the format version, else it is ignored and rebuilt.
+fooled by an edit that keeps both. No path is stored: the same content lists the same paths in
+the same order, so the stored permutation rebuilds the sorted list (checked: a permutation, and
+sorted); a file that fails any check (version, key, sizes, offsets) is ignored and rebuilt.
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
-import hashlib
 import itertools
 import json
 import mmap
+import operator
 import os
 import re
 import tempfile
 import time
+import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -60,22 +63,10 @@ def fold_text(text: str | None) -> bytes | None:
     return None if text is None else text.casefold().encode("utf-8", "surrogatepass") + SEPARATOR
 
 
-def paths_digest(paths: list[str]) -> str:
-    """A digest of the sorted path list an index file belongs to."""
-    return hashlib.sha256("\n".join(paths).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def sorted_keys(names: Iterable[str]) -> list[str]:
-    """The index's sorted path list for archive keys ``names`` (their own strings when unchanged).
-
-    Archive keys are already lower case with ``/`` and no leading ``/``; only a trailing ``/``
-    would normalise differently, and one joined-string test proves there is none.
-    """
-    keys = sorted(names)
-    joined = "\n".join(keys)
-    if "/\n" in joined or joined.endswith("/") or "\\" in joined:
-        keys = sorted({normalize_path(k) for k in keys})
-    return keys
+def paths_crc(paths: list[str]) -> int:
+    """A cheap check value of the sorted path list an index file belongs to (not a security hash:
+    the archive's sha256 already names the content; this catches a changed path derivation)."""
+    return zlib.crc32("\n".join(paths).encode("utf-8", "surrogatepass"))
 
 
 def _read_at(handle: IO[bytes], size: int, offset: int) -> bytes:
@@ -104,6 +95,7 @@ class ContentIndex:
         self._handle = handle
         self._start = corpus_start
         self._temp_path = temp_path  # an unpublished build in the cache folder
+        self.loadable = False  # the file stores the permutation of the caller's paths
 
     # ------------------------------------------------------------------ building
 
@@ -116,9 +108,14 @@ class ContentIndex:
         folder: Path | None = None,
     ) -> ContentIndex:
         """Index ``(path, text)`` pairs; ``None`` text = a binary entry (path search only)."""
-        folded = ((normalize_path(path), fold_text(text)) for path, text in entries)
+        pairs = [(normalize_path(path), text) for path, text in entries]
+        base = list(dict.fromkeys(key for key, _ in pairs))
         return cls.build_folded(
-            in_chunks(folded), progress=progress, check_cancelled=check_cancelled, folder=folder
+            in_chunks((key, fold_text(text)) for key, text in pairs),
+            base_paths=base,
+            progress=progress,
+            check_cancelled=check_cancelled,
+            folder=folder,
         )
 
     @classmethod
@@ -127,7 +124,7 @@ class ContentIndex:
         chunks: Iterable[tuple[list[str], list[bytes | None]]],
         *,
         folder: Path | None = None,
-        known_paths: list[str] | None = None,
+        base_paths: list[str] | None = None,
         progress: Callable[[int], None] | None = None,
         check_cancelled: Callable[[], None] | None = None,
     ) -> ContentIndex:
@@ -137,21 +134,26 @@ class ContentIndex:
         chunks keep the per-entry Python work to a few list operations.
 
         ``folder``: where the index file is written (the cache folder: ``publish`` then renames
-        it into place); None = an anonymous temp file. ``known_paths``: the sorted path list the
-        caller already holds; when it equals the index's, its strings are shared, not copied.
+        it into place); None = an anonymous temp file. ``base_paths``: every key, unique, in the
+        caller's own order (the workspace's); when they are the index's keys, the index shares
+        their strings and stores their sorting permutation, which is what lets ``load`` rebuild
+        the sorted list from the same archive without sorting or storing a path.
         """
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder) as spool:
             keys, lengths = _spool(chunks, spool, progress, check_cancelled)
-            objects = np.empty(len(keys), dtype=object)  # argsort: 8 bytes per key, not a list of ints
-            objects[:] = keys
-            ordered = np.argsort(objects, kind="stable").astype(np.int64)
-            del objects
+            ordered = _argsort(keys)
             all_paths = [keys[i] for i in ordered.tolist()]
             del keys
-            if known_paths is not None and known_paths == all_paths:
-                all_paths = known_paths
+            base_order = None
+            if base_paths is not None:
+                base_order = _argsort(base_paths)
+                known = [base_paths[i] for i in base_order.tolist()]
+                if known == all_paths:
+                    all_paths = known
+                else:
+                    base_order = None  # not this index's keys: the file will not be loadable
             sizes = np.frombuffer(lengths, dtype=np.int64)
             starts = np.zeros(len(sizes), dtype=np.int64)
             if len(sizes) > 1:
@@ -164,17 +166,20 @@ class ContentIndex:
             try:
                 handle.write(bytes(HEADER_SIZE))
                 _copy_in_order(spool, starts[texts], sizes[texts], handle, check_cancelled)
-                _finish(handle, all_paths, text_mask, offsets)
+                _finish(handle, text_mask, offsets, base_order)
             except BaseException:
                 handle.close()
                 if temp_path is not None:
                     temp_path.unlink(missing_ok=True)
                 raise
-        return cls(all_paths, text_mask, offsets, handle, HEADER_SIZE, temp_path)
+        index = cls(all_paths, text_mask, offsets, handle, HEADER_SIZE, temp_path)
+        index.loadable = base_order is not None
+        return index
 
     def publish(self, target: Path, key: str) -> None:
         """Make the built file the cache of the archive content ``key`` (durable, then renamed)."""
-        if self._temp_path is None:
+        if self._temp_path is None or not self.loadable:
+            self.discard()
             return
         _write_header(self._handle, self, key)
         os.fsync(self._handle.fileno())
@@ -189,14 +194,17 @@ class ContentIndex:
             self._temp_path = None
 
     @classmethod
-    def load(cls, path: Path, key: str, known_paths: list[str]) -> ContentIndex | None:
-        """The index file stored for archive content ``key`` with exactly these sorted paths, or None."""
+    def load(cls, path: Path, key: str, base_paths: list[str]) -> ContentIndex | None:
+        """The index file stored for archive content ``key`` whose keys are ``base_paths``, or None.
+
+        ``base_paths`` in the order given at build time (the same archive lists them the same way).
+        """
         try:
             handle: IO[bytes] = open(path, "rb", buffering=0)  # noqa: SIM115 - the index keeps it open
         except OSError:
             return None
         try:
-            index = cls._from_file(handle, key, known_paths)
+            index = cls._from_file(handle, key, base_paths)
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
             index = None
         if index is None:
@@ -204,7 +212,7 @@ class ContentIndex:
         return index
 
     @classmethod
-    def _from_file(cls, handle: IO[bytes], key: str, known_paths: list[str]) -> ContentIndex | None:
+    def _from_file(cls, handle: IO[bytes], key: str, base_paths: list[str]) -> ContentIndex | None:
         head = _read_at(handle, HEADER_SIZE, 0)
         if not head.startswith(_MAGIC):
             return None
@@ -215,26 +223,35 @@ class ContentIndex:
         if (
             header.get("version") != INDEX_FORMAT
             or header.get("source") != key
-            or count != len(known_paths)
+            or count != len(base_paths)
             or not 0 <= texts <= count
         ):
             return None
         offsets_at = HEADER_SIZE + corpus
         mask_at = offsets_at + 8 * (texts + 1)
-        if os.fstat(handle.fileno()).st_size != mask_at + count:
+        order_at = mask_at + count
+        if os.fstat(handle.fileno()).st_size != order_at + 8 * count:
             return None
         offsets = np.frombuffer(_read_at(handle, 8 * (texts + 1), offsets_at), dtype="<i8").astype(np.int64)
         text_mask = np.frombuffer(_read_at(handle, count, mask_at), dtype=np.uint8).astype(np.bool_)
+        order = np.frombuffer(_read_at(handle, 8 * count, order_at), dtype="<i8").astype(np.int64)
         if (
             len(offsets) != texts + 1
             or int(offsets[0]) != 0
             or int(offsets[-1]) != corpus
             or bool(np.any(np.diff(offsets) < 1))  # every text has at least its separator
             or int(text_mask.sum()) != texts
-            or header.get("pathsDigest") != paths_digest(known_paths)
+            or len(order) != count
+            or (count and (int(order.min()) < 0 or int(order.max()) >= count))
+            or bool(np.any(np.bincount(order, minlength=count) != 1))  # a permutation
         ):
             return None
-        return cls(known_paths, text_mask, offsets, handle, HEADER_SIZE)
+        all_paths = [base_paths[i] for i in order.tolist()]
+        if not all(map(operator.lt, all_paths, itertools.islice(all_paths, 1, None))):
+            return None  # not the sorted order of these paths
+        if header.get("pathsCrc") != paths_crc(all_paths):
+            return None  # other paths (e.g. a changed path normalisation) for the same content
+        return cls(all_paths, text_mask, offsets, handle, HEADER_SIZE)
 
     # ------------------------------------------------------------------ reading
 
@@ -417,11 +434,23 @@ def _copy_in_order(
             view.release()
 
 
+def _argsort(keys: list[str]) -> npt.NDArray[np.int64]:
+    """The sorting permutation of ``keys`` (an object-array argsort: 8 bytes per key, no int list)."""
+    objects = np.empty(len(keys), dtype=object)
+    objects[:] = keys
+    return np.argsort(objects, kind="stable").astype(np.int64)
+
+
 def _finish(
-    handle: IO[bytes], all_paths: list[str], text_mask: npt.NDArray[np.bool_], offsets: npt.NDArray[np.int64]
+    handle: IO[bytes],
+    text_mask: npt.NDArray[np.bool_],
+    offsets: npt.NDArray[np.int64],
+    base_order: npt.NDArray[np.int64] | None,
 ) -> None:
     handle.write(offsets.astype("<i8").tobytes())
     handle.write(text_mask.astype(np.uint8).tobytes())
+    if base_order is not None:
+        handle.write(base_order.astype("<i8").tobytes())
     handle.flush()
 
 
@@ -434,7 +463,7 @@ def _write_header(handle: IO[bytes], index: ContentIndex, key: str) -> None:
             "texts": len(index.paths),
             "paths": len(index.all_paths),
             "corpus": index.nbytes,
-            "pathsDigest": paths_digest(index.all_paths),
+            "pathsCrc": paths_crc(index.all_paths),
         }
     ).encode()
     blob = _MAGIC + len(header).to_bytes(4, "little") + header

@@ -9,7 +9,6 @@ operations use before they commit.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import secrets
 import threading
@@ -96,7 +95,7 @@ class Workspace:
         self.workspace_id = f"ws_{secrets.token_urlsafe(12)}"
         self.revision = 1
         self.lock = threading.RLock()
-        self._names = _lookup_keys(archive.namelist())
+        self._names, self._names_are_keys = _lookup_keys(archive.namelist())
         self._kinds: dict[str, str] = {}  # filled on demand: ArchiveEntry objects for 10^6 files cost seconds
         self._overlay: dict[str, Content] = {}
         self._saved: dict[str, Content] = {}
@@ -209,6 +208,13 @@ class Workspace:
         with self.lock:
             return {p for p in paths if p not in self._overlay and p in self._names}
 
+    def index_paths(self) -> list[str]:
+        """Every base entry's content-index key (``searchindex.normalize_path``), unique, in a
+        fixed order for the same archive content (no sort: the index stores its permutation)."""
+        if self._names_are_keys:
+            return list(self._names)
+        return list(dict.fromkeys(index_key(key) for key in self._names))
+
     def base_paths(self) -> list[str]:
         """Every normalised path of the base archive (as opened), unsorted."""
         return list(self._names)
@@ -251,7 +257,9 @@ class Workspace:
 
         The index key is ``searchindex.normalize_path`` of the lookup key.
         """
-        yield from in_chunks((index_key(key), fold_text(text)) for key, text in self.base_texts())
+        own = self._names_are_keys
+        pairs = ((key if own else index_key(key), fold_text(text)) for key, text in self.base_texts())
+        yield from in_chunks(pairs)
 
     def base_texts(self) -> Iterator[tuple[str, str | None]]:
         """``(path, text or None)`` of every base entry in storage order, for the index."""
@@ -478,26 +486,32 @@ class Workspace:
                 self._saved = dict(self._overlay)
 
 
-def _lookup_keys(names: list[str]) -> dict[str, str]:
-    """``normalize_path(name) → name`` with duplicates resolving to the first entry.
+def _lookup_keys(names: list[str]) -> tuple[dict[str, str], bool]:
+    """``normalize_path(name) → name`` (duplicates resolve to the first entry), and whether every
+    name is its own key.
 
     10^6 names normalised one by one cost seconds of every open. Archives store them already
-    normal (lower case, ``/``, no leading ``/`` or ``./``, no outer blanks), which a few passes
-    of C-level string methods prove; then each name is its own key (one string, not two).
+    normal (lower case, ``/``, no leading ``/`` or ``./``, no outer blanks), which a few C-level
+    passes prove (a false alarm only costs the slow path); then each name is its own key.
     """
+    joined = "\n".join(names)
     if (
-        list(map(str.strip, names)) == names
-        and list(map(str.lower, names)) == names
-        and not any(map(str.startswith, names, itertools.repeat(("/", "./"))))
-        and not any(map(str.__contains__, names, itertools.repeat("\\")))
+        list(map(str.strip, names)) == names  # strip returns the same object when there is nothing to strip
+        and joined.lower() == joined
+        and "\\" not in joined
+        and not joined.startswith(("/", "./"))
+        and "\n/" not in joined
+        and "\n./" not in joined
+        and "/\n" not in joined  # nor a trailing "/", so each name is its content-index key too
+        and not joined.endswith("/")
     ):
         keys = dict(zip(names, names, strict=True))
         if len(keys) == len(names):
-            return keys
+            return keys, True
     out: dict[str, str] = {}
     for name in names:
         out.setdefault(normalize_path(name), name)
-    return out
+    return out, False
 
 
 def _hash(content: str | bytes) -> str:
