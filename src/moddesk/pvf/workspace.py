@@ -9,6 +9,7 @@ operations use before they commit.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import secrets
 import threading
@@ -24,13 +25,13 @@ from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.encodings import NAME_ENCODING, encode_text
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.history import History
-from moddesk.pvf.searchindex import fold_text, in_chunks
 from moddesk.pvf.searchindex import normalize_path as index_key
 
 # A content value in the overlay: text for text entries, bytes for raw entries, None = deleted.
 Content = str | bytes | None
 BASE = object()  # "the base archive's content" in a wanted-state mapping (checkout)
 HEX_PREVIEW = 64
+INDEX_CHUNK = 4096  # entries taken per lock hold while the content index reads the archive
 
 
 class _DrySink:
@@ -252,34 +253,25 @@ class Workspace:
         with self.lock:
             return self.archive.read(self._names[path])
 
-    def base_folded(self) -> Iterator[tuple[list[str], list[bytes | None]]]:
+    def base_folded(self, workers: int = 0) -> Iterator[tuple[list[str], list[bytes | None]]]:
         """Chunks of ``(index keys, fold_text(text) of each)`` of every base entry, storage order.
 
-        The index key is ``searchindex.normalize_path`` of the lookup key.
+        Scripts are rendered and folded a chunk at a time (``Archive.iter_rendered``, in
+        ``workers`` processes when > 0), byte-identical to ``fold_text(base_text(path))``. The
+        index key is ``searchindex.normalize_path`` of the lookup key: the entry's own path when
+        every name was proven normal at open.
         """
-        own = self._names_are_keys
-        pairs = ((key if own else index_key(key), fold_text(text)) for key, text in self.base_texts())
-        yield from in_chunks(pairs)
-
-    def base_texts(self) -> Iterator[tuple[str, str | None]]:
-        """``(path, text or None)`` of every base entry in storage order, for the index."""
-        iterator = self.archive.iter_bytes()
-        seen: set[str] = set()
+        rendered = self.archive.iter_rendered(fold=True, terminator="\x00", workers=workers)
         while True:
-            with self.lock:  # the archive is not thread-safe; readers interleave per entry
-                item = next(iterator, None)
-                if item is None:
-                    return
-                entry, data = item
-                key = normalize_path(entry.path)
-                if key in seen:
-                    continue
-                seen.add(key)
-                try:
-                    text: str | None = self.archive.render(entry.path, data)
-                except PvfFormatError:
-                    text = None  # binary, or a script too damaged to render: searchable by path only
-            yield key, text
+            with self.lock:  # the archive is not thread-safe; readers interleave per chunk
+                chunk = list(itertools.islice(rendered, INDEX_CHUNK))
+            if not chunk:
+                return
+            if self._names_are_keys:
+                keys = [entry.path for entry, _ in chunk]
+            else:
+                keys = [index_key(normalize_path(entry.path)) for entry, _ in chunk]
+            yield keys, [data for _, data in chunk]
 
     def current_text_or_none(self, path: str) -> str | None:
         """Current text of an entry (None when binary or absent)."""
