@@ -23,8 +23,10 @@ import search_equality
 SMALL_FILES = 2000
 
 
-def open_service(path: Path, cache: Path, index_wait: float = 120.0) -> tuple[PvfService, str]:
-    service = PvfService(index_wait=index_wait, index_cache=cache)
+def open_service(
+    path: Path, cache: Path, index_wait: float = 120.0, workers: int = 0
+) -> tuple[PvfService, str]:
+    service = PvfService(index_wait=index_wait, index_cache=cache, index_workers=workers)
     status = service.tasks.wait(service.open(str(path), service.epoch)["taskId"], 120.0)
     assert status["state"] == "succeeded", status
     return service, str(status["result"]["workspaceId"])
@@ -45,6 +47,18 @@ def test_search_answers_match_the_reference_built_and_cached(tmp_path: Path, fam
             service.shutdown()
         assert index["cached"] is expect_cached
         assert search_equality.differences(key, result) == []
+
+
+def test_answers_from_an_index_rendered_by_a_worker_process_match_too(tmp_path: Path) -> None:
+    path = tmp_path / "Script.pvf"
+    generate_archive(path, fmt="classic", files=SMALL_FILES, seed=1)
+    service, ws = open_service(path, tmp_path / "cache", workers=1)
+    try:
+        result = search_equality.collect(service, ws)
+        assert service.tasks.wait(service.info()["indexTaskId"], 60.0)["result"]["workers"] == 1
+    finally:
+        service.shutdown()
+    assert search_equality.differences(f"classic-{SMALL_FILES}", result) == []
 
 
 def test_a_search_during_the_build_is_not_ready_with_the_task_id(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ build, then answer NOT_READY with the task id: the index is handed to searches o
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,16 @@ from moddesk.pvf.workspace import Workspace
 
 INDEX_WAIT_SECONDS = 2.0
 INDEX_CACHE_KEEP = 4
+# Below this many entries a render worker's start (spawn, ~0.5 s, plus a copy of the string
+# pools) costs more than it saves; above it one worker renders while this process reads.
+WORKER_MIN_FILES = 100_000
+
+
+def index_workers_for(files: int, configured: int | None) -> int:
+    """Render worker processes for an index build of ``files`` entries (``configured`` wins)."""
+    if configured is not None:
+        return max(0, configured)
+    return 1 if (os.cpu_count() or 1) >= 2 and files >= WORKER_MIN_FILES else 0
 
 
 @dataclass
@@ -39,11 +50,15 @@ class IndexOps(ServiceCore):
 
     index_wait: float
     index_cache: Path | None
+    index_workers: int | None
     _index: _IndexState | None
 
-    def _init_index(self, index_wait: float, index_cache: Path | None) -> None:
+    def _init_index(
+        self, index_wait: float, index_cache: Path | None, index_workers: int | None = None
+    ) -> None:
         self.index_wait = index_wait
         self.index_cache = index_cache
+        self.index_workers = index_workers  # None: decided per archive (index_workers_for)
         self._index = None
 
     def _start_index(self, ws: Workspace) -> None:
@@ -55,11 +70,13 @@ class IndexOps(ServiceCore):
             base = ws.index_paths()
             index = self._load_cached_index(ws, base)
             cached = index is not None
+            workers = 0
             if index is None:
                 ctx.phase("decode and index")
                 total = ws.base_count
+                workers = index_workers_for(total, self.index_workers)
                 index = ContentIndex.build_folded(
-                    ws.base_folded(),
+                    ws.base_folded(workers),
                     folder=self.index_cache if self._cache_file(ws) is not None else None,
                     base_paths=base,
                     progress=lambda done: ctx.progress(done, total, "indexing"),
@@ -79,6 +96,7 @@ class IndexOps(ServiceCore):
                 "bytes": index.nbytes,
                 "memoryBytes": index.memory_bytes,
                 "cached": cached,
+                "workers": 0 if cached else workers,
                 "readySeconds": round(ready, 3),
                 "seconds": round(time.perf_counter() - started, 3),
             }

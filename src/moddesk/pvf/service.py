@@ -51,10 +51,11 @@ class PvfService(LifecycleOps, ReadOps, RecordsOps, BrowseOps):
         rules_dir: Path | None = None,
         index_cache: Path | None = None,
         roots: Roots | None = None,
+        index_workers: int | None = None,
     ) -> None:
         self._init_core(tasks, ledger, plans, drafts)
         self.roots = roots
-        self._init_index(index_wait, index_cache)
+        self._init_index(index_wait, index_cache, index_workers)
         self._init_records(rules_dir)
         self._init_browse()
 
