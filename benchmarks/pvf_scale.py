@@ -201,11 +201,11 @@ def child_decode(archive: str) -> dict[str, Any]:
     }
 
 
-def child_open_search(archive: str, index_cache: str) -> dict[str, Any]:
+def child_open_search(archive: str, index_cache: str, workers: int | None = None) -> dict[str, Any]:
     """Open through the service and ask one content query: seconds until its first page arrives."""
     from moddesk.pvf.service import PvfService
 
-    service = PvfService(index_wait=3600.0, index_cache=Path(index_cache))
+    service = PvfService(index_wait=3600.0, index_cache=Path(index_cache), index_workers=workers)
     with PeakSampler() as sampler:
         started = time.perf_counter()
         handle = service.open(archive, service.epoch)
@@ -286,6 +286,7 @@ class Scale:
     path: Path
     work: Path  # a scratch folder for this archive (index caches, exports), removed afterwards
     figures: dict[str, Any] = field(default_factory=dict)
+    index_workers: int | None = None  # render workers of the index build (None: the service decides)
 
     @property
     def bound(self) -> dict[str, Any]:
@@ -336,7 +337,12 @@ def row_bound(scale: Scale) -> None:
 def row_open(scale: Scale) -> None:
     """Open → first content-search answer, cold (empty index cache), and the RSS it adds."""
     bound = scale.bound_s
-    r = run_child("open-search", archive=str(scale.path), index_cache=str(scale.index_cache))
+    r = run_child(
+        "open-search",
+        archive=str(scale.path),
+        index_cache=str(scale.index_cache),
+        workers=scale.index_workers,
+    )
     scale.figures["open"] = r
     first = r["firstAnswerSeconds"]
     ratio = first / bound
@@ -349,8 +355,9 @@ def row_open(scale: Scale) -> None:
     build = r["index"]
     print(
         f"open → first content search ({FIRST_QUERY!r}, {r['hits']} hits): {first:.2f} s "
-        f"(open {r['openSeconds']:.2f} s, index build {build.get('seconds', float('nan')):.2f} s, "
-        f"{build.get('textFiles', 0):,} texts, {build.get('bytes', 0) / 2**20:.0f} MiB corpus) "
+        f"(open {r['openSeconds']:.2f} s, index ready after {build.get('readySeconds', float('nan')):.2f} s "
+        f"with {build.get('workers')} render worker(s), {build.get('textFiles', 0):,} texts, "
+        f"{build.get('bytes', 0) / 2**20:.0f} MiB corpus on disk) "
         f"= {ratio:.2f}× the bound {bound:.2f} s; target {target}: {verdict(ok)}",
         flush=True,
     )
@@ -370,6 +377,7 @@ def row_reopen(scale: Scale) -> None:
     r = run_child("open-search", archive=str(scale.path), index_cache=str(scale.index_cache))
     first = r["firstAnswerSeconds"]
     cached = r["index"].get("cached")
+    scale.figures["reopen"] = r
     print(
         f"reopen from the index cache (cached={cached}): first answer {first:.2f} s "
         f"(open {r['openSeconds']:.2f} s), RSS +{r['addedMiB']:.0f} MiB = {first / scale.bound_s:.2f}× the bound; "
@@ -878,6 +886,9 @@ def main() -> int:
     parser.add_argument(
         "--record", action="store_true", help="with --check: record the fixture (reference code only)"
     )
+    parser.add_argument(
+        "--index-workers", type=int, default=None, help="render workers of the index build (default: auto)"
+    )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -899,7 +910,7 @@ def main() -> int:
         path = archive_for(family, files)
         print(f"\n== {family}, {files:,} files ({path.stat().st_size / 2**20:.1f} MiB): {path}", flush=True)
         with scratch(family, files) as work:
-            scale = Scale(family, files, path, work)
+            scale = Scale(family, files, path, work, index_workers=args.index_workers)
             for name in wanted:
                 ROWS[name](scale)
     return 0
