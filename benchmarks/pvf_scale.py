@@ -427,9 +427,10 @@ def child_render(archive: str, workers: int, sample: bool) -> dict[str, Any]:
 
 
 def render_sample(archive: str) -> dict[str, Any]:
-    """Render only, on the same uniform sample of entries (every k-th, ~RENDER_SAMPLE of them): one
-    at a time (``render`` + ``fold_text``, as the index did) and in bulk (``render_many``); each on a
-    freshly opened archive, so neither finds the other's decoded strings."""
+    """Render only, on the same uniform sample of script entries (every k-th entry, ~RENDER_SAMPLE;
+    other entries do not go through the bulk renderer, and one ``stringtable.bin`` dump would
+    dominate): one at a time (``render`` + ``fold_text``, as the index did) and in bulk
+    (``render_many``); each on a freshly opened archive, so neither finds the other's decoded strings."""
     from moddesk.pvf.archive import Archive, PvfFormatError
     from moddesk.pvf.format.bulk import render_many
     from moddesk.pvf.search import fold_text
@@ -445,24 +446,18 @@ def render_sample(archive: str) -> dict[str, Any]:
         return items[RENDER_WARMUP:]
 
     with Archive.open(archive) as pvf:
-        entries = pick(pvf)
+        entries = [(e, d) for e, d in pick(pvf) if pvf.is_script(e)]
         started, cpu = time.perf_counter(), time.process_time()
         for entry, data in entries:
-            with contextlib.suppress(PvfFormatError):
-                fold_text(pvf.render(entry, data))
+            fold_text(pvf.render(entry, data))
         one = (time.perf_counter() - started, time.process_time() - cpu)
     with Archive.open(archive) as pvf:
-        entries = pick(pvf)
+        scripts = [(e.path, d) for e, d in pick(pvf) if pvf.is_script(e)]
         started, cpu = time.perf_counter(), time.process_time()
-        scripts = [(e.path, d) for e, d in entries if pvf.is_script(e)]
-        others = [(e, d) for e, d in entries if not pvf.is_script(e)]
         for _ in render_many(
             scripts, pvf.family, pvf.strings, links=pvf.resolve_link, fold=True, terminator="\0"
         ):
             pass
-        for entry, data in others:
-            with contextlib.suppress(PvfFormatError):
-                fold_text(pvf.render(entry, data))
         bulk = (time.perf_counter() - started, time.process_time() - cpu)
     return {
         "sampleEntries": len(entries),
@@ -492,7 +487,7 @@ def row_render(scale: Scale) -> None:
     )
     # CPU beside wall: on a shared machine the wall-clock ratio drifts with the load between passes
     print(
-        f"render only, the same {n:,} entries (every {max(1, r['entries'] // RENDER_SAMPLE)}th, after "
+        f"render only, the same {n:,} scripts (of every {max(1, r['entries'] // RENDER_SAMPLE)}th entry, after "
         f"{RENDER_WARMUP} untimed): one at a time "
         f"(render + fold_text) {n / r['sampleSeconds']:,.0f} files/s (CPU {n / r['sampleCpuSeconds']:,.0f}), "
         f"bulk {n / r['sampleBulkSeconds']:,.0f} files/s (CPU {n / r['sampleBulkCpuSeconds']:,.0f}) → bulk "

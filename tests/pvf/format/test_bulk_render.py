@@ -134,7 +134,7 @@ def _link(link_id: int, key: str) -> str | None:
     return None if link_id % 3 == 0 else f"shown {link_id} {key}`"
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.tuples(STREAM, st.sampled_from(["f.equ", "g.LST", "dir.lst/h.skl"])), max_size=6),
     st.sampled_from(list(Family)),
