@@ -392,9 +392,9 @@ RENDER_SAMPLE = 20_000  # entries rendered both ways for the speed-up (10^6 one 
 RENDER_WARMUP = 500  # of them rendered untimed first (one-time archive work)
 
 
-def child_render(archive: str, sample: bool) -> dict[str, Any]:
+def child_render(archive: str, workers: int, sample: bool) -> dict[str, Any]:
     """Open, then every entry's text case-folded as the index stores it: ``Archive.iter_rendered``
-    (scripts in bulk); with ``sample``, then ``render_sample``."""
+    (scripts in bulk, in ``workers`` processes when > 0); with ``sample``, then ``render_sample``."""
     from moddesk.pvf.archive import Archive
 
     with PeakSampler() as sampler:
@@ -402,16 +402,20 @@ def child_render(archive: str, sample: bool) -> dict[str, Any]:
         cpu = time.process_time()
         with Archive.open(archive) as pvf:
             entries = texts = size = 0
-            for _, data in pvf.iter_rendered(fold=True, terminator="\0"):
+            for _, data in pvf.iter_rendered(fold=True, terminator="\0", workers=workers):
                 entries += 1
                 if data is not None:
                     texts += 1
                     size += len(data)
         seconds = time.perf_counter() - started
         cpu = time.process_time() - cpu
+    import resource  # the workers' CPU (they have ended): the pool's total cost beside the parent's
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = {
         "seconds": seconds,
         "cpuSeconds": cpu,
+        "workerCpuSeconds": usage.ru_utime + usage.ru_stime,
         "entries": entries,
         "texts": texts,
         "bytes": size,
@@ -471,7 +475,7 @@ CHILDREN["render"] = child_render
 def row_render(scale: Scale) -> None:
     """Every entry rendered and case-folded in bulk (what the index needs), against the bound."""
     bound = scale.bound_s
-    r = run_child("render", archive=str(scale.path), sample=True)
+    r = run_child("render", archive=str(scale.path), workers=0, sample=True)
     rate = r["entries"] / r["seconds"]
     n = r["sampleEntries"]
     print(
@@ -489,6 +493,20 @@ def row_render(scale: Scale) -> None:
         f"bulk {n / r['sampleBulkSeconds']:,.0f} files/s (CPU {n / r['sampleBulkCpuSeconds']:,.0f}) → bulk "
         f"{r['sampleSeconds'] / r['sampleBulkSeconds']:.1f}× faster (CPU "
         f"{r['sampleCpuSeconds'] / r['sampleBulkCpuSeconds']:.1f}×)",
+        flush=True,
+    )
+
+
+@row("render-workers")
+def row_render_workers(scale: Scale) -> None:
+    """The same bulk pass in two worker processes (``iter_rendered(workers=2)``)."""
+    bound = scale.bound_s
+    w = run_child("render", archive=str(scale.path), workers=2, sample=False)
+    print(
+        f"bulk render + fold, 2 worker processes: {w['seconds']:.2f} s ({w['entries'] / w['seconds']:,.0f} "
+        f"files/s; CPU: parent {w['cpuSeconds']:.2f} s + workers {w['workerCpuSeconds']:.2f} s) = "
+        f"{w['seconds'] / bound:.2f}× the bound {bound:.2f} s; "
+        f"peak RSS with workers +{w['addedMiB']:.0f} MiB",
         flush=True,
     )
 

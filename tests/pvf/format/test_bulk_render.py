@@ -57,6 +57,19 @@ def test_generated_archives_render_alike_in_bulk(tmp_path: Path, monkeypatch: py
         assert folded == [fold_text(t) for t in expected], fmt
 
 
+def test_worker_processes_render_alike(tmp_path: Path) -> None:
+    """The pool path: strings and a LinkTable (classic links resolved up front) pickled to a worker."""
+    for fmt in ("classic", "90US"):
+        with Archive.open(_generated(tmp_path, fmt)) as archive:
+            expected = [fold_text(t) for t in _reference(archive)]
+            got = [
+                b for _, b in archive.iter_rendered(fold=True, terminator="\0", chunk_files=150, workers=1)
+            ]
+        assert got == expected, fmt
+        if fmt == "classic":  # string links were resolved in the worker
+            assert sum(1 for b in got if b and b"::" in b and b"`>" in b and b"``>" not in b) > 20
+
+
 def test_render_many_marks_non_scripts_and_keeps_order() -> None:
     strings = DictStrings(["[a]", "x"])
     good = encode_tokens(TokenStream(Family.CLASSIC, make_tokens([(5, 0), (7, 1), (2, 3)])))
