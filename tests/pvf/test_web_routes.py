@@ -117,3 +117,51 @@ def test_integers_past_2_53_travel_as_strings_and_come_back() -> None:
     assert sent["targetIdentity"]["mtimeNs"] == "1796168739232628734" and sent["flag"] is True
     assert sent["targetIdentity"]["inode"] == 7 and sent["list"] == [str(2**60)]
     assert Args({"targetIdentity": sent["targetIdentity"]}).identity("targetIdentity") == identity
+
+
+def test_page_exports_run_as_tasks_it_follows_and_may_cancel(bench: Workbench, tmp_path: Path) -> None:
+    out = tmp_path / "page exports"
+    out.mkdir()
+
+    def follow(http: httpx.Client, started: dict[str, object]) -> dict[str, object]:
+        assert started["ok"] is True and started["state"] == "running"
+        for _ in range(600):
+            status = http.post("/api/ops/task", json={"taskId": started["taskId"], "logLimit": 1}).json()
+            if status["state"] not in ("queued", "running", "cancelling"):
+                return dict(status)
+            time.sleep(0.05)
+        raise AssertionError("the task did not end")
+
+    with client(bench) as http:
+        info = http.post("/api/ops/info", json={}).json()
+        prepared = follow(
+            http,
+            http.post(
+                "/api/ops/exportPrepare",
+                json={
+                    "workspaceId": info["workspaceId"],
+                    "expectedRevision": info["revision"],
+                    "paths": [""],
+                },
+            ).json(),
+        )
+        assert prepared["state"] == "succeeded" and prepared["progress"]["message"] == "export.prepare done"
+        plan = prepared["result"]
+        assert isinstance(plan, dict)
+        done = follow(
+            http,
+            http.post(
+                "/api/ops/exportExecute",
+                json={"planId": plan["planId"], "outputParent": str(out), "outputName": "all"},
+            ).json(),
+        )
+        result = done["result"]
+        assert isinstance(result, dict) and result["files"] == plan["entries"] and result["bytes"] > 0
+        assert sum(1 for p in (out / "all").rglob("*") if p.is_file()) == plan["entries"]
+        # cancel answers for export tasks only; a finished one is simply reported as it ended
+        ended = http.post("/api/ops/exportCancel", json={"taskId": done["taskId"]}).json()
+        assert ended["state"] == "succeeded"
+        assert (
+            http.post("/api/ops/exportCancel", json={"taskId": "task_nope"}).json()["error"]
+            == "TASK_NOT_FOUND"
+        )
