@@ -31,7 +31,8 @@ from moddesk.pvf.format import ani as ani_fmt
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import mojibake, rewrite
 from moddesk.pvf.format import nkpi as nkpi_fmt
-from moddesk.pvf.format.bulk import CHUNK_BYTES, CHUNK_FILES, LinkTable, render_chunks
+from moddesk.pvf.format.bulk import CHUNK_BYTES, CHUNK_FILES
+from moddesk.pvf.format.bulkpool import LinkTable, render_chunks
 from moddesk.pvf.format.crypto import align4
 from moddesk.pvf.format.detect import CLASSIC, NKPI_PROTECTED, NKPI_STANDARD, detect
 from moddesk.pvf.format.encodings import (
