@@ -79,6 +79,8 @@ def choose_move(
         multipv=plan.multipv,
         stop=stop,
         history=history,
+        # the depth-capped levels keep the quiescence they were calibrated with (captures only)
+        quiet_checks=plan.depth is None,
     )
     if not result.lines:
         return None

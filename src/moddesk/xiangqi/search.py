@@ -107,7 +107,10 @@ def mate_in(score: int) -> int | None:
 class Searcher:
     """A search engine instance; reuse it to keep the transposition table between searches."""
 
-    def __init__(self, tt_entries: int = 1 << 20) -> None:
+    def __init__(self, tt_entries: int = 1 << 20, quiet_checks: bool = True) -> None:
+        """``quiet_checks``: quiescence also tries quiet checks at its first ply (off for the capped
+        local-opponent levels, which were measured without it)."""
+        self.quiet_checks = quiet_checks
         self.tt: dict[int, tuple[int, int, int, tuple[int, int] | None]] = {}
         self.tt_entries = tt_entries
         self.pcache: dict[int, int] = {}  # Zobrist key -> positional terms (Red's view)
@@ -426,7 +429,7 @@ class Searcher:
         if alpha >= beta:
             return alpha
         if depth <= 0 or ply >= MAX_PLY:
-            return self._quiesce(alpha, beta, ply, in_check)
+            return self._quiesce(alpha, beta, ply, in_check, self.quiet_checks)
         pos = self.pos
         key = pos.key
         pv_node = beta - alpha > 1
@@ -572,7 +575,9 @@ class Searcher:
         board = self.board
         return any(abs(board[sq]) in (4, 5, 6) for sq in self.pos.pieces[color])
 
-    def _quiesce(self, alpha: int, beta: int, ply: int, in_check: bool) -> int:
+    def _quiesce(self, alpha: int, beta: int, ply: int, in_check: bool, checks: bool = False) -> int:
+        """Captures (all evasions in check) until quiet; ``checks``: also quiet checking moves (the
+        first quiescence ply only), so a mate or a fork by check just past the horizon is seen."""
         self.nodes += 1
         if not self.nodes & 255:
             self._check_limits()
@@ -631,6 +636,36 @@ class Searcher:
                         break
         if in_check and not legal:
             return -MATE + ply
+        if checks and not in_check and best < beta:
+            best = self._quiet_checks(alpha, beta, ply, best)
+        return best
+
+    def _quiet_checks(self, alpha: int, beta: int, ply: int, best: int) -> int:
+        """Quiet moves that give check, searched one quiescence ply deep (see ``_quiesce``)."""
+        pos = self.pos
+        board = self.board
+        king = pos.kings[pos.turn]
+        enemy_king = pos.kings[1 - pos.turn]
+        check_from, check_to = SENSITIVE[enemy_king], CHECK_TO[enemy_king]
+        for m in pos.pseudo_moves():
+            frm, to = m
+            if board[to] or (frm not in check_from and to not in check_to):
+                continue
+            tried = self._try(m, king, False)
+            if tried != 1:
+                if tried == 0:
+                    self._unmake()
+                continue
+            try:
+                score = -self._quiesce(-beta, -alpha, ply + 1, True)
+            finally:
+                self._unmake()
+            if score > best:
+                best = score
+                if score > alpha:
+                    alpha = score
+                    if score >= beta:
+                        break
         return best
 
     def _pv(self, first: tuple[int, int], depth: int) -> list[Move]:
@@ -669,6 +704,9 @@ def search(
     stop: threading.Event | None = None,
     history: Iterable[int] | None = None,
     on_info: Callable[[SearchInfo], None] | None = None,
+    quiet_checks: bool = True,
 ) -> SearchResult:
     """Search ``pos`` with a fresh ``Searcher`` (see ``Searcher.search`` for the limits)."""
-    return Searcher().search(pos, depth, time_limit, nodes, multipv, stop, history, on_info)
+    return Searcher(quiet_checks=quiet_checks).search(
+        pos, depth, time_limit, nodes, multipv, stop, history, on_info
+    )
