@@ -704,6 +704,13 @@ def child_export(archive: str, out: str, count: int, repeats: int) -> dict[str, 
     service = PvfService()
     opened = service.tasks.wait(service.open(archive, service.epoch)["taskId"], 1200)["result"]
     ws_id, revision = opened["workspaceId"], opened["revision"]
+    # opening starts the content index build in the background (row "open" measures it): stop it,
+    # so the export and its copytree peer share the machine with nothing of ours
+    index_task = service.info().get("indexTaskId")
+    if index_task:
+        with contextlib.suppress(Exception):
+            service.tasks.cancel(index_task)
+        service.tasks.wait(index_task, 3600)
     assert service.workspace is not None
     selection = service.workspace.paths()[:count]
     exports = ExportService(service)
