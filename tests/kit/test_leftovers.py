@@ -67,6 +67,29 @@ def test_names_carry_this_process_as_owner(tmp_path: Path) -> None:
         assert owner_of(temp.name) == owner
 
 
+def test_own_temps_stay_alive_when_the_clock_moves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """psutil's start time follows the kernel's boot time, which a stepped wall clock moves."""
+    import psutil
+
+    live = temp_sibling(tmp_path / "export")
+    live.mkdir()
+    (live / "file.equ").write_bytes(b"half written")
+    real = psutil.Process.create_time
+    monkeypatch.setattr(psutil.Process, "create_time", lambda self: real(self) + 3.0)
+    assert sweep_stale([tmp_path]) == [] and (live / "file.equ").exists()
+    # another live process read 1.5 s off is still alive; 5 s off is another process with its pid
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        start = round(real(psutil.Process(child.pid)) * 100)
+        monkeypatch.setattr(psutil.Process, "create_time", lambda self: real(self) + 1.5)
+        assert owner_alive(child.pid, start)
+        monkeypatch.setattr(psutil.Process, "create_time", lambda self: real(self) + 5.0)
+        assert not owner_alive(child.pid, start)
+    finally:
+        child.kill()
+        child.wait()
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_sweep_removes_dead_owners_only(tmp_path: Path) -> None:
     pid = _killed_writer(tmp_path)

@@ -83,13 +83,24 @@ def owner_of(name: str) -> tuple[int, int] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
+# How far a live owner's start time may read from the one in its temp names. psutil derives it from
+# the kernel's boot time, which moves when the wall clock is stepped (NTP, a VM resumed), so the
+# same process can read a second or more apart later on; a reused pid within this window would need
+# the whole pid space to wrap in two seconds.
+START_TOLERANCE_CENTIS = 200
+
+
 def owner_alive(pid: int, start: int) -> bool:
     """True while the process that created a temp still runs (same pid *and* same start time)."""
+    if pid == os.getpid():
+        # our own temps: compare with the tag we write, never with a fresh (clock-dependent) reading;
+        # a sweep that took a running export's staging folder for dead once published an empty tree
+        return owner_tag() == f"{pid}-{start}"
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
             return False
-        return abs(round(float(proc.create_time()) * 100) - start) <= 1
+        return abs(round(float(proc.create_time()) * 100) - start) <= START_TOLERANCE_CENTIS
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return False
     except psutil.AccessDenied:
