@@ -281,3 +281,19 @@ def test_the_first_entry_of_a_path_wins_within_and_across_chunks(size: int) -> N
     assert index.all_paths == ["a.equ", "b.equ", "c.equ"]
     assert index.paths == ["a.equ", "c.equ"]
     assert [index.folded_text(i) for i in range(len(index))] == [b"one", b"three"]
+
+
+def test_big_texts_spool_in_order_between_small_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moddesk.pvf import searchindex
+
+    monkeypatch.setattr(searchindex, "SPOOL_FLUSH", 8)  # every text over 8 bytes is "big"
+    items = [
+        ("b", b"small\x00"),
+        ("a", b"0123456789big\x00"),
+        ("c", b"x\x00"),
+        ("d", None),
+        ("e", b"e" * 20 + b"\x00"),
+    ]
+    index = ContentIndex.build_folded(in_chunks(iter(items), 3), base_paths=["b", "a", "c", "d", "e"])
+    assert index.all_paths == ["a", "b", "c", "d", "e"] and index.paths == ["a", "b", "c", "e"]
+    assert [index.folded_text(i) for i in range(len(index))] == [b"0123456789big", b"small", b"x", b"e" * 20]

@@ -380,9 +380,16 @@ def _spool(
             datas = [datas[i] for i in kept]
         keys.extend(chunk_keys)
         lengths.extend([-1 if data is None else len(data) for data in datas])
-        texts = [data for data in datas if data is not None]
-        pending.extend(texts)
-        pending_size += sum(map(len, texts))
+        for data in datas:
+            if data is None:
+                continue
+            if len(data) >= SPOOL_FLUSH:  # a big text goes straight out (no joined copy of it)
+                spool.write(b"".join(pending))
+                spool.write(data)
+                pending, pending_size = [], 0
+                continue
+            pending.append(data)
+            pending_size += len(data)
         if pending_size >= SPOOL_FLUSH:
             spool.write(b"".join(pending))
             pending, pending_size = [], 0
