@@ -143,9 +143,13 @@ class ContentIndex:
             folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder) as spool:
             keys, lengths = _spool(chunks, spool, progress, check_cancelled)
-            ordered = _argsort(keys)
+            ordered = _argsort(keys)  # stable: a repeated key's entries stay in storage order
             all_paths = [keys[i] for i in ordered.tolist()]
             del keys
+            if any(map(operator.eq, all_paths, itertools.islice(all_paths, 1, None))):
+                first = [True, *map(operator.ne, all_paths, itertools.islice(all_paths, 1, None))]
+                ordered = ordered[np.array(first, dtype=np.bool_)]  # the first entry of a key wins
+                all_paths = list(itertools.compress(all_paths, first))
             base_order = None
             if base_paths is not None:
                 base_order = _argsort(base_paths)
@@ -360,24 +364,16 @@ def _spool(
     progress: Callable[[int], None] | None,
     check_cancelled: Callable[[], None] | None,
 ) -> tuple[list[str], array[int]]:
-    """Write each new key's folded text to ``spool``; the keys and lengths (-1: binary)."""
+    """Write every folded text to ``spool``; the keys and lengths (-1: binary), storage order.
+
+    A repeated key is spooled too (the sort keeps its first entry): no set of 10^6 keys.
+    """
     keys: list[str] = []
     lengths = array("q")
-    seen: set[str] = set()
     pending: list[bytes] = []
     pending_size = done = 0
     for chunk_keys, datas in chunks:
         done += len(chunk_keys)
-        if seen.isdisjoint(chunk_keys) and len(set(chunk_keys)) == len(chunk_keys):
-            seen.update(chunk_keys)
-        else:  # a key repeats: keep only its first entry
-            kept = []
-            for i, key in enumerate(chunk_keys):
-                if key not in seen:
-                    seen.add(key)
-                    kept.append(i)
-            chunk_keys = [chunk_keys[i] for i in kept]
-            datas = [datas[i] for i in kept]
         keys.extend(chunk_keys)
         lengths.extend([-1 if data is None else len(data) for data in datas])
         for data in datas:
