@@ -286,7 +286,7 @@ class Scale:
     path: Path
     work: Path  # a scratch folder for this archive (index caches, exports), removed afterwards
     figures: dict[str, Any] = field(default_factory=dict)
-    index_workers: int | None = None  # render workers of the index build (None: the service decides)
+    index_workers: int | None = None  # render workers of the index build (None: the service's default)
 
     @property
     def bound(self) -> dict[str, Any]:
@@ -897,7 +897,10 @@ def main() -> int:
         "--record", action="store_true", help="with --check: record the fixture (reference code only)"
     )
     parser.add_argument(
-        "--index-workers", type=int, default=None, help="render workers of the index build (default: auto)"
+        "--index-workers",
+        type=int,
+        default=None,
+        help="render worker processes of the index build (default: the service's, 0)",
     )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -8,7 +8,6 @@ build, then answer NOT_READY with the task id: the index is handed to searches o
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,16 +22,6 @@ from moddesk.pvf.workspace import Workspace
 
 INDEX_WAIT_SECONDS = 2.0
 INDEX_CACHE_KEEP = 4
-# Below this many entries a render worker's start (spawn, ~0.5 s, plus a copy of the string
-# pools) costs more than it saves; above it one worker renders while this process reads.
-WORKER_MIN_FILES = 100_000
-
-
-def index_workers_for(files: int, configured: int | None) -> int:
-    """Render worker processes for an index build of ``files`` entries (``configured`` wins)."""
-    if configured is not None:
-        return max(0, configured)
-    return 1 if (os.cpu_count() or 1) >= 2 and files >= WORKER_MIN_FILES else 0
 
 
 @dataclass
@@ -58,7 +47,9 @@ class IndexOps(ServiceCore):
     ) -> None:
         self.index_wait = index_wait
         self.index_cache = index_cache
-        self.index_workers = index_workers  # None: decided per archive (index_workers_for)
+        # render worker processes for a build: opt-in. On the shared 2-core box one worker gave no
+        # consistent speed-up and cost +400 MiB at classic 10^6 (benchmarks/RESULTS.md, #18)
+        self.index_workers = index_workers
         self._index = None
 
     def _start_index(self, ws: Workspace) -> None:
@@ -74,7 +65,7 @@ class IndexOps(ServiceCore):
             if index is None:
                 ctx.phase("decode and index")
                 total = ws.base_count
-                workers = index_workers_for(total, self.index_workers)
+                workers = max(0, self.index_workers or 0)
                 index = ContentIndex.build_folded(
                     ws.base_folded(workers),
                     folder=self.index_cache if self._cache_file(ws) is not None else None,
