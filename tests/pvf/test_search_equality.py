@@ -7,6 +7,7 @@ version with the real corpus texts runs from ``benchmarks/pvf_scale.py --check``
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,25 @@ def test_a_search_during_the_build_is_not_ready_with_the_task_id(tmp_path: Path)
         assert answer == service.search(ws, "项链", limit=5)
     finally:
         service.shutdown()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX process exit")
+def test_a_killed_builds_half_written_index_file_is_swept(tmp_path: Path) -> None:
+    """A build that died leaves an owner-tagged temp in the cache folder; the next build removes it."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    code = (
+        "import os, sys; from pathlib import Path; from moddesk.pvf.searchindex import _index_file;"
+        "handle, path = _index_file(Path(sys.argv[1])); handle.write(b'half'); handle.flush(); os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(cache)], check=True)
+    (left,) = list(cache.iterdir())
+    assert "moddesk-tmp" in left.name
+    path = tmp_path / "Script.pvf"
+    generate_archive(path, fmt="90US", files=200, seed=1)
+    service, _ = open_service(path, cache)
+    try:
+        service.tasks.wait(service.info()["indexTaskId"], 60.0)
+    finally:
+        service.shutdown()
+    assert [p.suffix for p in cache.iterdir()] == [".idx"]  # the leftover is gone, the new cache is there

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.leftovers import sweep_stale
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.core import ServiceCore
 from moddesk.pvf.errors import pvf_error
@@ -58,6 +59,8 @@ class IndexOps(ServiceCore):
         def build(ctx: TaskContext) -> dict[str, Any]:
             started = time.perf_counter()
             ctx.phase("load cached index")
+            if self.index_cache is not None and self.index_cache.is_dir():
+                sweep_stale([self.index_cache])  # half-written index files of killed builds (~5× the archive)
             base = ws.index_paths()
             index = self._load_cached_index(ws, base)
             cached = index is not None
