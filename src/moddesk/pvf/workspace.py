@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from moddesk.kit.files import FileIdentity
-from moddesk.pvf.archive import Archive, PvfFormatError, normalize_path
+from moddesk.pvf.archive import Archive, PvfFormatError, names_are_normal, normalize_path
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.encodings import NAME_ENCODING, encode_text
 from moddesk.pvf.format.tokens import Family
@@ -480,23 +480,12 @@ class Workspace:
 
 def _lookup_keys(names: list[str]) -> tuple[dict[str, str], bool]:
     """``normalize_path(name) → name`` (duplicates resolve to the first entry), and whether every
-    name is its own key.
+    name is its own key (and its own content-index key: no trailing ``/`` either).
 
-    10^6 names normalised one by one cost seconds of every open. Archives store them already
-    normal (lower case, ``/``, no leading ``/`` or ``./``, no outer blanks), which a few C-level
-    passes prove (a false alarm only costs the slow path); then each name is its own key.
+    10^6 names normalised one by one cost seconds of every open; archives store them already
+    normal, which ``names_are_normal`` proves in a few C-level passes.
     """
-    joined = "\n".join(names)
-    if (
-        list(map(str.strip, names)) == names  # strip returns the same object when there is nothing to strip
-        and joined.lower() == joined
-        and "\\" not in joined
-        and not joined.startswith(("/", "./"))
-        and "\n/" not in joined
-        and "\n./" not in joined
-        and "/\n" not in joined  # nor a trailing "/", so each name is its content-index key too
-        and not joined.endswith("/")
-    ):
+    if names_are_normal(names):
         keys = dict(zip(names, names, strict=True))
         if len(keys) == len(names):
             return keys, True
