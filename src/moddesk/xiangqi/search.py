@@ -1,5 +1,5 @@
 """Alpha-beta search: iterative deepening PVS with a transposition table, quiescence (delta pruning,
-a cheap SEE), null move, killers/history, late-move reductions, reverse futility, futility and
+a cheap SEE, quiet checks at its first ply), null move, killers/history, late-move reductions, reverse futility, futility and
 late-move pruning near the leaves, check extension, mate-distance scores and repetition rules.
 The static score is the incremental tables plus positional terms (``evaluate.positional``) cached by
 key and skipped when the tables alone are far outside the window (lazy evaluation).
