@@ -1,6 +1,7 @@
-"""Alpha-beta search: iterative deepening PVS with a transposition table, quiescence (delta pruning,
-a cheap SEE, quiet checks at its first ply), null move, killers/history, late-move reductions, reverse futility, futility and
-late-move pruning near the leaves, check extension, mate-distance scores and repetition rules.
+"""Alpha-beta search: iterative deepening PVS with a transposition table, quiescence (delta
+pruning, a cheap SEE, quiet checks at its first ply), null move, killers/history, late-move
+reductions, reverse futility, futility and late-move pruning near the leaves, check extension,
+mate-distance scores and repetition rules (constants and result types: ``search_defs``).
 The static score is the incremental tables plus positional terms (``evaluate.positional``) cached by
 key and skipped when the tables alone are far outside the window (lazy evaluation).
 
@@ -14,94 +15,47 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
-from moddesk.xiangqi.board import (
-    HORSE_ATTACKS,
-    KING,
-    LINES,
-    PAWN,
-    SENSITIVE,
-    Move,
-    Position,
-    is_attacked,
-)
+from moddesk.xiangqi.board import KING, LINES, PAWN, SENSITIVE, Move, Position, is_attacked
 from moddesk.xiangqi.evaluate import PIECE_VALUES, PST, evaluate_red, positional
+from moddesk.xiangqi.search_defs import (
+    CHECK_TO,
+    EXACT,
+    FUTILITY_MARGIN,
+    INF,
+    LAZY_MARGIN,
+    LMP_COUNT,
+    LOWER,
+    MATE,
+    MATE_BOUND,
+    MAX_PLY,
+    MVV_LVA,
+    POSITIONAL_CACHE,
+    RFP_MARGIN,
+    RFP_MAX,
+    UPPER,
+    Line,
+    SearchInfo,
+    SearchResult,
+    SearchStopped,
+    cycle_score,
+    game_checks,
+    mate_in,
+    principal_variation,
+)
 
-MATE = 30000
-MATE_BOUND = MATE - 500  # scores beyond this are mates
-INF = 32000
-MAX_PLY = 96
-EXACT, LOWER, UPPER = 0, 1, 2
-_ORDER_VALUE = (0, 10000, 200, 200, 400, 900, 450, 100)  # the king first in MVV-LVA
-# MVV_LVA[victim kind][attacker kind]: most valuable victim first, then the cheapest attacker
-MVV_LVA = tuple(tuple(_ORDER_VALUE[v] * 16 - _ORDER_VALUE[a] // 16 for a in range(8)) for v in range(8))
-# Shallow-depth pruning margins (centipawns) by remaining depth: a static score this far past the
-# bound is not expected to come back within a few plies (reverse futility / futility pruning).
-RFP_MARGIN = (0, 150, 300, 450)
-RFP_MAX = 800
-FUTILITY_MARGIN = (0, 200, 400)
-# Late-move pruning: at depth d (non-PV, not in check) quiet moves after the first LMP_COUNT[d]
-# that give no check are skipped; the ordering (hash, captures, killers, history) put them last.
-LMP_COUNT = (0, 10, 16, 24)
-# Lazy evaluation: the positional terms rarely move the score this far, so a table score this far
-# outside the window decides without them (they cost ~30 µs, a node ~10 µs).
-LAZY_MARGIN = 250
-POSITIONAL_CACHE = 1 << 18
-# A move can give check only by landing on the king's lines or a horse square that attacks the king
-# (CHECK_TO), or by leaving a line or a horse leg next to the king (SENSITIVE, a discovered check).
-CHECK_TO = tuple(LINES[sq] | frozenset(src for _, src in HORSE_ATTACKS[sq]) for sq in range(90))
-
-
-@dataclass
-class Line:
-    """One principal variation: its first move, score (cp, side to move), mate in moves (+ wins)."""
-
-    move: Move
-    score: int
-    mate: int | None
-    depth: int
-    pv: list[Move] = field(default_factory=list)
-
-
-@dataclass
-class SearchInfo:
-    """Progress reported after every finished depth (and every MultiPV line)."""
-
-    depth: int
-    seldepth: int
-    multipv: int
-    score: int
-    mate: int | None
-    nodes: int
-    nps: int
-    time: float
-    pv: list[Move]
-
-
-@dataclass
-class SearchResult:
-    """Outcome of a search: best move (None when there is no legal move) and the lines found."""
-
-    best_move: Move | None
-    lines: list[Line]
-    depth: int
-    nodes: int
-    time: float
-    stopped: bool = False
-
-
-class _Stop(Exception):
-    """Raised inside the tree when a limit is hit or stop was requested."""
-
-
-def mate_in(score: int) -> int | None:
-    """Moves to mate for a mate score (+ the side to move mates, - it is mated), else None."""
-    if score > MATE_BOUND:
-        return (MATE - score + 1) // 2
-    if score < -MATE_BOUND:
-        return -((MATE + score) // 2)
-    return None
+__all__ = [
+    "CHECK_TO",
+    "INF",
+    "MATE",
+    "MATE_BOUND",
+    "Line",
+    "SearchInfo",
+    "SearchResult",
+    "Searcher",
+    "mate_in",
+    "search",
+]
 
 
 class Searcher:
@@ -167,7 +121,7 @@ class Searcher:
             keys.pop()
         recent = keys[-window:] if window else []
         self.game_keys = set(recent)
-        self.game_checks = self._game_checks(recent)
+        self.game_checks = game_checks(self.pos, recent)
         self.game_path = recent[len(recent) - len(self.game_checks) :]
         self.path_keys = [self.pos.key]
         self.path_checks = [self.pos.is_check()]
@@ -197,18 +151,26 @@ class Searcher:
                     candidates.sort(key=lambda m: -scores.get(m, -INF))
                     move, score = self._root(d, candidates, scores)
                     excluded.append(move)
-                    pv = self._pv(move, d)
+                    pv = principal_variation(self.pos, self.tt, move, d)
                     line = Line(Move(*move), score, mate_in(score), d, pv)
                     new_lines.append(line)
                     if on_info is not None:
                         on_info(self._info(line, k + 1))
-            except _Stop:
+            except SearchStopped:
                 stopped = True
                 if multipv == 1 and self.root_best is not None:
                     # the unfinished depth searched its first move fully (and maybe found a better
                     # one): that result is deeper than the last finished depth's
                     move, score = self.root_best
-                    lines = [Line(Move(*move), score, mate_in(score), d, self._pv(move, d))]
+                    lines = [
+                        Line(
+                            Move(*move),
+                            score,
+                            mate_in(score),
+                            d,
+                            principal_variation(self.pos, self.tt, move, d),
+                        )
+                    ]
                 elif not lines:
                     lines = new_lines  # depth 1 did not finish: keep whatever it found
                 break
@@ -250,11 +212,11 @@ class Searcher:
 
     def _check_limits(self) -> None:
         if self._stop_event.is_set() or (self._external_stop is not None and self._external_stop.is_set()):
-            raise _Stop
+            raise SearchStopped
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            raise _Stop
+            raise SearchStopped
         if self.node_limit is not None and self.nodes >= self.node_limit:
-            raise _Stop
+            raise SearchStopped
 
     def _make(self, m: tuple[int, int]) -> bool:
         """Play ``m``; return whether it gives check."""
@@ -300,21 +262,6 @@ class Searcher:
         self.path_keys.pop()
         self.path_checks.pop()
 
-    def _game_checks(self, recent: list[int]) -> list[bool]:
-        """Whether the side to move was in check in each of the last game positions of ``recent``
-        (oldest first), read off the root position's own moves for as far as they match ``recent``."""
-        pos = self.pos.copy()
-        checks: list[bool] = []
-        for key in reversed(recent):
-            if not pos.ply:
-                break
-            pos.pop()
-            if pos.key != key:
-                break
-            checks.append(pos.is_check())
-        checks.reverse()
-        return checks
-
     def _repetition(self, ply: int) -> int | None:
         """Score of a repeated position (draw, or a loss for a perpetual checker), else None."""
         keys = self.path_keys
@@ -325,7 +272,7 @@ class Searcher:
         j = ply - 4
         while j >= floor and ply - j <= reversible:
             if keys[j] == key:
-                return self._cycle(self.path_checks, 0, ply, j)
+                return cycle_score(self.path_checks, 0, ply, j)
             j -= 2
         if reversible >= ply and not self.null_plies and key in self.game_keys:
             # a position of the game before the search: judge the cycle if the record reaches it
@@ -333,22 +280,9 @@ class Searcher:
             for j in range(-1, -len(path) - 1, -1):
                 if path[j] == key and ply - j <= reversible:
                     offset = len(path)
-                    return self._cycle([*self.game_checks, *self.path_checks[: ply + 1]], offset, ply, j)
+                    return cycle_score([*self.game_checks, *self.path_checks[: ply + 1]], offset, ply, j)
             return 0
         return None
-
-    @staticmethod
-    def _cycle(checks: list[bool], offset: int, ply: int, j: int) -> int:
-        """Score of the cycle from the position at ply ``j`` back to ``ply`` (``checks[offset + i]`` is
-        whether the side to move at ply ``i`` is in check): perpetual check loses, else a draw."""
-        # positions ply-1, ply-3 … follow the side to move's own moves; ply, ply-2 … the opponent's
-        we_checked = all(checks[offset + i] for i in range(ply - 1, j, -2))
-        they_checked = all(checks[offset + i] for i in range(ply, j + 1, -2))
-        if we_checked and not they_checked:
-            return -(MATE - ply)  # perpetual check loses for the checker
-        if they_checked and not we_checked:
-            return MATE - ply
-        return 0
 
     def _order(
         self, moves: list[tuple[int, int]], tt_move: tuple[int, int] | None, ply: int
@@ -667,32 +601,6 @@ class Searcher:
                     if score >= beta:
                         break
         return best
-
-    def _pv(self, first: tuple[int, int], depth: int) -> list[Move]:
-        """The principal variation: ``first`` then best moves from the transposition table."""
-        pos = self.pos
-        line = [Move(*first)]
-        pos.push(first)
-        seen = {pos.key}
-        pushed = 1
-        try:
-            while len(line) < max(depth, 1) + 4:
-                entry = self.tt.get(pos.key)
-                if entry is None or entry[3] is None:
-                    break
-                move = entry[3]
-                if move not in pos.generate_legal(False, (move[0],)):
-                    break
-                pos.push(move)
-                pushed += 1
-                line.append(Move(*move))
-                if pos.key in seen:
-                    break
-                seen.add(pos.key)
-        finally:
-            for _ in range(pushed):
-                pos.pop()
-        return line
 
 
 def search(
