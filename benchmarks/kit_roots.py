@@ -73,7 +73,7 @@ def race(attempts: int) -> None:
 
 
 def caps() -> None:
-    from moddesk.pvf.serve import Workbench
+    from moddesk.pvf.agent.serve import Workbench
     from moddesk.pvf.service import PvfService
 
     os.environ.setdefault("MODDESK_DATA_DIR", tempfile.mkdtemp(prefix="moddesk roots bench data "))

@@ -59,7 +59,7 @@ def main() -> None:
     kit_mcp.SESSION_IDLE_TIMEOUT = args.idle
 
     from moddesk.kit.mcp import serve_http
-    from moddesk.pvf.serve import Workbench
+    from moddesk.pvf.agent.serve import Workbench
     from moddesk.pvf.service import PvfService
     from moddesk.xiangqi.game import GameService
     from moddesk.xiangqi.mcp import build_server

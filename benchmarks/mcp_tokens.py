@@ -86,8 +86,8 @@ async def pvf_flow(meter: Meter, root: Path) -> None:
     import anyio
     from mcp import Client
 
-    from moddesk.pvf.demo import write_sample_archive
-    from moddesk.pvf.serve import Workbench
+    from moddesk.pvf.agent.serve import Workbench
+    from moddesk.pvf.samples.demo import write_sample_archive
     from moddesk.pvf.service import PvfService
 
     archive = write_sample_archive(root / "Script.pvf", files=200)
@@ -99,7 +99,7 @@ async def pvf_flow(meter: Meter, root: Path) -> None:
         "}\n"
     )
     try:  # what the person gets by default (toolsets arrived with the token budget)
-        from moddesk.pvf.mcp import DEFAULT_TOOLSETS
+        from moddesk.pvf.agent.mcp import DEFAULT_TOOLSETS
 
         try:  # agents reach granted roots only (since the roots work): grant the temp folder
             bench = Workbench(PvfService(), port=0, toolsets=DEFAULT_TOOLSETS, roots=[root])  # type: ignore[call-arg]

@@ -32,7 +32,7 @@ from moddesk.pvf.format.crypto import (
     lcg_crypt,
 )
 from moddesk.pvf.format.tokens import decode_tokens
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 
 OUT = Path(__file__).resolve().parent / ".out"
 PROC = psutil.Process()

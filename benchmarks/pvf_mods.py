@@ -24,11 +24,11 @@ from typing import Any
 import psutil
 
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.archivediff import ArchiveSide, diff
-from moddesk.pvf.generate import generate_archive
-from moddesk.pvf.itemtables import archive_source, list_paths_for, rows
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.transfer.mods import ModService
+from moddesk.pvf.workflows.archivediff import ArchiveSide, diff
+from moddesk.pvf.workflows.itemtables import archive_source, list_paths_for, rows
 
 
 def timed(label: str, fn: Callable[[], Any]) -> tuple[float, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 
 from moddesk.kit.memory import return_freed_memory
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.scripting.runtime import ScriptLimits
 from moddesk.pvf.scripting.service import ScriptService
 from moddesk.pvf.service import PvfService

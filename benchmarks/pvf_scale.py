@@ -63,7 +63,7 @@ def cache_dir() -> Path:
 
 def generator_stamp() -> str:
     """A short hash of the generator's source: a changed generator makes new archives."""
-    import moddesk.pvf.generate as generate
+    import moddesk.pvf.samples.generate as generate
 
     folder = Path(generate.__file__).parent
     digest = hashlib.sha256()
@@ -92,7 +92,7 @@ def corpus_texts(root: Path) -> list[tuple[str, str]]:
 def archive_for(family: str, files: int, *, corpus: bool = False) -> Path:
     """The generated archive of ``files`` files (seed 1), made once; ``corpus``: real texts added."""
     from moddesk.pvf.archive import Archive, PvfFormatError
-    from moddesk.pvf.generate import generate_archive
+    from moddesk.pvf.samples.generate import generate_archive
 
     folder = cache_dir()
     plain = folder / f"{family}-{files}-{generator_stamp()}.pvf"
@@ -433,7 +433,7 @@ def render_sample(archive: str) -> dict[str, Any]:
     (``render_many``); each on a freshly opened archive, so neither finds the other's decoded strings."""
     from moddesk.pvf.archive import Archive, PvfFormatError
     from moddesk.pvf.format.bulk import render_many
-    from moddesk.pvf.search import fold_text
+    from moddesk.pvf.workbench.search import fold_text
 
     def pick(pvf: Archive) -> list[tuple[Any, bytes]]:
         """The sample, after rendering its first RENDER_WARMUP entries untimed: the archive's one-time
@@ -519,7 +519,7 @@ SCRIPT_TARGET_US = 200.0
 SCRIPT_JS_HEAP_MB = 1024
 #: Digests of the plan ``EVERY_EQU_SCRIPT`` gives and of the parse of every script entry, on the
 #: 100k archives with the corpus texts imported, recorded from the implementation before #18
-#: (commit aa354b3: lex-based parser, one read per file) — ``moddesk.pvf.equality``.
+#: (commit aa354b3: lex-based parser, one read per file) — ``moddesk.pvf.samples.equality``.
 PLAN_FIXTURES: dict[str, dict[str, list[Any]]] = {
     "classic-100000-corpus": {
         "generator": ["093055704f"],
@@ -569,7 +569,7 @@ def child_script(archive: str, check: bool) -> dict[str, Any]:
     """``EVERY_EQU_SCRIPT`` through the service: run → plan, timed; the worker's CPU from rusage."""
     import resource
 
-    from moddesk.pvf.equality import EVERY_EQU_SCRIPT, archive_documents, plan_digest
+    from moddesk.pvf.samples.equality import EVERY_EQU_SCRIPT, archive_documents, plan_digest
     from moddesk.pvf.scripting.runtime import ScriptLimits
     from moddesk.pvf.scripting.service import ScriptPlan, ScriptService
     from moddesk.pvf.service import PvfService

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from moddesk.pvf.document import Document
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.scripting.runtime import ScriptLimits, WorkerPool, run_script
 from moddesk.pvf.scripting.service import WorkspaceSnapshot
 from moddesk.pvf.service import PvfService

@@ -24,9 +24,9 @@ import anyio
 import httpx
 import psutil
 
+from moddesk.pvf.agent.serve import Workbench
 from moddesk.pvf.archive import Archive, PvfFormatError
-from moddesk.pvf.generate import generate_archive
-from moddesk.pvf.serve import Workbench
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
 
 PVFINE_FILES = 1_057_873

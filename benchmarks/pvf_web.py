@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from moddesk.pvf.generate import generate_archive
-from moddesk.pvf.serve import Workbench
+from moddesk.pvf.agent.serve import Workbench
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
 
 CHROMIUM = os.environ.get("MODDESK_CHROMIUM", "/usr/bin/chromium")

@@ -34,7 +34,7 @@ import psutil
 from moddesk.kit.leftovers import find_leftovers
 from moddesk.kit.local_service import http_client
 from moddesk.kit.mcp import result_payload
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 
 CLIENTS = 8
 MB = 1 << 20

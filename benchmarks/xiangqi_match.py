@@ -10,7 +10,7 @@ average is printed before and after, since a loaded box weakens both engines une
 Run: .venv/bin/python benchmarks/xiangqi_match.py [--quick] [--games N] [--movetime S] [--elo 1350,1800]
      .venv/bin/python benchmarks/xiangqi_match.py --elo 1800,2100 --games 20 --jobs 2 --book
      .venv/bin/python benchmarks/xiangqi_match.py --levels 1-10 --elo 1350,1500,1800 --games 2
-     (the local opponent's levels, moddesk.xiangqi.levels, instead of the full engine: the level table)
+     (the local opponent's levels, moddesk.xiangqi.core.levels, instead of the full engine: the level table)
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from moddesk.xiangqi import notation
-from moddesk.xiangqi.board import START_FEN, Move, Position, parse_square
-from moddesk.xiangqi.book import book_move
+from moddesk.xiangqi.core import notation
+from moddesk.xiangqi.core.board import START_FEN, Move, Position, parse_square
+from moddesk.xiangqi.core.book import book_move
+from moddesk.xiangqi.core.levels import choose_move
+from moddesk.xiangqi.core.rules import game_status
+from moddesk.xiangqi.core.search import Searcher
 from moddesk.xiangqi.engines import open_engine
-from moddesk.xiangqi.levels import choose_move
-from moddesk.xiangqi.rules import game_status
-from moddesk.xiangqi.search import Searcher
 
 # Short starts of the common openings (Chinese notation from the start position). Game i of a
 # pairing starts from OPENINGS[i // 2 % len(OPENINGS)] with our side Red when i is even.
@@ -288,7 +288,9 @@ def main() -> None:
     parser.add_argument("--movetime", type=float, default=0.1, help="seconds per move for both engines")
     parser.add_argument("--elo", default="1350,1800", help="comma-separated UCI_Elo levels")
     parser.add_argument("--max-plies", type=int, default=160)
-    parser.add_argument("--book", action="store_true", help="our full engine opens from moddesk.xiangqi.book")
+    parser.add_argument(
+        "--book", action="store_true", help="our full engine opens from moddesk.xiangqi.core.book"
+    )
     parser.add_argument("--levels", default="", help="local-opponent levels to measure: 1-10 or 1,5,10")
     parser.add_argument("--jobs", type=int, default=1, help="games played at once (processes)")
     parser.add_argument("--no-hoi", action="store_true", help="skip the hoixiangqi games")

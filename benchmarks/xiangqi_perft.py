@@ -13,7 +13,7 @@ import shutil
 import time
 from typing import Any
 
-from moddesk.xiangqi.board import START_FEN, Position, perft
+from moddesk.xiangqi.core.board import START_FEN, Position, perft
 
 EXPECTED = {1: 44, 2: 1920, 3: 79666, 4: 3290240, 5: 133312995}
 

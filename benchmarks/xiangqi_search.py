@@ -11,8 +11,8 @@ import os
 import shutil
 import time
 
-from moddesk.xiangqi.board import Position
-from moddesk.xiangqi.search import search
+from moddesk.xiangqi.core.board import Position
+from moddesk.xiangqi.core.search import search
 
 # Middlegame positions from the CPW perft list (also Pikafish's benchmark.cpp defaults).
 MIDDLEGAMES = [

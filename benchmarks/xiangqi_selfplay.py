@@ -17,9 +17,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from moddesk.xiangqi.board import START_FEN, Move, Position, parse_square
+from moddesk.xiangqi.core.board import START_FEN, Move, Position, parse_square
+from moddesk.xiangqi.core.rules import game_status
 from moddesk.xiangqi.engines import UciEngine, open_engine
-from moddesk.xiangqi.rules import game_status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from xiangqi_match import describe, load_average, opening_moves

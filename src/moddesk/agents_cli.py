@@ -114,7 +114,7 @@ def _running_service(system: str, url: str | None, takes_url: bool) -> tuple[str
 
 def _endpoint_record(system: str) -> ServiceEndpoint | None:
     if system == "pvf":
-        from moddesk.pvf.serve import endpoint_path
+        from moddesk.pvf.agent.serve import endpoint_path
 
         return read_endpoint(endpoint_path())
     if system == "xiangqi":

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from moddesk.pvf.document import Document
-from moddesk.pvf.equality import Digest
 from moddesk.pvf.format.text import DictStrings, compile_script, render_script
 from moddesk.pvf.format.tokens import Family
+from moddesk.pvf.samples.equality import Digest
 
 pytestmark = pytest.mark.corpus
 

@@ -9,7 +9,7 @@ import pytest
 
 from moddesk.pvf.document import Document
 from moddesk.pvf.format.errors import PvfFormatError
-from moddesk.pvf.itemtables import first_values
+from moddesk.pvf.workflows.itemtables import first_values
 
 pytestmark = pytest.mark.corpus
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from moddesk.xiangqi.board import Position, perft
+from moddesk.xiangqi.core.board import Position, perft
 
 
 def corpus_dir() -> Path | None:

@@ -16,7 +16,7 @@ def _serve_pvf(
     port: int, archive: Path | None, serve_first: bool = False, roots: tuple[Path, ...] = ()
 ) -> tuple[Any, float]:
     """A workbench on ``port`` with ``archive`` open; returns it and the seconds until it served."""
-    from moddesk.pvf.serve import Workbench
+    from moddesk.pvf.agent.serve import Workbench
 
     started = time.monotonic()
     # sweeps what killed runs left (remembered places, temp dir); ``roots``: where it may import

@@ -27,7 +27,7 @@ import pytest
 
 from moddesk.kit.leftovers import TEMP_MARKER
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 

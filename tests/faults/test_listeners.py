@@ -164,7 +164,7 @@ def test_two_servers_side_by_side(tmp_path: Path) -> None:
 
 
 def test_pvf_serve_answers_while_opening_and_stops_cleanly(tmp_path: Path) -> None:
-    from moddesk.pvf.generate import generate_archive
+    from moddesk.pvf.samples.generate import generate_archive
 
     archive = tmp_path / "Script big.pvf"
     generate_archive(archive, files=20_000)

@@ -18,8 +18,8 @@ from mcp import Client
 
 from moddesk.kit.local_service import http_client
 from moddesk.kit.pages import CONTINUES, TEXT_BUDGET, TEXT_BUDGET_MAX, split_pages, utf8_len
-from moddesk.pvf.demo import write_sample_archive
-from moddesk.pvf.serve import Workbench
+from moddesk.pvf.agent.serve import Workbench
+from moddesk.pvf.samples.demo import write_sample_archive
 from moddesk.pvf.service import PvfService
 
 MARKER = re.compile(r"\n\[page (\d+)/(\d+) of result (r[0-9a-f]+); [^\]]*\]$")

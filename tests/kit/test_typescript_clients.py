@@ -112,8 +112,8 @@ def tools() -> NodeTools:
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The three MCP servers over Streamable HTTP on 127.0.0.1, each with real data loaded."""
     from moddesk.kit.mcp import serve_http
-    from moddesk.pvf.demo import write_sample_archive
-    from moddesk.pvf.mcp import build_workbench_server
+    from moddesk.pvf.agent.mcp import build_workbench_server
+    from moddesk.pvf.samples.demo import write_sample_archive
     from moddesk.pvf.service import PvfService
     from moddesk.ra3.agent.demo import write_demo_mod
     from moddesk.ra3.agent.endpoints import HOME_ENV
@@ -330,7 +330,7 @@ def test_tool_lists_fit_the_token_budget(tools: NodeTools, tmp_path: Path) -> No
     import anyio
 
     from moddesk.kit.tokens import TOOL_LIST_BUDGET, compact, count_tokens, tool_list
-    from moddesk.pvf.mcp import DEFAULT_TOOLSETS, TOOLSETS, build_workbench_server
+    from moddesk.pvf.agent.mcp import DEFAULT_TOOLSETS, TOOLSETS, build_workbench_server
     from moddesk.pvf.service import PvfService
     from moddesk.ra3.agent.mcp import Ra3Backend
     from moddesk.ra3.agent.mcp import build_server as ra3_server

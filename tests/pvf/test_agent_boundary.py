@@ -24,8 +24,8 @@ from mcp import Client as SdkClient
 from mcp import StdioServerParameters
 
 from moddesk.kit.mcp import result_payload
-from moddesk.pvf.demo import write_sample_archive
-from moddesk.pvf.serve import Workbench, window_routes
+from moddesk.pvf.agent.serve import Workbench, window_routes
+from moddesk.pvf.samples.demo import write_sample_archive
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.web.routes import web_routes
 

@@ -8,7 +8,7 @@ from moddesk.pvf.archive import Archive
 from moddesk.pvf.format import nkpi as nkpi_fmt
 from moddesk.pvf.format.crypto import MAGIC_MAIN
 from moddesk.pvf.format.errors import PvfFormatError
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 
 
 def _reheader(raw: bytes, variant: nkpi_fmt.NkpiVariant) -> bytes:

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from moddesk.kit.errors import ServiceError
-from moddesk.pvf.browse import list_children
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
+from moddesk.pvf.workbench.browse import list_children
 
 names = st.lists(st.sampled_from(["a", "b", "a.b", "a-b", "b0", "a 1", "ab", "_"]), min_size=1, max_size=4)
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.cli import app
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 
 runner = CliRunner()
 
@@ -188,7 +188,7 @@ def test_settings_file_parses_or_is_config_invalid(text: str) -> None:
     import tempfile
 
     from moddesk.kit.errors import ServiceError
-    from moddesk.pvf.serve import McpSettings, load_settings
+    from moddesk.pvf.agent.serve import McpSettings, load_settings
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "pvf.toml"

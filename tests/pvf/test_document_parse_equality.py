@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.docparse import _assemble, _scan, _Slow, _slow_events, parse_text
 from moddesk.pvf.document import Document
-from moddesk.pvf.equality import archive_documents, structure
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.tokens import Family
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.equality import archive_documents, structure
+from moddesk.pvf.samples.generate import generate_archive
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,10 +7,10 @@ import typer
 from typer.testing import CliRunner
 
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.archive_cli import pack_folder, register
 from moddesk.pvf.format import classic as classic_fmt
 from moddesk.pvf.format import nkpi as nkpi_fmt
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
+from moddesk.pvf.workbench.cli import pack_folder, register
 
 FORMATS = ["classic", "90US", "90CN"]
 

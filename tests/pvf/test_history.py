@@ -9,8 +9,8 @@ import pytest
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import sha256_file
-from moddesk.pvf.demo import write_sample_archive
-from moddesk.pvf.history import History, repo_dir_for
+from moddesk.pvf.samples.demo import write_sample_archive
+from moddesk.pvf.workbench.history import History, repo_dir_for
 
 
 @pytest.fixture

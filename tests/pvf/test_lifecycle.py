@@ -10,7 +10,7 @@ import pytest
 
 from moddesk.kit.errors import ServiceError
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.demo import write_sample_archive
+from moddesk.pvf.samples.demo import write_sample_archive
 from moddesk.pvf.service import PvfService
 
 EDIT = {"skill/s1.skl": "#PVF_File\n[name]\n`Edited Skill`\n"}

@@ -13,9 +13,9 @@ from mcp import Client
 
 from moddesk.kit.local_service import auth_headers
 from moddesk.kit.mcp import result_payload
+from moddesk.pvf.agent.serve import Workbench
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.demo import write_sample_archive
-from moddesk.pvf.serve import Workbench
+from moddesk.pvf.samples.demo import write_sample_archive
 from moddesk.pvf.service import PvfService
 
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from moddesk.pvf.archive import Archive, names_are_normal, normalize_path
-from moddesk.pvf.workspace import _lookup_keys
+from moddesk.pvf.workbench.workspace import _lookup_keys
 
 NAMES = st.lists(st.text(alphabet="aA/\\. \t\n\u00a0İé1", min_size=1, max_size=6), max_size=8)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.records import ListTexts
 from moddesk.pvf.service import PvfService
+from moddesk.pvf.workbench.records import ListTexts
 
 from .test_lifecycle import open_now
 

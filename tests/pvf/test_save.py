@@ -19,9 +19,9 @@ from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import FileIdentity
 from moddesk.kit.local_service import http_client
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.demo import write_sample_archive
-from moddesk.pvf.history import History
+from moddesk.pvf.samples.demo import write_sample_archive
 from moddesk.pvf.service import PvfService
+from moddesk.pvf.workbench.history import History
 
 EDIT = {"skill/s2.skl": "#PVF_File\n[name]\n`Saved Skill`\n"}
 
@@ -198,7 +198,7 @@ def test_disk_committed_when_upkeep_fails(archive: Path) -> None:
 DRIVER = """
 import sys
 from pathlib import Path
-from moddesk.pvf.serve import Workbench
+from moddesk.pvf.agent.serve import Workbench
 from moddesk.pvf.service import PvfService
 
 bench = Workbench(PvfService(), port=0)

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from moddesk.kit.errors import ServiceError
-from moddesk.pvf.search import ContentIndex, Matcher, Searcher, SearchQuery, check_regex, glob_match
-from moddesk.pvf.searchindex import fold_text, in_chunks, normalize_path
+from moddesk.pvf.workbench.search import ContentIndex, Matcher, Searcher, SearchQuery, check_regex, glob_match
+from moddesk.pvf.workbench.searchindex import fold_text, in_chunks, normalize_path
 
 TEXTS: dict[str, str | None] = {
     "equipment/weapon/sword.equ": "[name]\n`Iron Sword`\n[price]\n\t9\n",
@@ -284,7 +284,7 @@ def test_the_first_entry_of_a_path_wins_within_and_across_chunks(size: int) -> N
 
 
 def test_big_texts_spool_in_order_between_small_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    from moddesk.pvf import searchindex
+    from moddesk.pvf.workbench import searchindex
 
     monkeypatch.setattr(searchindex, "SPOOL_FLUSH", 8)  # every text over 8 bytes is "big"
     items = [

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from moddesk.kit.errors import ServiceError
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -90,7 +90,7 @@ def test_a_killed_builds_half_written_index_file_is_swept(tmp_path: Path) -> Non
     cache = tmp_path / "cache"
     cache.mkdir()
     code = (
-        "import os, sys; from pathlib import Path; from moddesk.pvf.searchindex import _index_file;"
+        "import os, sys; from pathlib import Path; from moddesk.pvf.workbench.searchindex import _index_file;"
         "handle, path = _index_file(Path(sys.argv[1])); handle.write(b'half'); handle.flush(); os._exit(0)"
     )
     subprocess.run([sys.executable, "-c", code, str(cache)], check=True)

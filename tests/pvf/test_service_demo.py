@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from moddesk.pvf.demo import run
+from moddesk.pvf.samples.demo import run
 
 
 def test_demo_walks_the_typical_flow() -> None:

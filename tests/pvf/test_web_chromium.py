@@ -20,9 +20,9 @@ from mcp import Client
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.mcp import result_payload
+from moddesk.pvf.agent.serve import Workbench
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.generate import generate_archive
-from moddesk.pvf.serve import Workbench
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
 
 CHROMIUM = os.environ.get("MODDESK_CHROMIUM", "/usr/bin/chromium")

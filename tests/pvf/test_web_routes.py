@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from moddesk.pvf.generate import generate_archive
-from moddesk.pvf.serve import Workbench
+from moddesk.pvf.agent.serve import Workbench
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
 
 

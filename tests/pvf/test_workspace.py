@@ -9,9 +9,9 @@ import pytest
 
 from moddesk.kit.errors import ServiceError
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.demo import write_sample_archive
+from moddesk.pvf.samples.demo import write_sample_archive
 from moddesk.pvf.service import PvfService
-from moddesk.pvf.workspace import DraftRegistry, Workspace
+from moddesk.pvf.workbench.workspace import DraftRegistry, Workspace
 
 SWORD = "equipment/weapon/sword/00000.equ"
 

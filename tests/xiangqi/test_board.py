@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moddesk.xiangqi.board import (
+from moddesk.xiangqi.core.board import (
     BLACK,
     RED,
     START_FEN,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from moddesk.xiangqi import book, levels, notation
-from moddesk.xiangqi.board import START_FEN, Position
+from moddesk.xiangqi.core import book, levels, notation
+from moddesk.xiangqi.core.board import START_FEN, Position
 
 
 def test_book_answers_the_central_cannon_like_a_player() -> None:

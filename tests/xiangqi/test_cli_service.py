@@ -190,7 +190,7 @@ def test_server_killed_during_a_local_engine_think_resumes_after_restart(tmp_pat
 
 
 def test_cli_load_and_export_records(tmp_path: Path) -> None:
-    from moddesk.xiangqi import records
+    from moddesk.xiangqi.gamefiles import records
 
     runner = CliRunner(env=env_for(tmp_path))
     sample = Path(__file__).with_name("records") / "cchess-test2.pgn"

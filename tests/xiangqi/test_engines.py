@@ -11,9 +11,9 @@ import time
 import pytest
 
 from moddesk.kit.errors import ServiceError
-from moddesk.xiangqi.board import START_FEN, Move, Position, parse_square, perft
+from moddesk.xiangqi.core.board import START_FEN, Move, Position, parse_square, perft
+from moddesk.xiangqi.core.rules import game_status
 from moddesk.xiangqi.engines import UciEngine, UciServer, open_engine
-from moddesk.xiangqi.rules import game_status
 
 OUR_ENGINE = [sys.executable, "-m", "moddesk", "xiangqi", "uci"]
 FAIRY = shutil.which("fairy-stockfish") or (
@@ -150,7 +150,7 @@ def test_fairy_stockfish_finds_the_mate_we_find() -> None:
 
 def test_stop_right_after_go_is_never_lost(monkeypatch: pytest.MonkeyPatch) -> None:
     """A GUI may send `stop` before the search thread has started searching: it must still stop."""
-    from moddesk.xiangqi.search import Searcher
+    from moddesk.xiangqi.core.search import Searcher
 
     original = Searcher.search
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from moddesk.xiangqi.board import Position
-from moddesk.xiangqi.evaluate import (
+from moddesk.xiangqi.core.board import Position
+from moddesk.xiangqi.core.evaluate import (
     HOLLOW_CANNON,
     evaluate_full,
     evaluate_red,

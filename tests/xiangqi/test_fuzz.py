@@ -7,9 +7,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from moddesk.xiangqi.board import START_FEN, Position, XiangqiError
-from moddesk.xiangqi.engines import UciEngine, UciServer
-from moddesk.xiangqi.notation import (
+from moddesk.xiangqi.core.board import START_FEN, Position, XiangqiError
+from moddesk.xiangqi.core.notation import (
     parse_chinese,
     parse_coords,
     parse_iccs,
@@ -17,6 +16,7 @@ from moddesk.xiangqi.notation import (
     parse_wxf,
     to_chinese,
 )
+from moddesk.xiangqi.engines import UciEngine, UciServer
 
 FEN_CHARS = "KABNRCPEHkabnrcpeh123456789/ wrb-0"
 MOVE_CHARS = (

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from moddesk.xiangqi import detect, levels, search
-from moddesk.xiangqi.board import START_FEN, Position
+from moddesk.xiangqi import detect
+from moddesk.xiangqi.core import levels, search
+from moddesk.xiangqi.core.board import START_FEN, Position
 from moddesk.xiangqi.review import Analyst
 
 FAIRY = shutil.which("fairy-stockfish") or "/usr/games/fairy-stockfish"

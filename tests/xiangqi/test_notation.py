@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from moddesk.xiangqi.board import Move, Position, XiangqiError, parse_square
-from moddesk.xiangqi.notation import (
+from moddesk.xiangqi.core.board import Move, Position, XiangqiError, parse_square
+from moddesk.xiangqi.core.notation import (
     describe_move,
     parse_chinese,
     parse_coords,

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from moddesk.xiangqi.board import ADVISOR, ELEPHANT, PAWN, Move, Position
-from moddesk.xiangqi.notation import (
+from moddesk.xiangqi.core.board import ADVISOR, ELEPHANT, PAWN, Move, Position
+from moddesk.xiangqi.core.notation import (
     _same_kind_on_file,
     parse_chinese,
     parse_coords,

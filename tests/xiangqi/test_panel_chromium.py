@@ -343,7 +343,7 @@ def test_flipped_board_hint_in_pawns_and_eval_not_clipped(
 def test_load_a_record_review_it_and_export_xqf(
     served: tuple[GameService, LoopbackServer], page: Any, tmp_path: Path
 ) -> None:
-    from moddesk.xiangqi import records
+    from moddesk.xiangqi.gamefiles import records
 
     _service, http = served
     sample = Path(__file__).with_name("records") / "cchess-zhongpao-liepao.pgn"

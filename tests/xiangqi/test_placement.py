@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moddesk.xiangqi.board import Position, XiangqiError
+from moddesk.xiangqi.core.board import Position, XiangqiError
 
 LETTERS = "KABNRCP"
 STARTS = {  # (file, rank) start points of Red's pieces; Black's mirror them across the river

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from moddesk.kit.errors import ServiceError
-from moddesk.xiangqi import records, xqf
-from moddesk.xiangqi.board import START_FEN, Position
+from moddesk.xiangqi.core.board import START_FEN, Position
 from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.record_games import export_record, load_record
+from moddesk.xiangqi.gamefiles import records, xqf
+from moddesk.xiangqi.gamefiles.games import export_record, load_record
 from moddesk.xiangqi.rpc import dispatch
 from moddesk.xiangqi.store import Settings
 

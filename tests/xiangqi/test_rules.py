@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from moddesk.xiangqi.board import BLACK, RED, Move, Position, parse_square
-from moddesk.xiangqi.rules import chased_squares, game_status
+from moddesk.xiangqi.core.board import BLACK, RED, Move, Position, parse_square
+from moddesk.xiangqi.core.rules import chased_squares, game_status
 
 
 def play(fen: str, moves: str) -> list[str]:

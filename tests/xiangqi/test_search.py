@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from moddesk.xiangqi import search as search_module
-from moddesk.xiangqi.board import SENSITIVE, Move, Position, parse_square
-from moddesk.xiangqi.evaluate import evaluate
-from moddesk.xiangqi.search import CHECK_TO, INF, MATE, MATE_BOUND, Searcher, SearchInfo, mate_in, search
+from moddesk.xiangqi.core import search as search_module
+from moddesk.xiangqi.core.board import SENSITIVE, Move, Position, parse_square
+from moddesk.xiangqi.core.evaluate import evaluate
+from moddesk.xiangqi.core.search import CHECK_TO, INF, MATE, MATE_BOUND, Searcher, SearchInfo, mate_in, search
 
 MATES = {
     1: [

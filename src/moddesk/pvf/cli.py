@@ -28,11 +28,11 @@ err_console = Console(stderr=True)
 # the archive commands (info, ls, cat, extract, pack, generate, verify) live with the formats,
 # `docs …` with the annotations and `script …` with the script runtime; each mounts itself
 for _module in (
-    "moddesk.pvf.archive_cli",
-    "moddesk.pvf.annotations_cli",
+    "moddesk.pvf.workbench.cli",
+    "moddesk.pvf.annotations.cli",
     "moddesk.pvf.scripting.cli",
     "moddesk.pvf.transfer.cli",
-    "moddesk.pvf.workflows_cli",
+    "moddesk.pvf.workflows.cli",
 ):
     if importlib.util.find_spec(_module) is not None:
         importlib.import_module(_module).register(app)
@@ -68,7 +68,7 @@ def _errors() -> Iterator[None]:
 @contextmanager
 def _opened(archive: Path, region: str | None = None) -> Iterator[tuple[Any, str]]:
     """A service with ``archive`` opened in this process; yields (service, workspaceId)."""
-    from moddesk.pvf.serve import index_cache_dir
+    from moddesk.pvf.agent.serve import index_cache_dir
     from moddesk.pvf.service import PvfService
 
     service = PvfService(index_wait=3600.0, index_cache=index_cache_dir())
@@ -87,7 +87,7 @@ async def _call_remote(url: str, tool: str, args: dict[str, Any]) -> dict[str, A
     """Call a tool of the running server, filling workspaceId from its workspace info."""
     from moddesk.kit.local_service import http_client, read
     from moddesk.kit.mcp import result_payload
-    from moddesk.pvf.serve import endpoint_path
+    from moddesk.pvf.agent.serve import endpoint_path
 
     # the running serve's token is in its endpoint file (readable by this user only)
     record = read(endpoint_path())
@@ -127,9 +127,9 @@ def serve(
     ] = None,
 ) -> None:
     """Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
-    from moddesk.pvf.mcp import parse_toolsets
-    from moddesk.pvf.roots import load_added_roots, save_added_roots
-    from moddesk.pvf.serve import Workbench, client_config, load_settings, settings_path
+    from moddesk.pvf.agent.mcp import parse_toolsets
+    from moddesk.pvf.agent.serve import Workbench, client_config, load_settings, settings_path
+    from moddesk.pvf.workbench.roots import load_added_roots, save_added_roots
 
     with _errors():
         settings = load_settings()
@@ -181,7 +181,7 @@ def serve(
 def connect() -> None:
     """Stdio MCP bridge to the running `moddesk pvf serve` (for clients that only speak stdio)."""
     from moddesk.kit.local_service import bridge_stdio, require
-    from moddesk.pvf.serve import endpoint_path
+    from moddesk.pvf.agent.serve import endpoint_path
 
     with _errors():
         record = require(endpoint_path(), "moddesk pvf serve")
@@ -200,8 +200,8 @@ def mcp(
     ] = None,
 ) -> None:
     """Show or change the persisted MCP settings (enabled, port, toolsets)."""
-    from moddesk.pvf.mcp import parse_toolsets
-    from moddesk.pvf.serve import McpSettings, client_config, load_settings, save_settings
+    from moddesk.pvf.agent.mcp import parse_toolsets
+    from moddesk.pvf.agent.serve import McpSettings, client_config, load_settings, save_settings
 
     with _errors():
         settings = load_settings()
@@ -314,7 +314,7 @@ def read(
         console.print(f"{escape(result['path'])}: binary, {result['size']} bytes, sha256 {result['sha256']}")
         console.print(result["hexPreview"], markup=False)
         return
-    from moddesk.pvf.archive_cli import write_stdout
+    from moddesk.pvf.workbench.cli import write_stdout
 
     write_stdout(result["text"] + "\n")
     if result["truncated"]:
@@ -324,7 +324,7 @@ def read(
 @history_app.command("init")
 def history_init(archive: Path) -> None:
     """Start a history for ARCHIVE: an immutable base copy and an empty log."""
-    from moddesk.pvf.history import History
+    from moddesk.pvf.workbench.history import History
 
     with _errors():
         history = History.init(archive)

@@ -26,13 +26,13 @@ from moddesk.kit.ledger import RequestLedger
 from moddesk.kit.plans import PlanRegistry
 from moddesk.kit.roots import Roots
 from moddesk.kit.tasks import TaskManager
-from moddesk.pvf.browse import BrowseOps
-from moddesk.pvf.core import BLOCKING_PLAN_KINDS
-from moddesk.pvf.indexing import INDEX_CACHE_KEEP, INDEX_WAIT_SECONDS
-from moddesk.pvf.lifecycle import DirtyPolicy, LifecycleOps
-from moddesk.pvf.reading import MAX_READ_LINES, READ_BYTE_CAP, ReadOps
-from moddesk.pvf.records import RecordsOps
-from moddesk.pvf.workspace import BASE, DraftRegistry
+from moddesk.pvf.workbench.browse import BrowseOps
+from moddesk.pvf.workbench.core import BLOCKING_PLAN_KINDS
+from moddesk.pvf.workbench.indexing import INDEX_CACHE_KEEP, INDEX_WAIT_SECONDS
+from moddesk.pvf.workbench.lifecycle import DirtyPolicy, LifecycleOps
+from moddesk.pvf.workbench.reading import MAX_READ_LINES, READ_BYTE_CAP, ReadOps
+from moddesk.pvf.workbench.records import RecordsOps
+from moddesk.pvf.workbench.workspace import BASE, DraftRegistry
 
 CAPABILITY_VERSION = "pvf-1"
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from moddesk.kit.errors import ServiceError, register_codes
-from moddesk.xiangqi.board import START_FEN, Move, Position, XiangqiError, parse_square
-from moddesk.xiangqi.search import Searcher, SearchInfo
+from moddesk.xiangqi.core.board import START_FEN, Move, Position, XiangqiError, parse_square
+from moddesk.xiangqi.core.search import Searcher, SearchInfo
 
 register_codes({"ENGINE_FAILED": "The engine could not produce a move or an analysis."})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import moddesk.xiangqi.board  # noqa: F401  (registers the notation codes, with its texts, before ours)
+import moddesk.xiangqi.core.board  # noqa: F401  (registers the notation codes, with its texts, before ours)
 from moddesk.kit.errors import ERROR_CODES, ServiceError, register_codes
 
 # code -> (English description for the registry, Chinese text for `errorZh`)

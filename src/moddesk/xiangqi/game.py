@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from moddesk.kit.errors import ServiceError
-from moddesk.xiangqi import board as xb
-from moddesk.xiangqi import levels, notation, rules
+from moddesk.xiangqi.core import board as xb
+from moddesk.xiangqi.core import levels, notation, rules
 from moddesk.xiangqi.errors import GameError
 from moddesk.xiangqi.review import Analyst, candidates, evaluation_summary, make_analyst
 from moddesk.xiangqi.store import GameRecord, GameStore, OpponentKind, Settings, Side

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from moddesk.kit.errors import ServiceError
-from moddesk.xiangqi import board as xb
-from moddesk.xiangqi import detect, engines, notation
+from moddesk.xiangqi import detect, engines
+from moddesk.xiangqi.core import board as xb
+from moddesk.xiangqi.core import notation
 
 if TYPE_CHECKING:
     from moddesk.xiangqi.game import Game
@@ -78,7 +79,7 @@ class Analyst:
         if self._external is not None:
             with self._lock:
                 return self._external_lines(game, seconds, multipv, depth)
-        from moddesk.xiangqi import search
+        from moddesk.xiangqi.core import search
 
         result = search.search(
             game.pos.copy(), time_limit=seconds, depth=depth, multipv=multipv, stop=stop, history=game.keys()

@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.http import MAX_JSON_DEPTH, ASGIApp, guard, json_depth
 from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.record_games import EXPORT_FORMATS, decode_upload, export_record, load_record
+from moddesk.xiangqi.gamefiles.games import EXPORT_FORMATS, decode_upload, export_record, load_record
 
 logger = logging.getLogger("moddesk.xiangqi.rpc")
 

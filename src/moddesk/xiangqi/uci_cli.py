@@ -12,9 +12,9 @@ from rich.table import Table
 
 from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi import engines
-from moddesk.xiangqi.board import Move, Position, parse_square, perft, perft_divide
-from moddesk.xiangqi.notation import to_chinese
-from moddesk.xiangqi.search import SearchInfo, search
+from moddesk.xiangqi.core.board import Move, Position, parse_square, perft, perft_divide
+from moddesk.xiangqi.core.notation import to_chinese
+from moddesk.xiangqi.core.search import SearchInfo, search
 
 console = Console()
 

@@ -9,7 +9,7 @@ import typer
 from annotations_testkit import WEAPON_TEXT
 from typer.testing import CliRunner
 
-from moddesk.pvf.annotations_cli import register
+from moddesk.pvf.annotations.cli import register
 
 runner = CliRunner()
 

@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 
 from moddesk.kit.mcp import result_payload
+from moddesk.pvf.agent.serve import Workbench
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.serve import Workbench
 from moddesk.pvf.service import PvfService
 
 BLADE = "equipment/weapon/blade.equ"

@@ -23,8 +23,8 @@ from moddesk.pvf.format.bulk import BulkRenderer, render_many
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.text import DictStrings, render_script
 from moddesk.pvf.format.tokens import Family, TokenStream, decode_tokens, encode_tokens, make_tokens
-from moddesk.pvf.generate import generate_archive
-from moddesk.pvf.search import fold_text
+from moddesk.pvf.samples.generate import generate_archive
+from moddesk.pvf.workbench.search import fold_text
 
 
 def _generated(root: Path, fmt: str) -> Path:

@@ -321,7 +321,7 @@ def test_pack_compiles_exported_animations_to_binary_and_extract_packs_back_iden
 
 
 def test_import_compiles_animation_text_to_a_binary_ani(tmp_path: Path) -> None:
-    from moddesk.pvf.generate import generate_archive
+    from moddesk.pvf.samples.generate import generate_archive
 
     archive = tmp_path / "import ani.pvf"
     generate_archive(archive, fmt="classic", files=40, seed=4)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.format.errors import ERROR_CODES, PvfFormatError
 from moddesk.pvf.format.nkpi import HEADER_SIZE
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -16,7 +16,7 @@ from moddesk.pvf.format.lists import parse_list, parse_str
 from moddesk.pvf.format.strings import StringPools, StringTable
 from moddesk.pvf.format.text import DictStrings, compile_script, render_script
 from moddesk.pvf.format.tokens import Family, decode_tokens
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from moddesk.pvf.equality import EVERY_EQU_SCRIPT, plan_digest
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.equality import EVERY_EQU_SCRIPT, plan_digest
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.scripting.service import ScriptPlan, ScriptService, WorkspaceSnapshot
 from moddesk.pvf.service import PvfService
 

@@ -9,7 +9,7 @@ import anyio
 from mcp import Client
 
 from moddesk.kit.mcp import result_payload, serve_http
-from moddesk.pvf.mcp import build_server
+from moddesk.pvf.agent.mcp import build_server
 from moddesk.pvf.scripting.help import EXAMPLES
 from moddesk.pvf.scripting.runtime import ScriptLimits
 from moddesk.pvf.scripting.service import ScriptService

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from moddesk.pvf.generate import generate_archive
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS

@@ -20,8 +20,8 @@ import moddesk.pvf.transfer.tools as transfer_tools
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.leftovers import is_temp_name
 from moddesk.kit.mcp import result_payload
-from moddesk.pvf.generate import generate_archive
-from moddesk.pvf.mcp import build_server
+from moddesk.pvf.agent.mcp import build_server
+from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService

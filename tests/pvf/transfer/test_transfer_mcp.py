@@ -18,7 +18,7 @@ from mcp import Client
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import is_temp_name
 from moddesk.kit.mcp import result_payload, serve_http
-from moddesk.pvf.mcp import build_server
+from moddesk.pvf.agent.mcp import build_server
 from moddesk.pvf.transfer.tools import register_transfer_tools
 
 from .conftest import Bench

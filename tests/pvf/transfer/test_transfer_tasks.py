@@ -12,7 +12,7 @@ from mcp import Client
 
 import moddesk.pvf.transfer.tools as transfer_tools
 from moddesk.kit.mcp import result_payload
-from moddesk.pvf.mcp import build_server
+from moddesk.pvf.agent.mcp import build_server
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService
 from moddesk.pvf.transfer.tools import register_transfer_tools

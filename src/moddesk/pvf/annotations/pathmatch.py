@@ -1,4 +1,4 @@
-"""Rule path matching through the one archive glob engine (``moddesk.pvf.search.glob_to_regex``).
+"""Rule path matching through the one archive glob engine (``moddesk.pvf.workbench.search.glob_to_regex``).
 
 Globs match the whole archive path, case-insensitively: ``*`` and ``?`` stay inside one
 folder, ``**`` crosses folders (``equipment/**/*.equ``). Unlike search's plain-text path filter,
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from moddesk.pvf.search import glob_to_regex, normalize_path
+from moddesk.pvf.workbench.search import glob_to_regex, normalize_path
 
 MAX_GLOB_LENGTH = 512
 

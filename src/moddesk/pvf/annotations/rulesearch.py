@@ -10,7 +10,7 @@ from typing import Any
 from moddesk.pvf.annotations.engine import ancestor_directories, section_path_matches
 from moddesk.pvf.annotations.pathmatch import glob_literal_extension, glob_match
 from moddesk.pvf.annotations.snapshot import LAYER_ORDER, Entry, Snapshot
-from moddesk.pvf.search import normalize_path
+from moddesk.pvf.workbench.search import normalize_path
 
 SUMMARY_CHARS = 512
 MAX_MATCHED_VALUES = 5

@@ -6,7 +6,7 @@ import re
 from functools import lru_cache
 
 from moddesk.pvf.archive import normalize_path as archive_key
-from moddesk.pvf.search import glob_to_regex
+from moddesk.pvf.workbench.search import glob_to_regex
 
 
 def normalize_path(path: str) -> str:

@@ -21,7 +21,6 @@ from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.bulk import BulkRenderer
 from moddesk.pvf.format.tokens import Family, is_classic_script
-from moddesk.pvf.occupancy import editors_prepared, ensure_free_for_write_plan
 from moddesk.pvf.scripting.help import topic
 from moddesk.pvf.scripting.plan import PlannedChange, build_plan, select
 from moddesk.pvf.scripting.runtime import (
@@ -32,10 +31,11 @@ from moddesk.pvf.scripting.runtime import (
     run_script,
     validate_source,
 )
+from moddesk.pvf.workbench.occupancy import editors_prepared, ensure_free_for_write_plan
 
 if TYPE_CHECKING:
     from moddesk.pvf.service import PvfService
-    from moddesk.pvf.workspace import Workspace
+    from moddesk.pvf.workbench.workspace import Workspace
 
 register_codes(
     {

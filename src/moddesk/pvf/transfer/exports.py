@@ -19,8 +19,6 @@ from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
-from moddesk.pvf.localfiles import place
-from moddesk.pvf.occupancy import editors_prepared
 from moddesk.pvf.transfer import sources
 from moddesk.pvf.transfer.writers import (
     FORMATS,
@@ -34,6 +32,8 @@ from moddesk.pvf.transfer.writers import (
     rebuild_meta,
     warning_id,
 )
+from moddesk.pvf.workbench.localfiles import place
+from moddesk.pvf.workbench.occupancy import editors_prepared
 
 if TYPE_CHECKING:
     from moddesk.pvf.service import PvfService

@@ -27,8 +27,8 @@ from moddesk.kit.tasks import report_progress
 from moddesk.pvf.archive import normalize_path
 from moddesk.pvf.entrypaths import check_entry_path
 from moddesk.pvf.errors import pvf_error
-from moddesk.pvf.localfiles import place
-from moddesk.pvf.occupancy import editors_prepared, ensure_free_for_write_plan
+from moddesk.pvf.workbench.localfiles import place
+from moddesk.pvf.workbench.occupancy import editors_prepared, ensure_free_for_write_plan
 
 if TYPE_CHECKING:
     from moddesk.pvf.service import PvfService

@@ -22,7 +22,7 @@ from typing import IO, Any, Literal
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.roots import Placed, Roots
 from moddesk.pvf.listtext import list_entries, string_entries
-from moddesk.pvf.localfiles import place
+from moddesk.pvf.workbench.localfiles import place
 
 register_codes({"MOD_INVALID": "The MOD package is damaged, incomplete or not in a known layout."})
 

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.ledger import LOCAL_SCOPE
-from moddesk.pvf.occupancy import editors_prepared, ensure_free_for_write_plan
 from moddesk.pvf.transfer.modmerge import Change, Conflict, check_resolutions, plan, writes
 from moddesk.pvf.transfer.modread import ModPackage, read_mod
+from moddesk.pvf.workbench.occupancy import editors_prepared, ensure_free_for_write_plan
 
 if TYPE_CHECKING:
     from moddesk.pvf.service import PvfService
-    from moddesk.pvf.workspace import Workspace
+    from moddesk.pvf.workbench.workspace import Workspace
 
 PREVIEW_BYTE_CAP = 48 * 1024
 DIFF_LINES = 200

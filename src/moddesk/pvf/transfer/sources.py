@@ -18,8 +18,8 @@ from moddesk.pvf.format.bulk import BulkRenderer
 from moddesk.pvf.format.tokens import Family, is_classic_script
 
 if TYPE_CHECKING:
-    from moddesk.pvf.history import History
-    from moddesk.pvf.workspace import Workspace
+    from moddesk.pvf.workbench.history import History
+    from moddesk.pvf.workbench.workspace import Workspace
 
 Content = str | bytes
 SourceKind = Literal["selection", "memory", "working", "commit"]
@@ -208,7 +208,7 @@ def _history_content(
     ws: Workspace, history: History, state: dict[str, str | None], path: str
 ) -> Content | None:
     """Content of ``path`` in a history state (objects, else the history's base archive)."""
-    from moddesk.pvf.workspace import _HistoryBase  # the base archive of the history, read lazily
+    from moddesk.pvf.workbench.workspace import _HistoryBase  # the base archive of the history, read lazily
 
     if path in state:
         sha = state[path]

@@ -28,7 +28,7 @@ def settings_ops(
     configs) gives nothing away; agents never get it from the page.
     """
     from moddesk.kit.local_service import auth_headers
-    from moddesk.pvf.serve import SERVER_NAME, McpSettings, load_settings, save_settings, settings_path
+    from moddesk.pvf.agent.serve import SERVER_NAME, McpSettings, load_settings, save_settings, settings_path
 
     def read(_: Args) -> dict[str, Any]:
         saved = load_settings()

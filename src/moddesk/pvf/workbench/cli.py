@@ -1,0 +1,401 @@
+"""``moddesk pvf info|ls|cat|extract|pack|generate|verify``: the archive commands (thin over ``Archive``)."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from moddesk.kit.errors import ServiceError
+from moddesk.kit.files import temp_prefix
+from moddesk.pvf.archive import FORMATS, Archive, normalize_path
+from moddesk.pvf.entrypaths import check_entry_path
+from moddesk.pvf.format import mojibake
+from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.kinds import ANIMATION_EXTENSIONS, ext
+
+#: Written by ``extract`` so that ``pack`` rebuilds the same logical archive.
+MANIFEST = ".moddesk-pvf.json"
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the archive commands to ``app``."""
+    app.command("info")(info)
+    app.command("ls")(ls)
+    app.command("cat")(cat)
+    app.command("extract")(extract)
+    app.command("pack")(pack)
+    app.command("generate")(generate)
+    app.command("verify")(verify)
+
+
+@contextmanager
+def _format_errors() -> Iterator[None]:
+    try:
+        yield
+    except PvfFormatError as exc:
+        err_console.print(f"[red]{exc.code}[/red]: {escape(exc.message)}")
+        if exc.path:
+            err_console.print(f"path: {escape(exc.path)}")
+        raise typer.Exit(2) from None
+
+
+@contextmanager
+def _service_errors() -> Iterator[None]:
+    try:
+        yield
+    except ServiceError as exc:
+        err_console.print(f"[red]{exc.code}[/red]: {escape(exc.message)}")
+        if exc.hint:
+            err_console.print(f"hint: {escape(exc.hint)}")
+        raise typer.Exit(2) from None
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+KoreanOption = Annotated[
+    bool,
+    typer.Option(
+        "--korean-mojibake",
+        help="NKPI text stored as Korean mojibake (CP949 bytes shown as CP437 glyphs) is shown repaired; "
+        "extract marks it so pack stores it painted again (exactly reversible)",
+    ),
+]
+ArchiveArg = Annotated[Path, typer.Argument(help="Script.pvf archive", exists=True, dir_okay=False)]
+RegionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--region",
+        help="classic text code page: tw, cn, kr, jp, utf8 (default: detected from stringtable.bin)",
+    ),
+]
+
+
+def info(
+    archive: ArchiveArg, as_json: Annotated[bool, typer.Option("--json")] = False, region: RegionOption = None
+) -> None:
+    """Show an archive's format, region, version and size (reads only the directory)."""
+    with _format_errors(), Archive.open(archive, region=region) as pvf:
+        kinds: dict[str, int] = {}
+        for e in pvf.entries:
+            kinds[e.kind] = kinds.get(e.kind, 0) + 1
+        facts = {
+            **pvf.version,
+            "path": str(archive),
+            "bytes": archive.stat().st_size,
+            "files": len(pvf),
+            "kinds": kinds,
+            "problems": pvf.problems,
+        }
+    if as_json:
+        print(json.dumps(facts, ensure_ascii=False, indent=2))
+        return
+    table = Table(show_header=False, box=None)
+    for key, value in facts.items():
+        table.add_row(f"[bold]{key}[/bold]", escape(str(value)))
+    console.print(table)
+
+
+def ls(
+    archive: ArchiveArg,
+    pattern: Annotated[str, typer.Argument(help="glob over archive paths, e.g. 'equipment/**/*.equ'")] = "*",
+    long: Annotated[bool, typer.Option("--long", "-l", help="show size and kind")] = False,
+    limit: Annotated[int, typer.Option(help="stop after this many (0 = all)")] = 0,
+    region: RegionOption = None,
+) -> None:
+    """List entries (optionally filtered by a glob; case-insensitive)."""
+    glob = normalize_path(pattern)
+    shown = 0
+    with _format_errors(), Archive.open(archive, region=region) as pvf:
+        out = sys.stdout
+        for e in pvf.entries:
+            if glob != "*" and not fnmatch.fnmatchcase(normalize_path(e.path), glob):
+                continue
+            out.write(f"{e.size:>10}  {e.kind:<6}  {e.path}\n" if long else e.path + "\n")
+            shown += 1
+            if limit and shown >= limit:
+                break
+
+
+def cat(
+    archive: ArchiveArg,
+    path: Annotated[str, typer.Argument(help="entry path inside the archive")],
+    raw: Annotated[bool, typer.Option("--raw", help="write the decoded bytes instead of text")] = False,
+    region: RegionOption = None,
+    korean: KoreanOption = False,
+) -> None:
+    """Print one entry: scripts as #PVF_File text, .str as text; --raw for bytes."""
+    with _format_errors(), Archive.open(archive, region=region) as pvf:
+        pvf.korean_mojibake = korean
+        for problem in pvf.entry_problems(path):  # shown, not fatal: the bytes may still be useful
+            err_console.print(f"[yellow]warning[/yellow]: {escape(problem)}")
+        if raw:
+            sys.stdout.buffer.write(pvf.read(path))
+            return
+        write_stdout(pvf.read_text(path))
+
+
+#: Characters no file system takes in a name (Windows' reserved set plus controls).
+_UNSAFE_NAME_CHARS = frozenset('<>:"|?*')
+
+
+def write_stdout(text: str) -> None:
+    """Print archive text; bytes the code page could not decode go out as they are, never a traceback."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode(sys.stdout.encoding or "utf-8", errors="surrogateescape"))
+    sys.stdout.buffer.flush()
+
+
+def _safe_part(part: str) -> str:
+    """A path component any file system accepts: undecodable name bytes (CP949 surrogate escapes),
+    control and reserved characters become ``%XX`` (the original path stays in the manifest)."""
+    out: list[str] = []
+    for ch in part:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # a raw byte that was not valid CP949
+            out.append(f"%{code - 0xDC00:02X}")
+        elif code < 0x20 or code == 0x7F or ch in _UNSAFE_NAME_CHARS or 0xD800 <= code <= 0xDFFF:
+            out.append(f"%{code:02X}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _safe_relpath(path: str) -> Path:
+    parts = [_safe_part(p) for p in path.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    if not parts:
+        raise PvfFormatError(
+            "NOT_FOUND", "entry has no usable file name", path=path.encode("ascii", "replace").decode()
+        )
+    return Path(*parts)
+
+
+def extract(
+    archive: ArchiveArg,
+    out: Annotated[Path, typer.Argument(help="new folder to create (must not exist)")],
+    pattern: Annotated[str, typer.Option(help="only entries matching this glob")] = "*",
+    raw: Annotated[bool, typer.Option("--raw", help="write decoded bytes, not text")] = False,
+    region: RegionOption = None,
+    korean: KoreanOption = False,
+) -> None:
+    """Extract entries into a new folder (scripts as UTF-8 text); the folder appears only when complete.
+
+    Names that are not valid CP949 or hold characters a file system refuses are written with
+    ``%XX`` escapes and listed; the manifest keeps every original path, so ``pack`` restores them.
+    On any failure nothing is published and the staging folder is removed.
+    """
+    if out.exists():
+        err_console.print(f"[red]TARGET_EXISTS[/red]: {escape(str(out))} already exists")
+        raise typer.Exit(2)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _format_errors(), Archive.open(archive, region=region) as pvf, _progress("extract") as progress:
+        pvf.korean_mojibake = korean
+        staging = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=out.parent))
+        try:
+            files, escaped = _extract_into(pvf, staging, out, normalize_path(pattern), raw, progress)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            err_console.print(
+                f"[red]WRITE_FAILED[/red]: {escape(exc.strerror or str(exc))}; nothing was extracted"
+            )
+            raise typer.Exit(2) from None
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    for original, written in escaped[:20]:
+        err_console.print(f"[yellow]escaped name[/yellow] {escape(ascii(original))} → {escape(written)}")
+    if len(escaped) > 20:
+        err_console.print(f"… {len(escaped) - 20} more escaped names (see {MANIFEST})")
+    console.print(f"extracted {files} files to {escape(str(out))}")
+
+
+def _extract_into(
+    pvf: Archive, staging: Path, out: Path, glob: str, raw: bool, progress: Callable[[int, int], None]
+) -> tuple[int, list[tuple[str, str]]]:
+    """Write the entries into ``staging``, then publish it as ``out``; (file count, escaped names)."""
+    from moddesk.kit.files import publish_no_overwrite
+
+    manifest: dict[str, object] = {"format": pvf.format, "region": pvf.region, "files": []}
+    files: list[dict[str, object]] = []
+    escaped: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for entry, data in pvf.iter_bytes(progress):
+        if glob != "*" and not fnmatch.fnmatchcase(normalize_path(entry.path), glob):
+            continue
+        rel = _safe_relpath(entry.path)
+        key = str(rel).lower()
+        n = 1
+        while key in seen:  # duplicate paths exist in real archives
+            rel = rel.with_name(f"{rel.name}.dup{n}")
+            key, n = str(rel).lower(), n + 1
+        seen.add(key)
+        if rel.as_posix() != entry.path.replace("\\", "/").strip("/"):
+            escaped.append((entry.path, rel.as_posix()))
+        mode = "raw"
+        payload = data
+        if not raw and (entry.kind != "binary" or ext(entry.path) in ANIMATION_EXTENSIONS):
+            try:
+                text = pvf.render(entry.path, data)
+                # an animation whose image list is not in first-use order would not pack back to
+                # the same bytes: keep those raw so extract → pack stays byte-identical
+                if ext(entry.path) != ".ani" or pvf.encode_text(entry.path, text) == data:
+                    payload, mode = text.encode("utf-8", errors="surrogateescape"), "text"
+            except PvfFormatError:
+                payload = data
+        target = staging / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(payload)
+        row: dict[str, object] = {
+            "path": entry.path,
+            "file": rel.as_posix(),
+            "mode": mode,
+            "dataType": entry.data_type,
+        }
+        if mode == "text" and _painted_korean(pvf, entry.kind, data):
+            row["koreanMojibake"] = True  # written repaired; pack paints it back
+        files.append(row)
+    manifest["files"] = files
+    # undecodable name bytes are kept as \udcXX escapes, which only ASCII JSON can carry
+    text = json.dumps(manifest, ensure_ascii=bool(escaped), indent=1)
+    (staging / MANIFEST).write_text(text, encoding="utf-8")
+    publish_no_overwrite(staging, out)
+    return len(files), escaped
+
+
+def _painted_korean(pvf: Archive, kind: str, data: bytes) -> bool:
+    """Whether an NKPI text entry was shown repaired by ``--korean-mojibake``."""
+    if not pvf.korean_mojibake or kind != "text" or pvf.family.value != "nkpi":
+        return False
+    if len(data) % 2:
+        return False
+    return mojibake.repair(data.decode("utf-16-le", errors="surrogatepass")) is not None
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for root, dirs, names in os.walk(folder):
+        dirs.sort()
+        for name in sorted(names):
+            if name != MANIFEST:
+                yield Path(root) / name
+
+
+def pack_folder(
+    folder: Path, fmt: str, region: str, progress: Callable[[int, int], None] | None = None
+) -> Archive:
+    """An archive holding ``folder``'s files: text compiled/encoded, others stored raw (see ``extract``)."""
+    manifest_path = folder / MANIFEST
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        plan = [(folder / f["file"], f["path"], f["mode"], f.get("dataType")) for f in manifest["files"]]
+        painted = {f["path"] for f in manifest["files"] if f.get("koreanMojibake")}
+    else:
+        plan, painted = [], set()
+        for p in _walk(folder):
+            rel = p.relative_to(folder).as_posix()
+            plan.append((p, rel, "auto", None))
+    # the string table goes in first: scripts compiled before it would intern into a table that
+    # the stored stringtable.bin then replaces, and their string references would point at garbage
+    plan.sort(key=lambda row: normalize_path(row[1]) != "stringtable.bin")
+    for _file, path, _mode, _type in plan:
+        check_entry_path(path, "entry path")  # before anything is read or written
+    pvf = Archive.new(fmt, region=region)
+    total = len(plan)
+    for n, (file, path, mode, data_type) in enumerate(plan):
+        data = file.read_bytes()
+        if mode == "auto":
+            mode = "text" if _looks_like_text(path, data) else "raw"
+        if mode == "text":
+            text = data.decode("utf-8", errors="surrogateescape")
+            if path in painted:
+                text = mojibake.paint(text)  # extracted with --korean-mojibake: stored painted again
+            pvf.write_bytes(path, pvf.encode_text(path, text), data_type=data_type)
+        else:
+            pvf.write_bytes(path, data, data_type=data_type)
+        if progress is not None:
+            progress(n + 1, total)
+    return pvf
+
+
+def _looks_like_text(path: str, data: bytes) -> bool:
+    from moddesk.pvf.archive import SCRIPT_EXTENSIONS, TEXT_EXTENSIONS
+
+    name = path.lower()
+    ext = name[name.rfind(".") :] if "." in name else ""
+    if data.lstrip(b"\xef\xbb\xbf \r\n\t").startswith(b"#PVF_File") or ext in SCRIPT_EXTENSIONS:
+        return True
+    return ext in TEXT_EXTENSIONS
+
+
+def pack(
+    folder: Annotated[Path, typer.Argument(help="folder of files (an `extract` output or a text export)")],
+    out: Annotated[Path, typer.Argument(help="archive to write (atomically)")],
+    fmt: Annotated[str, typer.Option("--format", help=f"one of {', '.join(FORMATS)}")] = "classic",
+    region: Annotated[str, typer.Option(help="classic text code page: tw, cn, kr, jp")] = "cn",
+) -> None:
+    """Build an archive from a folder: #PVF_File text is compiled, .str encoded, the rest stored."""
+    if not folder.is_dir():
+        err_console.print(f"[red]NOT_FOUND[/red]: {escape(str(folder))} is not a folder")
+        raise typer.Exit(2)
+    with _format_errors(), _service_errors(), _progress("pack") as progress:
+        pvf = pack_folder(folder, fmt, region, progress)
+        size = pvf.save_as(out)
+        count = len(pvf)
+        pvf.close()
+    console.print(f"packed {count} files into {escape(str(out))} ({size:,} bytes, {fmt})")
+
+
+def generate(
+    out: Annotated[Path, typer.Argument(help="archive to write (atomically)")],
+    fmt: Annotated[
+        str, typer.Option("--format", help=f"one of {', '.join(FORMATS)} (nkpi = 90US)")
+    ] = "classic",
+    files: Annotated[int, typer.Option("--files", min=16, help="number of files")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="same seed, same bytes")] = 0,
+    region: Annotated[str, typer.Option(help="classic text code page: tw, cn, kr, jp")] = "cn",
+) -> None:
+    """Generate a realistic synthetic archive (equipment, stackables, skills, lists, strings)."""
+    from moddesk.pvf.samples.generate import generate_archive
+
+    fmt = {"nkpi": "90US", "nkpi-protected": "90CN"}.get(fmt, fmt)
+    with _format_errors(), _progress("generate") as progress:
+        result = generate_archive(out, fmt=fmt, files=files, seed=seed, region=region, progress=progress)
+    console.print(
+        f"generated {result.files:,} files, {result.bytes:,} bytes ({result.format}) → {escape(str(out))}"
+    )
+
+
+def verify(archive: ArchiveArg) -> None:
+    """Check name hashes, checksums, the HASH section and every chunk; list every problem found."""
+    with _format_errors(), Archive.open(archive) as pvf, _progress("verify") as progress:
+        problems = pvf.verify(progress)
+    if problems:
+        for p in problems:
+            console.print(f"[red]problem[/red] {escape(p)}")
+        raise typer.Exit(1)
+    console.print(f"{archive}: ok ({pvf.format})")
