@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -10,13 +9,6 @@ import pytest
 from moddesk.pvf.annotations import AnnotationDocs, DirectoryLookup, parse_script
 
 pytestmark = pytest.mark.corpus
-
-
-def _corpus() -> Path:
-    root = Path(os.environ.get("MODDESK_CORPORA", "/work/shared/corpora")) / "pvf"
-    if not (root / "pvf_1031-sample").is_dir():
-        pytest.skip(f"PVF corpus not found at {root} (set MODDESK_CORPORA)")
-    return root
 
 
 class CorpusArchive:
@@ -42,8 +34,8 @@ class CorpusArchive:
 
 
 @pytest.fixture(scope="module")
-def archive() -> CorpusArchive:
-    return CorpusArchive(_corpus())
+def archive(pvf_corpus: Path) -> CorpusArchive:
+    return CorpusArchive(pvf_corpus)
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +75,10 @@ def _js_slice(text: str, start: int, end: int) -> str:
     return text.encode("utf-16-le")[2 * start : 2 * end].decode("utf-16-le")
 
 
-def test_every_sample_file_explains_with_exact_ranges(docs: AnnotationDocs, archive: CorpusArchive) -> None:
-    root = _corpus() / "pvf_1031-sample"
+def test_every_sample_file_explains_with_exact_ranges(
+    docs: AnnotationDocs, archive: CorpusArchive, pvf_corpus: Path
+) -> None:
+    root = pvf_corpus / "pvf_1031-sample"
     explained = 0
     for file in sorted(root.rglob("*")):
         if not file.is_file():

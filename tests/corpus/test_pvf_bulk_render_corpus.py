@@ -3,7 +3,6 @@ bulk pass, equals render_script of each file byte for byte (text and case-folded
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,7 @@ pytestmark = pytest.mark.corpus
 SKIP_NAMES = {"README.md", "MANIFEST.tsv", "stringtable.bin"}
 
 
-def _files() -> list[tuple[str, str]]:
-    env = os.environ.get("MODDESK_CORPORA")
-    root = (Path(env) if env else Path("/work/shared/corpora")) / "pvf"
-    if not (root / "pvf_1031-sample").is_dir():
-        pytest.skip(f"PVF corpus not found at {root} (set MODDESK_CORPORA)")
+def _files(root: Path) -> list[tuple[str, str]]:
     out = []
     for p in sorted(root.rglob("*")):
         if p.is_file() and p.name not in SKIP_NAMES and not p.name.endswith(".str"):
@@ -34,8 +29,8 @@ def _files() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("family", list(Family))
-def test_corpus_renders_alike_in_bulk(family: Family) -> None:
-    files = _files()
+def test_corpus_renders_alike_in_bulk(family: Family, pvf_corpus: Path) -> None:
+    files = _files(pvf_corpus)
     assert len(files) >= 100
     strings = DictStrings()
     entries = [(path, encode_tokens(compile_script(text, family, strings))) for path, text in files]

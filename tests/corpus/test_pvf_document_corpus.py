@@ -4,7 +4,6 @@ it, commit aa354b3, before the parser was replaced): the source texts as they ar
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -24,11 +23,7 @@ EXPECTED = {
 }
 
 
-def _scripts() -> list[tuple[str, str]]:
-    env = os.environ.get("MODDESK_CORPORA")
-    root = (Path(env) if env else Path("/work/shared/corpora")) / "pvf"
-    if not (root / "pvf_1031-sample").is_dir():
-        pytest.skip(f"PVF corpus not found at {root} (set MODDESK_CORPORA)")
+def _scripts(root: Path) -> list[tuple[str, str]]:
     out = []
     for p in sorted(root.rglob("*")):
         if not p.is_file() or p.name in SKIP_NAMES or p.name.endswith(".str"):
@@ -41,17 +36,17 @@ def _scripts() -> list[tuple[str, str]]:
     return out
 
 
-def test_corpus_texts_parse_as_before() -> None:
+def test_corpus_texts_parse_as_before(pvf_corpus: Path) -> None:
     digest = Digest()
-    for path, text in _scripts():
+    for path, text in _scripts(pvf_corpus):
         digest.add(path, Document.parse(text))
     assert (digest.hexdigest(), digest.count) == EXPECTED["text"]
 
 
 @pytest.mark.parametrize("family", list(Family))
-def test_corpus_rendered_from_units_parses_as_before(family: Family) -> None:
+def test_corpus_rendered_from_units_parses_as_before(family: Family, pvf_corpus: Path) -> None:
     digest = Digest()
-    for path, text in _scripts():
+    for path, text in _scripts(pvf_corpus):
         strings = DictStrings()
         stream = compile_script(text, family, strings)
         digest.add(path, Document.parse(render_script(stream, strings, path=path), family))

@@ -8,7 +8,6 @@ multi-line strings), section tag and escape is preserved exactly.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,14 +24,6 @@ pytestmark = pytest.mark.corpus
 SKIP_NAMES = {"README.md", "MANIFEST.tsv", "stringtable.bin"}  # stringtable.bin here is a text dump
 
 
-def _root() -> Path:
-    env = os.environ.get("MODDESK_CORPORA")
-    root = (Path(env) if env else Path("/work/shared/corpora")) / "pvf"
-    if not (root / "pvf_1031-sample").is_dir():
-        pytest.skip(f"PVF corpus not found at {root} (set MODDESK_CORPORA)")
-    return root
-
-
 def _archive_path(rel: str) -> str:
     """Where a corpus file goes in the archive (excerpts become .lst files of their own)."""
     if rel.endswith(".excerpt"):
@@ -41,8 +32,7 @@ def _archive_path(rel: str) -> str:
     return rel
 
 
-def _corpus_files() -> list[tuple[str, str]]:
-    root = _root()
+def _corpus_files(root: Path) -> list[tuple[str, str]]:
     out = []
     for p in sorted(root.rglob("*")):
         if p.is_file() and p.name not in SKIP_NAMES:
@@ -50,8 +40,8 @@ def _corpus_files() -> list[tuple[str, str]]:
     return out
 
 
-def test_every_file_parses_compiles_and_renders_to_the_same_content() -> None:
-    files = _corpus_files()
+def test_every_file_parses_compiles_and_renders_to_the_same_content(pvf_corpus: Path) -> None:
+    files = _corpus_files(pvf_corpus)
     assert len(files) >= 110
     exact = 0
     for path, text in files:
@@ -69,10 +59,10 @@ def test_every_file_parses_compiles_and_renders_to_the_same_content() -> None:
     assert exact >= 60, exact
 
 
-def test_document_model_over_the_corpus() -> None:
+def test_document_model_over_the_corpus(pvf_corpus: Path) -> None:
     exact = 0
     total = 0
-    for path, text in _corpus_files():
+    for path, text in _corpus_files(pvf_corpus):
         if path.endswith(".str"):
             continue
         doc = Document.parse(text)
@@ -81,14 +71,14 @@ def test_document_model_over_the_corpus() -> None:
         total += 1
         exact += rendered == text
     assert exact == total, (exact, total)  # unedited documents render to their source exactly
-    earth = Document.parse((_root() / "pvf_1031-sample/skill/atfighter/earthbreak.skl").read_text("utf-8"))
+    earth = Document.parse((pvf_corpus / "pvf_1031-sample/skill/atfighter/earthbreak.skl").read_text("utf-8"))
     assert earth.get_value("dungeon/level info") == 5
     assert earth.section("dungeon/level info", 0) is not None
 
 
 @pytest.mark.parametrize("fmt", ["classic", "90US", "90CN"])
-def test_corpus_packs_into_every_format_and_reads_back(fmt: str, tmp_path: Path) -> None:
-    files = _corpus_files()
+def test_corpus_packs_into_every_format_and_reads_back(fmt: str, tmp_path: Path, pvf_corpus: Path) -> None:
+    files = _corpus_files(pvf_corpus)
     pvf = Archive.new(fmt, region="cn")
     for path, text in files:
         pvf.write_text(path, text)
@@ -111,8 +101,8 @@ def test_corpus_packs_into_every_format_and_reads_back(fmt: str, tmp_path: Path)
     assert copy.read_bytes() == target.read_bytes()
 
 
-def test_pack_command_builds_an_archive_from_the_sample_folder(tmp_path: Path) -> None:
-    folder = _root() / "pvf_1031-sample"
+def test_pack_command_builds_an_archive_from_the_sample_folder(tmp_path: Path, pvf_corpus: Path) -> None:
+    folder = pvf_corpus / "pvf_1031-sample"
     out = tmp_path / "sample out.pvf"
     cmd = [sys.executable, "-m", "moddesk", "pvf", "pack", str(folder), str(out), "--format", "90US"]
     run = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,18 +15,15 @@ pytestmark = pytest.mark.corpus
 FIELDS = {"name", "grade", "rarity", "minimum level", "price", "usable job", "icon", "level info"}
 
 
-def _scripts() -> list[Path]:
-    root = Path(os.environ.get("MODDESK_CORPORA", "/work/shared/corpora")) / "pvf"
-    if not (root / "pvf_1031-sample").is_dir():
-        pytest.skip(f"PVF corpus not found at {root} (set MODDESK_CORPORA)")
+def _scripts(root: Path) -> list[Path]:
     return sorted(
         p for p in root.rglob("*") if p.is_file() and p.suffix in {".equ", ".stk", ".skl", ".chr", ".dgn"}
     )
 
 
-def test_first_values_match_the_document_model() -> None:
+def test_first_values_match_the_document_model(pvf_corpus: Path) -> None:
     checked = 0
-    for path in _scripts():
+    for path in _scripts(pvf_corpus):
         text = path.read_text("utf-8", errors="replace")
         try:
             doc = Document.parse(text)

@@ -8,7 +8,6 @@ real corpus texts runs from ``benchmarks/pvf_scale.py --check``.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -36,15 +35,13 @@ def test_exports_write_the_captured_bytes(family: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.corpus
-def test_exports_with_corpus_texts_write_the_captured_bytes(tmp_path: Path) -> None:
-    corpus = os.environ.get("MODDESK_CORPORA")
-    if not corpus:
-        pytest.skip("needs MODDESK_CORPORA")
+def test_exports_with_corpus_texts_write_the_captured_bytes(tmp_path: Path, pvf_corpus: Path) -> None:
+    corpus = pvf_corpus.parent
     out = tmp_path / "out"
     out.mkdir()
-    with scenario(tmp_path, "90US", FILES, Path(corpus)) as s:
+    with scenario(tmp_path, "90US", FILES, corpus) as s:
         assert export_digests(s, out) == expected(f"90US-{FILES}+corpus")
     # a real corpus script comes back as its own text, rendered from the saved archive's tokens
-    sample = Path(corpus) / "pvf/pvf_1031-sample/stackable/flask_freeze.stk"
+    sample = pvf_corpus / "pvf_1031-sample/stackable/flask_freeze.stk"
     exported = out / "direct-all" / "direct-all" / "stackable/flask_freeze.stk"
     assert exported.read_bytes() == sample.read_bytes()
