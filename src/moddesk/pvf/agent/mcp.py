@@ -89,6 +89,9 @@ class SearchResult(BaseModel):
     nextCursor: str | None = Field(None, description="pass back for the next page; null at the end")
     truncated: bool = Field(description="true when the page stopped early (byte cap or time budget)")
     truncatedReason: str | None = None
+    answeredFrom: str = Field(
+        "index", description="index, or tokens: before the index was whole (the same answer)"
+    )
 
 
 class ReadResult(_Open):
@@ -263,7 +266,9 @@ def build_server(service: PvfService) -> MCPServer:
     ) -> SearchResult:
         """Find archive files by path or content; hits give path, line and the line's text, in path
         order. Page with nextCursor; a cursor dies when the workspace changes (STALE_WORKSPACE: search
-        again) or the query changes (INVALID_CURSOR). NOT_READY means the index is building: poll the
+        again) or the query changes (INVALID_CURSOR). While the index builds, path queries and plain
+        content words (no tabs, backticks, {}=<>: and not only digits) are answered early from the
+        archive's token streams, the same answer; regex and other queries get NOT_READY: poll the
         indexTaskId with the task status tool."""
         page = service.search(
             workspaceId, query, mode, scope, tuple(extensions), caseSensitive, cursor, limit, maxBytes

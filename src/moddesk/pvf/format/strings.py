@@ -70,6 +70,14 @@ class StringTable:
             self._decoded[ref] = s
         return s
 
+    def strings_at(self, refs: npt.NDArray[np.int64]) -> list[str | None]:
+        """``string_at`` of many refs, without filling the decode cache (a pass over every string)."""
+        raw, count, encoding = self.raw, len(self.raw), self.encoding
+        return [
+            decode_bytes(raw[ref].rstrip(b"\0"), encoding) if 0 <= ref < count else None
+            for ref in refs.tolist()
+        ]
+
     def find(self, text: str) -> int | None:
         """The first index holding ``text``."""
         if self._index is None:

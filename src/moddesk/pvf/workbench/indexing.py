@@ -2,14 +2,21 @@
 
 One index per workspace, built by an ``index`` task from the base texts into a file under
 ``index_cache`` (``searchindex.py``), published there under the archive's sha256 so the next
-open of the same content loads it instead. Searches wait up to ``index_wait`` seconds for a
-build, then answer NOT_READY with the task id: the index is handed to searches only whole.
+open of the same content loads it instead. The index is handed to searches only whole.
+
+Before building, the task makes a ``TokenMap`` (``tokenscan.py``: one read + token decode pass,
+a fraction of the build): from then on a path query, or a literal content query whose needle
+cannot cross a piece of rendered script text, is answered from the token streams — the same
+answer the index will give. Other queries (regex, needles with separators, syntax characters or
+only digits) wait up to ``index_wait`` seconds for the index, then answer NOT_READY with the
+task id, as every query does while the token map is being made.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +25,9 @@ from moddesk.kit.leftovers import sweep_stale
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.workbench.core import ServiceCore
+from moddesk.pvf.workbench.search import DEFAULT_TIME_BUDGET, SearchQuery, SearchSource
 from moddesk.pvf.workbench.searchindex import ContentIndex
+from moddesk.pvf.workbench.tokenscan import TokenMap, TokenSource, answerable
 from moddesk.pvf.workbench.workspace import Workspace
 
 INDEX_WAIT_SECONDS = 2.0
@@ -30,9 +39,35 @@ class _IndexState:
     """The content index of one workspace, or the task building it."""
 
     workspace_id: str
-    task_id: str
+    task_id: str = ""
     index: ContentIndex | None = None
+    tokens: TokenMap | None = None  # answers safe queries until the index is whole
+    finished: bool = False  # the task ended (built, failed or cancelled)
     error: ServiceError | None = None
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    waiting: int = 0  # searches the token map can answer, waiting for it
+    searching: int = 0  # searches reading the token map now (the build pauses for them)
+
+    def publish(self, **values: object) -> None:
+        """Set fields and wake the searches waiting for them."""
+        with self.changed:
+            for name, value in values.items():
+                setattr(self, name, value)
+            self.changed.notify_all()
+
+    def end_search(self) -> None:
+        """A search that read the token map is done."""
+        with self.changed:
+            self.searching -= 1
+            self.changed.notify_all()
+
+    def yield_to_searches(self) -> None:
+        """Called by the build before and between chunks: let searches on the token map run first
+        (the build would take half the CPU and hold the archive lock a chunk at a time), for at
+        most one search time budget each time, so a stream of searches cannot stall it for ever."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.searching == 0 and self.waiting == 0, DEFAULT_TIME_BUDGET)
 
 
 class IndexOps(ServiceCore):
@@ -56,47 +91,70 @@ class IndexOps(ServiceCore):
     def _start_index(self, ws: Workspace) -> None:
         """Build the content index of ``ws`` in the background (lock held)."""
 
-        def build(ctx: TaskContext) -> dict[str, Any]:
-            started = time.perf_counter()
-            ctx.phase("load cached index")
-            if self.index_cache is not None and self.index_cache.is_dir():
-                sweep_stale([self.index_cache])  # half-written index files of killed builds (~5× the archive)
-            base = ws.index_paths()
-            index = self._load_cached_index(ws, base)
-            cached = index is not None
-            workers = 0
-            if index is None:
-                ctx.phase("decode and index")
-                total = ws.base_count
-                workers = max(0, self.index_workers or 0)
-                index = ContentIndex.build_folded(
-                    ws.base_folded(workers),
-                    folder=self.index_cache if self._cache_file(ws) is not None else None,
-                    base_paths=base,
-                    progress=lambda done: ctx.progress(done, total, "indexing"),
-                    check_cancelled=ctx.check_cancelled,
-                )
-            with self._state:
-                state = self._index
-                if state is not None and state.workspace_id == ws.workspace_id:
-                    state.index = index  # an index of an older workspace is dropped here
-            ready = time.perf_counter() - started
-            if not cached:
-                ctx.phase("save index cache")
-                self._save_cached_index(ws, index, ctx)
-            return {
-                "workspaceId": ws.workspace_id,
-                "textFiles": len(index),
-                "bytes": index.nbytes,
-                "memoryBytes": index.memory_bytes,
-                "cached": cached,
-                "workers": 0 if cached else workers,
-                "readySeconds": round(ready, 3),
-                "seconds": round(time.perf_counter() - started, 3),
-            }
+        state = _IndexState(ws.workspace_id)
 
-        task_id = self.tasks.start("index", build)
-        self._index = _IndexState(ws.workspace_id, task_id)
+        def build(ctx: TaskContext) -> dict[str, Any]:
+            try:
+                return self._build_index(ws, state, ctx)
+            finally:
+                state.publish(finished=True, tokens=None)  # the token map's memory goes with the build
+
+        state.task_id = self.tasks.start("index", build)
+        self._index = state
+
+    def _build_index(self, ws: Workspace, state: _IndexState, ctx: TaskContext) -> dict[str, Any]:
+        started = time.perf_counter()
+        ctx.phase("load cached index")
+        if self.index_cache is not None and self.index_cache.is_dir():
+            sweep_stale([self.index_cache])  # half-written index files of killed builds (~5× the archive)
+        base = ws.index_paths()
+        index = self._load_cached_index(ws, base)
+        cached = index is not None
+        workers = 0
+        tokens_ready: float | None = None
+        total = ws.base_count
+        if index is None:
+            ctx.phase("decode tokens")
+            tokens = TokenMap.build(
+                ws,
+                progress=lambda done: ctx.progress(done, total, "decoding tokens"),
+                check_cancelled=ctx.check_cancelled,
+            )
+            if tokens is not None:
+                state.publish(tokens=tokens)
+                tokens_ready = time.perf_counter() - started
+                state.yield_to_searches()  # the searches that waited for the map go first
+            del tokens
+            ctx.phase("decode and index")
+            workers = max(0, self.index_workers or 0)
+
+            def between_chunks() -> None:
+                ctx.check_cancelled()
+                state.yield_to_searches()
+
+            index = ContentIndex.build_folded(
+                ws.base_folded(workers),
+                folder=self.index_cache if self._cache_file(ws) is not None else None,
+                base_paths=base,
+                progress=lambda done: ctx.progress(done, total, "indexing"),
+                check_cancelled=between_chunks,
+            )
+        state.publish(index=index, tokens=None)  # a state of an older workspace is no one's any more
+        ready = time.perf_counter() - started
+        if not cached:
+            ctx.phase("save index cache")
+            self._save_cached_index(ws, index, ctx)
+        return {
+            "workspaceId": ws.workspace_id,
+            "textFiles": len(index),
+            "bytes": index.nbytes,
+            "memoryBytes": index.memory_bytes,
+            "cached": cached,
+            "workers": 0 if cached else workers,
+            "tokensReadySeconds": None if tokens_ready is None else round(tokens_ready, 3),
+            "readySeconds": round(ready, 3),
+            "seconds": round(time.perf_counter() - started, 3),
+        }
 
     def _cache_file(self, ws: Workspace) -> Path | None:
         if self.index_cache is None or not ws.base_sha256:
@@ -133,29 +191,46 @@ class IndexOps(ServiceCore):
         status = self.tasks.status(state.task_id, log_limit=1)
         return "failed" if status["state"] in ("failed", "cancelled") else "building"
 
-    def _ready_index(self, ws: Workspace) -> ContentIndex:
+    def _search_source(self, ws: Workspace, query: SearchQuery) -> SearchSource:
+        """The index, or before it is whole the token map when it answers ``query`` exactly."""
         with self._state:
             state = self._index
             if state is None or state.workspace_id != ws.workspace_id:
                 self._start_index(ws)
                 state = self._index
         assert state is not None
-        if state.index is None:
-            status = self.tasks.wait(state.task_id, self.index_wait)
-            if state.index is None:
-                if status["state"] in ("failed", "cancelled"):
-                    with self._state:
-                        self._start_index(ws)  # try again on the next call
-                    raise pvf_error(
-                        "NOT_READY",
-                        "building the search index failed; it was restarted",
-                        indexTaskId=state.task_id,
-                        cause=status.get("error"),
-                    )
-                raise pvf_error(
-                    "NOT_READY",
-                    "the search index is still being built",
-                    indexTaskId=state.task_id,
-                    progress=status["progress"],
-                )
-        return state.index
+        early = query.mode == "path" or (query.mode == "content" and answerable(query.query.casefold()))
+
+        def usable() -> bool:
+            return state.index is not None or (early and state.tokens is not None) or state.finished
+
+        with state.changed:
+            state.waiting += early
+            try:
+                state.changed.wait_for(usable, self.index_wait)
+            finally:
+                state.waiting -= early
+            index, tokens = state.index, state.tokens
+            if index is None and early and tokens is not None:
+                state.searching += 1  # before the build can take its next chunk (``end_search``)
+            state.changed.notify_all()
+        if index is not None:
+            return index
+        if early and tokens is not None:
+            return TokenSource(tokens, ws.lock, ws.base_text_or_none, state.end_search)
+        status = self.tasks.wait(state.task_id, 1.0 if state.finished else 0.0)  # let the task record its end
+        if status["state"] in ("failed", "cancelled"):
+            with self._state:
+                self._start_index(ws)  # try again on the next call
+            raise pvf_error(
+                "NOT_READY",
+                "building the search index failed; it was restarted",
+                indexTaskId=state.task_id,
+                cause=status.get("error"),
+            )
+        raise pvf_error(
+            "NOT_READY",
+            "the search index is still being built",
+            indexTaskId=state.task_id,
+            progress=status["progress"],
+        )

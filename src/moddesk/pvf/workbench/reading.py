@@ -8,6 +8,7 @@ from moddesk.pvf.archive import PvfFormatError
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.workbench.indexing import IndexOps
 from moddesk.pvf.workbench.search import DEFAULT_BYTE_CAP, DEFAULT_LIMIT, Searcher, SearchMode, SearchQuery
+from moddesk.pvf.workbench.tokenscan import TokenSource
 from moddesk.pvf.workbench.workspace import describe_binary
 
 READ_BYTE_CAP = 64 * 1024
@@ -38,19 +39,24 @@ class ReadOps(IndexOps):
         if cursor is not None:
             position = self.cursors.decode(cursor, identity, ws.revision, stale_code="STALE_WORKSPACE")
             after = (str(position[0]), int(position[1]))
-        index = self._ready_index(ws)
-        with ws.lock:  # a consistent snapshot: the edited entries' texts at this revision
-            revision = ws.revision
-            changed, deleted = ws.changed_since_open()
-        # every other entry still holds its (immutable) base text, so the scan runs unlocked
-        # and edits made meanwhile do not wait for it nor leak into this page
-        searcher = Searcher(index, changed, deleted, ws.base_text_or_none)
+        source = self._search_source(ws, spec)
+        early = isinstance(source, TokenSource)
         try:
+            with ws.lock:  # a consistent snapshot: the edited entries' texts at this revision
+                revision = ws.revision
+                changed, deleted = ws.changed_since_open()
+            # every other entry still holds its (immutable) base text, so the scan runs unlocked
+            # and edits made meanwhile do not wait for it nor leak into this page
+            base_text = source.text if isinstance(source, TokenSource) else ws.base_text_or_none
+            searcher = Searcher(source, changed, deleted, base_text)
             page = searcher.page(spec, after, limit=limit, byte_cap=byte_cap)
         except PvfFormatError as exc:
             if exc.code == "CLOSED":  # the archive was closed or switched while this page ran
                 raise pvf_error("STALE_WORKSPACE", "the workspace was closed during the search") from exc
             raise
+        finally:
+            if isinstance(source, TokenSource):
+                source.done()
         next_cursor = (
             self.cursors.encode(identity, list(page.next_position), revision) if page.next_position else None
         )
@@ -59,6 +65,8 @@ class ReadOps(IndexOps):
             "workspaceId": workspace_id,
             "revision": revision,
             "mode": mode,
+            # "tokens": answered before the index was whole, from the token streams (same answer)
+            "answeredFrom": "tokens" if early else "index",
             "hits": [h.to_dict() for h in page.hits],
             "nextCursor": next_cursor,
             "truncated": page.truncated,

@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.workbench.searchindex import (
@@ -103,6 +103,26 @@ class SearchQuery:
 
     def in_scope(self, path: str) -> bool:
         return path.startswith(self.scope_prefix) and (not self.suffixes or path.endswith(self.suffixes))
+
+
+class SearchSource(Protocol):
+    """What a page reads: the ``ContentIndex``, or before it is whole a ``tokenscan.TokenSource``.
+
+    ``paths``: the sorted keys ordinals number; ``all_paths``: every entry's key, sorted.
+    """
+
+    paths: list[str]
+    all_paths: list[str]
+
+    def ordinal_range(self, prefix: str, start_path: str) -> tuple[int, int]: ...
+
+    def containing(self, needle: bytes, lo: int, hi: int, deadline: float | None = None) -> Iterator[int]: ...
+
+    def regex_candidates(
+        self, regex: re.Pattern[str], lo: int, hi: int, deadline: float
+    ) -> Iterator[int]: ...
+
+    def folded_text(self, ordinal: int) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -208,7 +228,7 @@ class Searcher:
 
     def __init__(
         self,
-        index: ContentIndex,
+        index: SearchSource,
         changed: Mapping[str, str | None],
         deleted: frozenset[str],
         current_text: Callable[[str], str | None],
@@ -321,7 +341,7 @@ class Searcher:
         lo, hi = index.ordinal_range(prefix, start_path)
         if query.mode == "content":
             ordinals: Iterable[int] = index.containing(
-                matcher.folded_needle.encode("utf-8", "surrogatepass"), lo, hi
+                matcher.folded_needle.encode("utf-8", "surrogatepass"), lo, hi, deadline
             )
         elif not query.case_sensitive:
             assert matcher.regex is not None

@@ -284,20 +284,20 @@ class ContentIndex:
 
     def ordinal_range(self, prefix: str, start_path: str) -> tuple[int, int]:
         """Ordinals of paths under ``prefix`` from ``start_path`` on (paths are sorted)."""
-        lo = bisect.bisect_left(self.paths, max(prefix, start_path))
-        hi = len(self.paths) if not prefix else bisect.bisect_left(self.paths, prefix[:-1] + "0")
-        return lo, max(lo, hi)  # '0' sorts right after '/': the end of the folder
+        return ordinal_range(self.paths, prefix, start_path)
 
     def _block_end(self, start: int, hi: int, size: int) -> int:
         """The ordinal ending a block of about ``size`` bytes from ``start`` (at least one file)."""
         limit = int(self.offsets[start]) + size
         return min(hi, max(start + 1, int(np.searchsorted(self.offsets, limit, side="right")) - 1))
 
-    def containing(self, needle: bytes, lo: int, hi: int) -> Iterator[int]:
+    def containing(self, needle: bytes, lo: int, hi: int, deadline: float | None = None) -> Iterator[int]:
         """Ordinals in ``[lo, hi)`` whose folded text contains ``needle``, ascending.
 
         Blocks end on file boundaries (no match spans a separator), start small so a common
         needle answers after one short read, and double so a rare one streams the file.
+        ``deadline`` is not consulted: the file streams at disk speed (``Searcher`` checks the
+        budget per hit); it is there for sources that read slower (``tokenscan.TokenSource``).
         """
         offsets = self.offsets
         start, size = lo, FIRST_BLOCK
@@ -344,6 +344,13 @@ class ContentIndex:
                 if start + local < end:
                     yield start + local
             start = end
+
+
+def ordinal_range(paths: list[str], prefix: str, start_path: str) -> tuple[int, int]:
+    """Positions in sorted ``paths`` of the paths under ``prefix`` from ``start_path`` on."""
+    lo = bisect.bisect_left(paths, max(prefix, start_path))
+    hi = len(paths) if not prefix else bisect.bisect_left(paths, prefix[:-1] + "0")
+    return lo, max(lo, hi)  # '0' sorts right after '/': the end of the folder
 
 
 # ---------------------------------------------------------------------- build steps

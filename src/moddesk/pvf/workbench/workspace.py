@@ -209,6 +209,12 @@ class Workspace:
         with self.lock:
             return {p for p in paths if p not in self._overlay and p in self._names}
 
+    @property
+    def names_are_index_keys(self) -> bool:
+        """Whether every base name is its own lookup and content-index key (``index_paths`` is then
+        the directory order of the names, entry index for entry index)."""
+        return self._names_are_keys
+
     def index_paths(self) -> list[str]:
         """Every base entry's content-index key (``searchindex.normalize_path``), unique, in a
         fixed order for the same archive content (no sort: the index stores its permutation)."""
