@@ -37,8 +37,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from moddesk.pvf.archive import ArchiveEntry
-from moddesk.pvf.format.kinds import classic_content_kind
+from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.strings import StringPools, StringTable
 from moddesk.pvf.format.text import HEADER
 from moddesk.pvf.format.tokens import (
@@ -47,6 +46,7 @@ from moddesk.pvf.format.tokens import (
     NKPI_STRING_TYPES,
     TOKEN_DTYPE,
     Family,
+    is_classic_script,
 )
 from moddesk.pvf.workbench.searchindex import ordinal_range
 from moddesk.pvf.workbench.workspace import INDEX_CHUNK, Workspace
@@ -220,23 +220,28 @@ class TokenMap:
         ref_ids = _RefIds(strings)
         chunks: list[_Chunk] = []
         others: list[int] = []
-        used: set[int] = set()
-        stream = archive.iter_bytes()
+        used = np.zeros(ref_ids.count, dtype=np.bool_)  # ids past it (magics inside strings) are all used
+        with ws.lock:
+            scripts = archive.script_flags()
+            stream = archive.iter_indexed_bytes()
         done = 0
         while True:
             with ws.lock:  # the archive is not thread-safe; other readers interleave per chunk
                 batch = list(itertools.islice(stream, INDEX_CHUNK))
             if not batch:
                 break
-            chunk = _scan_chunk(batch, classic, string_types, ref_ids, others)
-            used.update(np.unique(chunk.ids).tolist())
+            chunk = _scan_chunk(batch, scripts, string_types, ref_ids, others)
+            used[chunk.ids[chunk.ids < ref_ids.count]] = True
             chunks.append(chunk)
             done += len(batch)
             if progress is not None:
                 progress(done)
             if check_cancelled is not None:
                 check_cancelled()
-        used_ids = np.array(sorted(used), dtype=np.int64)
+        used_ids = np.concatenate([np.flatnonzero(used), np.arange(ref_ids.count, ref_ids.size)]).astype(
+            np.int64
+        )
+        del used
         with ws.lock:
             texts = ref_ids.texts(used_ids)
             tables = archive._link_tables() if classic else {}
@@ -281,23 +286,26 @@ class TokenMap:
 
 
 def _scan_chunk(
-    batch: list[tuple[ArchiveEntry, bytes]],
-    classic: bool,
+    batch: list[tuple[int, bytes]],
+    scripts: list[bool] | None,
     string_types: npt.NDArray[np.bool_],
     ref_ids: _RefIds,
     others: list[int],
 ) -> _Chunk:
-    """The string units of the scripts in ``batch``; the other entries' indexes go to ``others``."""
+    """The string units of the scripts in ``batch`` (``scripts``: NKPI data types; None: classic);
+    the other entries' indexes go to ``others``."""
+    classic = scripts is None
     start = 2 if classic else 0
     datas: list[bytes] = []
     owners: list[int] = []
-    for entry, data in batch:
-        # the index build's own test (Archive._render_chunks): classic by content, NKPI by data type
-        if (classic_content_kind(entry.path, data) if classic else entry.kind) != "script":
-            others.append(entry.index)
+    for index, data in batch:
+        # the index build's own test (Archive._render_chunks): classic_content_kind is "script"
+        # exactly for the B0 D0 magic; NKPI by data type
+        if not (is_classic_script(data) if scripts is None else scripts[index]):
+            others.append(index)
             continue
         datas.append(data[start : start + 5 * ((len(data) - start) // 5)])
-        owners.append(entry.index)
+        owners.append(index)
     units = np.frombuffer(b"".join(datas), dtype=TOKEN_DTYPE)
     types = units["type"]
     keep = string_types[types]
@@ -365,7 +373,17 @@ class TokenSource:
 
     def _read(self, paths: list[str]) -> None:
         with self._lock:
-            self._texts = {path: self._base_text(path) for path in paths}
+            self._texts = {path: self._text_or_none(path) for path in paths}
+
+    def _text_or_none(self, path: str) -> str | None:
+        """The base text; None where rendering fails, as the index leaves such an entry out
+        (``Archive.iter_rendered``) — but a closed archive is an error, not an empty text."""
+        try:
+            return self._base_text(path)
+        except PvfFormatError as exc:
+            if exc.code == "CLOSED":
+                raise
+            return None
 
     def text(self, path: str) -> str | None:
         """The base text of ``path`` (from the last batch when it is there)."""
