@@ -267,10 +267,56 @@ def child_check(archive: str, index_cache: str, key: str, record: bool) -> dict[
     return {"problems": search_equality.differences(key, result), "seconds": seconds}
 
 
+def child_check_tokens(archive: str, index_cache: str) -> dict[str, Any]:
+    """The cases the token map answers (path and plain content queries), answered from it while the
+    index is held back, then from the built index: the pages must be identical."""
+    sys.path.insert(0, str(REPO / "tests" / "pvf"))
+    import search_equality  # type: ignore[import-not-found]
+
+    from moddesk.pvf.service import PvfService
+    from moddesk.pvf.workbench.indexing import _IndexState
+    from moddesk.pvf.workbench.tokenscan import TokenMap, answerable
+
+    service = PvfService(index_wait=3600.0, index_cache=Path(index_cache))
+    status = service.tasks.wait(service.open(archive, service.epoch)["taskId"], 3600.0)
+    workspace_id = status["result"]["workspaceId"]
+    task_id = service.info()["indexTaskId"]
+    building = service._index
+    assert service.workspace is not None
+    started = time.perf_counter()
+    tokens = TokenMap.build(service.workspace)
+    map_seconds = time.perf_counter() - started
+    # a state whose index is not there yet: every answer below comes from the token map
+    service._index = _IndexState(workspace_id, task_id, tokens=tokens)
+    cases = tuple(
+        c
+        for c in search_equality.CASES
+        if c.mode == "path" or (c.mode == "content" and answerable(c.query.casefold()))
+    )
+    started = time.perf_counter()
+    early = search_equality.collect(service, workspace_id, cases)
+    early_seconds = time.perf_counter() - started
+    service._index = building
+    service.tasks.wait(task_id, 3600.0)
+    started = time.perf_counter()
+    built = search_equality.collect(service, workspace_id, cases)
+    built_seconds = time.perf_counter() - started
+    service.shutdown()
+    return {
+        "cases": len(cases),
+        "pages": sum(len(pages) for pages in early.values()),
+        "different": sorted(name for name in built if early.get(name) != built[name]),
+        "mapSeconds": map_seconds,
+        "earlySeconds": early_seconds,
+        "builtSeconds": built_seconds,
+    }
+
+
 CHILDREN: dict[str, Callable[..., dict[str, Any]]] = {
     "decode": child_decode,
     "open-search": child_open_search,
     "check": child_check,
+    "check-tokens": child_check_tokens,
 }
 
 
@@ -900,12 +946,21 @@ def check(family: str, files: int, record: bool) -> int:
             print(f"recorded search answers as {key} ({cold['seconds']:.1f} s)")
             return 0
         warm = run_child("check", archive=str(path), index_cache=str(work), key=key, record=False)
+        early = run_child("check-tokens", archive=str(path), index_cache=str(work / "early"))
     failed = 0
     for label, result in (("built", cold), ("from the cache", warm)):
         problems = result["problems"]
         state = "identical to the fixture" if not problems else "DIFFERENT: " + "; ".join(problems[:5])
         print(f"search answers, index {label} ({key}, {result['seconds']:.1f} s): {state}")
         failed += bool(problems)
+    different = early["different"]
+    print(
+        f"search answers before the index ({early['cases']} path and plain content cases, {early['pages']} pages "
+        f"from the token map, made in {early['mapSeconds']:.1f} s; pages {early['earlySeconds']:.1f} s, "
+        f"from the index {early['builtSeconds']:.1f} s): "
+        + ("identical to the built index's" if not different else f"DIFFERENT in {', '.join(different)}")
+    )
+    failed += bool(different)
     return 1 if failed else 0
 
 

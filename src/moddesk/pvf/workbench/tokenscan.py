@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
@@ -60,6 +62,8 @@ NEEDLE_BREAKERS = frozenset("\t\n\r`{}=<>:")
 NUMBER_CHARS = frozenset("0123456789-.")
 #: Link keys whose shown text matches, above which every script with a link becomes a candidate.
 LINK_KEY_LIMIT = 256
+#: Needles whose candidates are kept for their next pages.
+RECENT_NEEDLES = 8
 #: Candidate texts read per archive lock hold: small first (a common word answers at once), doubling.
 FIRST_BATCH = 8
 MAX_BATCH = 256
@@ -192,6 +196,8 @@ class TokenMap:
         self.blob, self.starts = blob  # folded text of each text id
         self.others = others  # positions of the entries that are not scripts (always candidates)
         self.link_keys, self.link_blob, self.link_starts = links
+        self._recent: OrderedDict[bytes, I64] = OrderedDict()
+        self._lock = threading.Lock()
 
     @property
     def memory_bytes(self) -> int:
@@ -265,7 +271,19 @@ class TokenMap:
 
     def candidates(self, needle: bytes) -> I64:
         """Positions in ``all_paths`` (ascending) of every entry whose text may contain ``needle``
-        (folded UTF-8 of an ``answerable`` needle): a superset of the index's matches."""
+        (folded UTF-8 of an ``answerable`` needle): a superset of the index's matches. The last
+        few needles' answers are kept (the next pages of a query ask again)."""
+        with self._lock:
+            found = self._recent.get(needle)
+        if found is None:
+            found = self._candidates(needle)
+            with self._lock:
+                self._recent[needle] = found
+                while len(self._recent) > RECENT_NEEDLES:
+                    self._recent.popitem(last=False)
+        return found
+
+    def _candidates(self, needle: bytes) -> I64:
         hit = np.zeros(len(self.starts) - 1, dtype=np.bool_)
         hit[_find_all(self.blob, self.starts, needle)] = True
         keys = _find_all(self.link_blob, self.link_starts, needle)
@@ -347,7 +365,6 @@ class TokenSource:
         self._lock = lock
         self._base_text = base_text
         self._texts: dict[str, str | None] = {}
-        self._candidates: dict[bytes, I64] = {}
 
     def ordinal_range(self, prefix: str, start_path: str) -> tuple[int, int]:
         return ordinal_range(self.paths, prefix, start_path)
@@ -355,9 +372,7 @@ class TokenSource:
     def containing(self, needle: bytes, lo: int, hi: int, deadline: float | None = None) -> Iterator[int]:
         """Ordinals in ``[lo, hi)`` that may contain ``needle``, ascending; ``-(o + 1)``: the time
         budget ran out before ordinal ``o``."""
-        found = self._candidates.get(needle)
-        if found is None:
-            found = self._candidates[needle] = self.tokens.candidates(needle)
+        found = self.tokens.candidates(needle)
         chosen = found[np.searchsorted(found, lo) : np.searchsorted(found, hi)].tolist()
         size = FIRST_BATCH
         at = 0
