@@ -264,3 +264,25 @@ def test_concurrent_searches_during_the_build_all_get_the_final_answer(tmp_path:
         assert all(a["hits"] == final["hits"] and a["nextCursor"] == final["nextCursor"] for a in answers)
     finally:
         service.shutdown()
+
+
+def test_the_build_waits_between_chunks_while_a_token_search_runs() -> None:
+    """``yield_to_searches`` (called by the build before and between chunks) blocks while a search
+    reads the token map or waits for it, and goes on when the last one ends."""
+    state = _IndexState("ws", "task")
+    state.searching = 1
+    state.waiting = 1
+    passed = threading.Event()
+
+    def build_step() -> None:
+        state.yield_to_searches()
+        passed.set()
+
+    thread = threading.Thread(target=build_step)
+    thread.start()
+    assert not passed.wait(0.3)
+    state.publish(waiting=0)
+    assert not passed.wait(0.3)  # one search still reads
+    state.end_search()
+    assert passed.wait(5.0)
+    thread.join(5.0)
