@@ -420,7 +420,8 @@ def row_open(scale: Scale) -> None:
         f"open → first content search ({FIRST_QUERY!r}, {r['hits']} hits, answered from {r['answeredFrom']}"
         f"{', ' + str(r['firstPages']) + ' pages (time budget)' if r['firstPages'] > 1 else ''}, "
         f"{'identical to' if r['sameAsIndex'] else 'DIFFERENT from'} the index's page): {first:.2f} s "
-        f"(open {r['openSeconds']:.2f} s, token map ready after {nan if tokens_ready is None else tokens_ready:.2f} s) "
+        f"(open {r['openSeconds']:.2f} s, token map of {build.get('tokenMapBytes', 0) / 2**20:.0f} MiB ready "
+        f"after {nan if tokens_ready is None else tokens_ready:.2f} s) "
         f"= {ratio:.2f}× the bound {bound:.2f} s; target {target}: {verdict(ok)}",
         flush=True,
     )

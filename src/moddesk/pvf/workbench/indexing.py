@@ -112,6 +112,7 @@ class IndexOps(ServiceCore):
         cached = index is not None
         workers = 0
         tokens_ready: float | None = None
+        tokens_bytes = 0
         total = ws.base_count
         if index is None:
             ctx.phase("decode tokens")
@@ -123,6 +124,7 @@ class IndexOps(ServiceCore):
             if tokens is not None:
                 state.publish(tokens=tokens)
                 tokens_ready = time.perf_counter() - started
+                tokens_bytes = tokens.memory_bytes
                 state.yield_to_searches()  # the searches that waited for the map go first
             del tokens
             ctx.phase("decode and index")
@@ -152,6 +154,7 @@ class IndexOps(ServiceCore):
             "cached": cached,
             "workers": 0 if cached else workers,
             "tokensReadySeconds": None if tokens_ready is None else round(tokens_ready, 3),
+            "tokenMapBytes": tokens_bytes,
             "readySeconds": round(ready, 3),
             "seconds": round(time.perf_counter() - started, 3),
         }
