@@ -22,8 +22,9 @@ from typing import Any
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.leftovers import sweep_stale
-from moddesk.kit.tasks import TaskContext
+from moddesk.kit.tasks import TaskCancelled, TaskContext
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.workbench.core import ServiceCore
 from moddesk.pvf.workbench.search import DEFAULT_TIME_BUDGET, SearchQuery, SearchSource
 from moddesk.pvf.workbench.searchindex import ContentIndex
@@ -116,11 +117,7 @@ class IndexOps(ServiceCore):
         total = ws.base_count
         if index is None:
             ctx.phase("decode tokens")
-            tokens = TokenMap.build(
-                ws,
-                progress=lambda done: ctx.progress(done, total, "decoding tokens"),
-                check_cancelled=ctx.check_cancelled,
-            )
+            tokens = self._token_map(ws, ctx)
             if tokens is not None:
                 state.publish(tokens=tokens)
                 tokens_ready = time.perf_counter() - started
@@ -158,6 +155,25 @@ class IndexOps(ServiceCore):
             "readySeconds": round(ready, 3),
             "seconds": round(time.perf_counter() - started, 3),
         }
+
+    @staticmethod
+    def _token_map(ws: Workspace, ctx: TaskContext) -> TokenMap | None:
+        """The token map that answers early searches; None when the archive is not fit for one.
+
+        It is a shortcut: anything it cannot read (a damaged entry) leaves the searches to the
+        index, whose build then meets the same entry and reports it as it always did."""
+        total = ws.base_count
+        try:
+            return TokenMap.build(
+                ws,
+                progress=lambda done: ctx.progress(done, total, "decoding tokens"),
+                check_cancelled=ctx.check_cancelled,
+            )
+        except TaskCancelled:
+            raise
+        except (PvfFormatError, ValueError, IndexError, MemoryError) as exc:
+            ctx.log(f"no early answers from the token streams: {exc}")
+            return None
 
     def _cache_file(self, ws: Workspace) -> Path | None:
         if self.index_cache is None or not ws.base_sha256:
