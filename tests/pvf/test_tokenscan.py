@@ -97,7 +97,7 @@ def test_edited_entries_are_searched_from_their_current_text(pair: Pair) -> None
     path = next(p for p, t in pair.texts.items() if t and p.endswith(".equ"))
     changed = {path: "#PVF_File\n\n[name]\n\t`zz unique necklace zz`\n"}
     spec = SearchQuery("content", "unique NECKLACE")
-    source = TokenSource(pair.tokens, pair.ws.lock, pair.ws.base_text_or_none)
+    source = TokenSource(pair.tokens, pair.ws.lock, pair.ws.base_text_or_none, pair.ws.base_text_at)
     early = Searcher(source, changed, frozenset(), source.text).page(spec)
     built = Searcher(pair.index, changed, frozenset(), pair.ws.base_text_or_none).page(spec)
     assert early == built

@@ -31,7 +31,9 @@ class Pair:
         after = None
         for _ in range(pages):
             if early:
-                source = TokenSource(self.tokens, self.ws.lock, self.ws.base_text_or_none)
+                source = TokenSource(
+                    self.tokens, self.ws.lock, self.ws.base_text_or_none, self.ws.base_text_at
+                )
                 searcher = Searcher(source, {}, frozenset(), source.text)
             else:
                 searcher = Searcher(self.index, {}, frozenset(), self.ws.base_text_or_none)

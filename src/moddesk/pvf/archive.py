@@ -661,7 +661,13 @@ class Archive:
     def read_text(self, path: str | ArchiveEntry) -> str:
         """The text form: scripts rendered as ``#PVF_File`` text, ``.str``/text decoded; else NOT_TEXT."""
         i = path.index if isinstance(path, ArchiveEntry) else self._require(path)
-        return self.render(self._paths[i], self._read_index(i))
+        return self.read_text_at(i)
+
+    def read_text_at(self, index: int) -> str:
+        """``read_text`` of the entry at directory ``index`` (no path lookup: the first one builds
+        the lookup of every name, ~0.7 s at 10^6 files)."""
+        self._check_open()
+        return self.render(self._paths[index], self._read_index(index))
 
     def read_list(self, path: str) -> list[ListRecord]:
         """The ``id → path`` records of a ``.lst`` file (or ``n_string.lst``), as stored."""

@@ -236,7 +236,7 @@ class IndexOps(ServiceCore):
         if index is not None:
             return index
         if early and tokens is not None:
-            return TokenSource(tokens, ws.lock, ws.base_text_or_none, state.end_search)
+            return TokenSource(tokens, ws.lock, ws.base_text_or_none, ws.base_text_at, state.end_search)
         status = self.tasks.wait(state.task_id, 1.0 if state.finished else 0.0)  # let the task record its end
         if status["state"] in ("failed", "cancelled"):
             with self._state:

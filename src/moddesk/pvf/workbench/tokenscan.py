@@ -201,17 +201,20 @@ class TokenMap:
     def __init__(
         self,
         all_paths: list[str],
-        rank: npt.NDArray[np.int32],
+        order: npt.NDArray[np.int32],
         chunks: list[_Chunk],
         blob: tuple[bytes, I64],
         others: I64,
         links: tuple[list[str], bytes, I64],
     ) -> None:
         self.all_paths = all_paths  # every entry's index key, sorted (the index's ``all_paths``)
-        self.rank = rank  # entry index (directory order) → position in ``all_paths``
+        self.order = order  # position in ``all_paths`` → entry index (directory order)
+        self.rank = np.empty(len(order), dtype=np.int32)  # and back
+        self.rank[order] = np.arange(len(order), dtype=np.int32)
         self.chunks = chunks
         self.blob, self.starts = blob  # folded text of each text id
-        self.others = others  # positions of the entries that are not scripts (always candidates)
+        # positions of the entries that are not scripts (``others``: their entry indexes): always candidates
+        self.others = np.sort(self.rank[others]).astype(np.int64)
         self.link_keys, self.link_blob, self.link_starts = links
         self._recent: OrderedDict[bytes, I64] = OrderedDict()
         self._lock = threading.Lock()
@@ -219,7 +222,8 @@ class TokenMap:
     @property
     def memory_bytes(self) -> int:
         arrays = sum(c.entries.nbytes + c.offsets.nbytes + c.ids.nbytes + c.links.nbytes for c in self.chunks)
-        return arrays + self.rank.nbytes + self.starts.nbytes + len(self.blob) + len(self.link_blob)
+        tables = self.rank.nbytes + self.order.nbytes + self.starts.nbytes
+        return arrays + tables + len(self.blob) + len(self.link_blob)
 
     @classmethod
     def build(
@@ -273,16 +277,13 @@ class TokenMap:
         values = [value for table in tables.values() for value in table.values()]
         link_blob, link_starts = _folded_texts(values, np.arange(len(values), dtype=np.int64), len(values))
         keys = ws.index_paths()
-        order = np.argsort(np.array(keys, dtype=object), kind="stable")
-        rank = np.empty(len(keys), dtype=np.int32)
-        rank[order] = np.arange(len(keys), dtype=np.int32)
-        all_paths = [keys[i] for i in order.tolist()]
+        order = np.argsort(np.array(keys, dtype=object), kind="stable").astype(np.int32)
         return cls(
-            all_paths,
-            rank,
+            [keys[i] for i in order.tolist()],
+            order,
             chunks,
             blob,
-            np.sort(rank[np.asarray(others, dtype=np.int64)]).astype(np.int64),
+            np.asarray(others, dtype=np.int64),
             ([key for table in tables.values() for key in table], link_blob, link_starts),
         )
 
@@ -373,6 +374,7 @@ class TokenSource:
         tokens: TokenMap,
         lock: AbstractContextManager[object],
         base_text: TextSource,
+        entry_text: Callable[[int], str | None],
         done: Callable[[], None] = lambda: None,
     ) -> None:
         self.tokens = tokens
@@ -381,6 +383,7 @@ class TokenSource:
         self.paths = tokens.all_paths
         self._lock = lock
         self._base_text = base_text
+        self._entry_text = entry_text  # the base text of a directory index
         self._texts: dict[str, str | None] = {}
 
     def ordinal_range(self, prefix: str, start_path: str) -> tuple[int, int]:
@@ -398,20 +401,23 @@ class TokenSource:
                 yield -chosen[at] - 1
                 return
             batch = chosen[at : at + size]
-            self._read([self.paths[o] for o in batch])
+            self._read(batch)
             yield from batch
             at += size
             size = min(size * 2, MAX_BATCH)
 
-    def _read(self, paths: list[str]) -> None:
+    def _read(self, ordinals: list[int]) -> None:
+        entries = self.tokens.order[ordinals].tolist()
         with self._lock:
-            self._texts = {path: self._text_or_none(path) for path in paths}
+            self._texts = {
+                self.paths[o]: self._text_or_none(i) for o, i in zip(ordinals, entries, strict=True)
+            }
 
-    def _text_or_none(self, path: str) -> str | None:
+    def _text_or_none(self, entry: int) -> str | None:
         """The base text; None where rendering fails, as the index leaves such an entry out
         (``Archive.iter_rendered``) — but a closed archive is an error, not an empty text."""
         try:
-            return self._base_text(path)
+            return self._entry_text(entry)
         except PvfFormatError as exc:
             if exc.code == "CLOSED":
                 raise

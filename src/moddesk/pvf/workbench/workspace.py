@@ -251,6 +251,17 @@ class Workspace:
                 return []
             return self.archive.entry_problems(self._names[path])
 
+    def base_text_at(self, index: int) -> str | None:
+        """``base_text`` of the base entry at directory ``index`` (``index_paths()[index]`` when
+        ``names_are_index_keys``), found without the path lookup."""
+        with self.lock:
+            try:
+                return self.archive.read_text_at(index)
+            except PvfFormatError as exc:
+                if exc.code == "NOT_TEXT":
+                    return None
+                raise
+
     def base_text_or_none(self, path: str) -> str | None:
         """Base text of ``path``; None when the base has no such entry or it is binary."""
         return self.base_text(path) if path in self._names else None
