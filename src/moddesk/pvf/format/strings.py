@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -69,6 +70,11 @@ class StringTable:
                 self._decoded.clear()
             self._decoded[ref] = s
         return s
+
+    def iter_strings_at(self, refs: npt.NDArray[np.int64], block: int) -> Iterator[list[str | None]]:
+        """``strings_at`` of ``refs`` ``block`` at a time."""
+        for lo in range(0, len(refs), block):
+            yield self.strings_at(refs[lo : lo + block])
 
     def strings_at(self, refs: npt.NDArray[np.int64]) -> list[str | None]:
         """``string_at`` of many refs, without filling the decode cache (a pass over every string)."""
@@ -198,33 +204,16 @@ class StringPools:
 
         Terminators are located with numpy; only the decoding is per string.
         """
-        out: list[str | None] = [None] * len(magics)
+        return [s for block in self.iter_strings_at(magics, max(len(magics), 1)) for s in block]
+
+    def iter_strings_at(self, magics: npt.NDArray[np.int64], block: int) -> Iterator[list[str | None]]:
+        """``strings_at`` of ``magics`` ``block`` at a time (the terminators are located once)."""
         a = bytes(self.pool_a)
         w = bytes(self.pool_w)
         a_zeros = np.flatnonzero(np.frombuffer(a, dtype=np.uint8) == 0)
         w_zeros = np.flatnonzero(np.frombuffer(w[: len(w) & ~1], dtype="<u2") == 0) * 2
-        for odd, pool, zeros in ((0, a, a_zeros), (1, w, w_zeros)):
-            rows = np.flatnonzero((magics & 1) == odd)
-            if not len(rows):
-                continue
-            starts = (magics[rows] >> 1) * (2 if odd else 1)
-            limit = len(pool) & ~1 if odd else len(pool)
-            idx = np.searchsorted(zeros, starts)
-            ends = np.full(len(starts), limit, dtype=np.int64)
-            found = idx < len(zeros)
-            ends[found] = zeros[idx[found]]
-            for r, st, en in zip(rows.tolist(), starts.tolist(), ends.tolist(), strict=True):
-                if st >= len(pool):
-                    continue
-                raw = pool[st:en]
-                if odd:
-                    out[r] = raw.decode("utf-16-le", errors="surrogatepass")
-                else:
-                    try:
-                        out[r] = raw.decode("utf-8")
-                    except UnicodeDecodeError:
-                        out[r] = decode_bytes(raw, "gb18030")
-        return out
+        for lo in range(0, len(magics), block):
+            yield _strings_in(magics[lo : lo + block], ((0, a, a_zeros), (1, w, w_zeros)))
 
     def _build_index(self) -> dict[str, int]:
         index: dict[str, int] = {}
@@ -269,3 +258,32 @@ class StringPools:
         self._index[text] = magic
         self._cache[magic] = text
         return magic
+
+
+def _strings_in(
+    magics: npt.NDArray[np.int64], pools: tuple[tuple[int, bytes, npt.NDArray[np.intp]], ...]
+) -> list[str | None]:
+    """The strings at ``magics`` given each pool's bytes and terminator positions (``strings_at``)."""
+    out: list[str | None] = [None] * len(magics)
+    for odd, pool, zeros in pools:
+        rows = np.flatnonzero((magics & 1) == odd)
+        if not len(rows):
+            continue
+        starts = (magics[rows] >> 1) * (2 if odd else 1)
+        limit = len(pool) & ~1 if odd else len(pool)
+        idx = np.searchsorted(zeros, starts)
+        ends = np.full(len(starts), limit, dtype=np.int64)
+        found = idx < len(zeros)
+        ends[found] = zeros[idx[found]]
+        for r, st, en in zip(rows.tolist(), starts.tolist(), ends.tolist(), strict=True):
+            if st >= len(pool):
+                continue
+            raw = pool[st:en]
+            if odd:
+                out[r] = raw.decode("utf-16-le", errors="surrogatepass")
+            else:
+                try:
+                    out[r] = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    out[r] = decode_bytes(raw, "gb18030")
+    return out
