@@ -197,17 +197,74 @@ def _folded_blob(
 
 class _Chunk:
     """The string units of the scripts of one chunk of entries (chunk-sized arrays: on the VMs we
-    measured, memory first touched in one big array costs ~12 ms per MiB)."""
+    measured, memory first touched in one big array costs ~12 ms per MiB).
 
-    __slots__ = ("entries", "ids", "links", "offsets")
+    A few hundred strings (tags, mostly) make ~90% of all string units, so a unit holds a one-byte
+    code of a ``_CommonIds`` string (0: another string), and only the other units hold a text id."""
+
+    __slots__ = ("codes", "entries", "links", "offsets", "rare", "rare_offsets")
 
     def __init__(
-        self, entries: npt.NDArray[np.int32], offsets: I64, ids: npt.NDArray[np.int32], links: I64
+        self,
+        entries: npt.NDArray[np.int32],
+        offsets: npt.NDArray[np.int32],
+        codes: npt.NDArray[np.uint8],
+        rare: npt.NDArray[np.int32],
+        rare_offsets: npt.NDArray[np.int32],
+        links: I64,
     ) -> None:
         self.entries = entries  # entry index of each script
-        self.offsets = offsets  # script → its units in ``ids``
-        self.ids = ids  # text id of every string unit
+        self.offsets = offsets  # script → its string units in ``codes``
+        self.codes = codes  # common-string code of every string unit (0: a rare one)
+        self.rare = rare  # text id of every rare unit
+        self.rare_offsets = rare_offsets  # script → its rare units in ``rare``
         self.links = links  # entry indexes of the scripts with a classic link unit
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.entries, self.offsets, self.codes, self.rare, self.rare_offsets, self.links)
+        return sum(a.nbytes for a in arrays)
+
+    def scripts_hit(self, common_hit: npt.NDArray[np.bool_], hit: npt.NDArray[np.bool_]) -> I64:
+        """Entry indexes of the scripts holding a unit whose text is hit."""
+        parts: list[I64] = []
+        if common_hit.any():
+            units = np.flatnonzero(common_hit[self.codes])
+            parts.append(np.searchsorted(self.offsets, units, side="right") - 1)
+        units = np.flatnonzero(hit[self.rare])
+        parts.append(np.searchsorted(self.rare_offsets, units, side="right") - 1)
+        scripts = np.unique(np.concatenate(parts))
+        return self.entries[scripts].astype(np.int64)
+
+
+class _CommonIds:
+    """Up to 255 text ids, the most used in the first chunk (archives repeat their tags throughout)."""
+
+    def __init__(self, ids: npt.NDArray[np.int32], count: int) -> None:
+        uniq, counts = np.unique(ids[ids < count], return_counts=True)
+        top = np.argsort(-counts, kind="stable")[:255]
+        self.ids = np.sort(uniq[top[counts[top] > 1]]).astype(np.int64)
+        self.count = count
+        self.table = np.zeros(count, dtype=np.uint8)
+        self.table[self.ids] = np.arange(1, len(self.ids) + 1, dtype=np.uint8)
+
+    def pack(
+        self, entries: npt.NDArray[np.int32], offsets: I64, ids: npt.NDArray[np.int32], links: I64
+    ) -> _Chunk:
+        codes = np.zeros(len(ids), dtype=np.uint8)
+        inside = ids < self.count  # ids past the pool strings (magics inside a string) are rare
+        codes[inside] = self.table[ids[inside]]
+        rare = codes == 0
+        file_of = np.repeat(np.arange(len(entries), dtype=np.int64), np.diff(offsets))
+        rare_offsets = np.zeros(len(entries) + 1, dtype=np.int32)
+        np.cumsum(np.bincount(file_of[rare], minlength=len(entries)), out=rare_offsets[1:])
+        return _Chunk(entries, offsets.astype(np.int32), codes, ids[rare], rare_offsets, links)
+
+    def hit(self, hit: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """Which codes stand for a hit text (code 0 never does)."""
+        out = np.zeros(256, dtype=np.bool_)
+        out[1 : len(self.ids) + 1] = hit[self.ids]
+        return out
 
 
 class TokenMap:
@@ -218,6 +275,7 @@ class TokenMap:
         all_paths: list[str],
         order: npt.NDArray[np.int32],
         chunks: list[_Chunk],
+        common: _CommonIds,
         blob: tuple[bytes, I64],
         others: I64,
         links: tuple[list[str], bytes, I64],
@@ -227,6 +285,7 @@ class TokenMap:
         self.rank = np.empty(len(order), dtype=np.int32)  # and back
         self.rank[order] = np.arange(len(order), dtype=np.int32)
         self.chunks = chunks
+        self.common = common
         self.blob, self.starts = blob  # folded text of each text id
         # positions of the entries that are not scripts (``others``: their entry indexes): always candidates
         self.others = np.sort(self.rank[others]).astype(np.int64)
@@ -236,7 +295,7 @@ class TokenMap:
 
     @property
     def memory_bytes(self) -> int:
-        arrays = sum(c.entries.nbytes + c.offsets.nbytes + c.ids.nbytes + c.links.nbytes for c in self.chunks)
+        arrays = sum(c.nbytes for c in self.chunks) + self.common.table.nbytes
         tables = self.rank.nbytes + self.order.nbytes + self.starts.nbytes
         return arrays + tables + len(self.blob) + len(self.link_blob)
 
@@ -261,6 +320,7 @@ class TokenMap:
             return None  # no other string source is read from an archive
         ref_ids = _RefIds(strings)
         chunks: list[_Chunk] = []
+        common: _CommonIds | None = None
         others: list[int] = []
         used = np.zeros(ref_ids.count, dtype=np.bool_)  # ids past it (magics inside strings) are all used
         with ws.lock:
@@ -272,9 +332,11 @@ class TokenMap:
                 batch = list(itertools.islice(stream, INDEX_CHUNK))
             if not batch:
                 break
-            chunk = _scan_chunk(batch, scripts, string_types, ref_ids, others)
-            used[chunk.ids[chunk.ids < ref_ids.count]] = True
-            chunks.append(chunk)
+            entries, offsets, ids, links = _scan_chunk(batch, scripts, string_types, ref_ids, others)
+            used[ids[ids < ref_ids.count]] = True
+            if common is None:
+                common = _CommonIds(ids, ref_ids.count)
+            chunks.append(common.pack(entries, offsets, ids, links))
             done += len(batch)
             if progress is not None:
                 progress(done)
@@ -299,6 +361,7 @@ class TokenMap:
             [keys[i] for i in order.tolist()],
             order,
             chunks,
+            common or _CommonIds(np.zeros(0, dtype=np.int32), ref_ids.count),
             blob,
             np.asarray(others, dtype=np.int64),
             ([key for table in tables.values() for key in table], link_blob, link_starts),
@@ -328,11 +391,9 @@ class TokenMap:
                 # the key's folded text inside a string finds at least every reference that *is* it
                 hit[_find_all(self.blob, self.starts, key.casefold().encode("utf-8", "surrogatepass"))] = True
         found: list[npt.NDArray[np.int32] | I64] = [self.others]
+        common_hit = self.common.hit(hit)
         for chunk in self.chunks:
-            units = np.flatnonzero(hit[chunk.ids])
-            if len(units):
-                scripts = np.unique(np.searchsorted(chunk.offsets, units, side="right") - 1)
-                found.append(self.rank[chunk.entries[scripts]])
+            found.append(self.rank[chunk.scripts_hit(common_hit, hit)])
             if every_link and len(chunk.links):
                 found.append(self.rank[chunk.links])
         return np.unique(np.concatenate(found).astype(np.int64))
@@ -344,9 +405,10 @@ def _scan_chunk(
     string_types: npt.NDArray[np.bool_],
     ref_ids: _RefIds,
     others: list[int],
-) -> _Chunk:
-    """The string units of the scripts in ``batch`` (``scripts``: NKPI data types; None: classic);
-    the other entries' indexes go to ``others``."""
+) -> tuple[npt.NDArray[np.int32], I64, npt.NDArray[np.int32], I64]:
+    """The scripts in ``batch`` (``scripts``: NKPI data types; None: classic): their entry indexes,
+    the offsets of each one's string units, the text id of every string unit, the entry indexes
+    of the scripts with a classic link; the other entries' indexes go to ``others``."""
     classic = scripts is None
     start = 2 if classic else 0
     datas: list[bytes] = []
@@ -368,7 +430,7 @@ def _scan_chunk(
     np.cumsum(np.bincount(file_of[keep], minlength=len(datas)), out=offsets[1:])
     entries = np.asarray(owners, dtype=np.int32)
     links = entries[np.unique(file_of[types == LINK])] if classic else np.zeros(0, dtype=np.int32)
-    return _Chunk(entries, offsets, ref_ids.ids(units["value"][keep]), links.astype(np.int64))
+    return entries, offsets, ref_ids.ids(units["value"][keep]), links.astype(np.int64)
 
 
 class TextSource(Protocol):
