@@ -40,14 +40,14 @@ class ReadOps(IndexOps):
             position = self.cursors.decode(cursor, identity, ws.revision, stale_code="STALE_WORKSPACE")
             after = (str(position[0]), int(position[1]))
         source = self._search_source(ws, spec)
-        early = isinstance(source, TokenSource)
+        tokens = source if isinstance(source, TokenSource) else None  # answering before the index
         try:
             with ws.lock:  # a consistent snapshot: the edited entries' texts at this revision
                 revision = ws.revision
                 changed, deleted = ws.changed_since_open()
             # every other entry still holds its (immutable) base text, so the scan runs unlocked
             # and edits made meanwhile do not wait for it nor leak into this page
-            base_text = source.text if isinstance(source, TokenSource) else ws.base_text_or_none
+            base_text = tokens.text if tokens is not None else ws.base_text_or_none
             searcher = Searcher(source, changed, deleted, base_text)
             page = searcher.page(spec, after, limit=limit, byte_cap=byte_cap)
         except PvfFormatError as exc:
@@ -55,8 +55,8 @@ class ReadOps(IndexOps):
                 raise pvf_error("STALE_WORKSPACE", "the workspace was closed during the search") from exc
             raise
         finally:
-            if isinstance(source, TokenSource):
-                source.done()
+            if tokens is not None:
+                tokens.done()
         next_cursor = (
             self.cursors.encode(identity, list(page.next_position), revision) if page.next_position else None
         )
@@ -66,7 +66,7 @@ class ReadOps(IndexOps):
             "revision": revision,
             "mode": mode,
             # "tokens": answered before the index was whole, from the token streams (same answer)
-            "answeredFrom": "tokens" if early else "index",
+            "answeredFrom": "tokens" if tokens is not None else "index",
             "hits": [h.to_dict() for h in page.hits],
             "nextCursor": next_cursor,
             "truncated": page.truncated,
