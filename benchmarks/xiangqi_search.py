@@ -23,7 +23,7 @@ MIDDLEGAMES = [
     "1C2ka3/9/C1Nab1n2/p3p3p/6p2/9/P3P3P/3AB4/3p2c2/c1BAK4 w - - 0 1",
     "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1",
 ]
-# Mate-in-n positions (verified by brute force in tests/xiangqi/test_search.py).
+# Mate-in-n positions (verified by brute force in tests/xiangqi/core/test_search.py).
 MATES = [
     (1, "9/9/1c3k3/9/9/5N3/6C2/9/4K4/p8 w"),
     (1, "9/n8/3k5/9/2R6/9/9/9/9/1C2K4 w"),

@@ -14,7 +14,7 @@ from moddesk.pvf.archive import Archive, PvfFormatError
 from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.workbench.search import SearchQuery
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pvf"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pvf" / "workbench"))
 from tokenscan_pair import Pair, cut_needles
 
 pytestmark = pytest.mark.corpus

@@ -135,7 +135,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         assert index.data is not None
         write_snapshot(index.data, index.status())
         stack.callback(games.close)
-        # the workbench's own token guard is tested in tests/pvf/test_agent_boundary.py; the
+        # the workbench's own token guard is tested in tests/pvf/agent/test_boundary.py; the
         # conformance runner cannot send headers, so the same tools are served here without it
         pvf_service = PvfService()
         stack.callback(pvf_service.shutdown)

@@ -1,6 +1,6 @@
 """Search answers as canonical pages, to prove a new index answers exactly as the old one did.
 
-Shared by ``tests/pvf/test_search_equality.py`` (a small generated archive, in ``make test``)
+Shared by ``tests/pvf/workbench/test_search_equality.py`` (a small generated archive, in ``make test``)
 and ``benchmarks/pvf_scale.py --check`` (100k files with the real corpus texts imported). The
 recorded digests live in ``fixtures/search_equality.json``; they were taken with the index as it
 was before issue #18 changed it (one folded corpus in memory), so a match means same hits, same

@@ -64,7 +64,7 @@ def test_answers_from_an_index_rendered_by_a_worker_process_match_too(tmp_path: 
 
 def test_a_search_during_the_build_is_not_ready_with_the_task_id(tmp_path: Path) -> None:
     """A regex is answered only by the whole index (literal queries may come from the token map
-    earlier, tests/pvf/test_tokenscan.py): NOT_READY with the task id until then, never a partial page."""
+    earlier, tests/pvf/workbench/test_tokenscan.py): NOT_READY with the task id until then, never a partial page."""
     path = tmp_path / "Script.pvf"
     generate_archive(path, fmt="90US", files=SMALL_FILES, seed=1)
     service, ws = open_service(path, tmp_path / "cache", index_wait=0.0)

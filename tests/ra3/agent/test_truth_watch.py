@@ -143,7 +143,7 @@ def test_short_soak_live_index_equals_a_cold_build(tmp_path: Path, home: Path) -
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "ra3_watch_soak", Path(__file__).resolve().parents[2] / "benchmarks" / "ra3_watch_soak.py"
+        "ra3_watch_soak", Path(__file__).resolve().parents[3] / "benchmarks" / "ra3_watch_soak.py"
     )
     assert spec is not None and spec.loader is not None
     soak = importlib.util.module_from_spec(spec)

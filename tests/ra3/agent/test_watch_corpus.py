@@ -23,7 +23,7 @@ from moddesk.ra3.agent.mcp import LIVE_TIMEOUT_ENV
 
 def _corpora() -> Path | None:
     env = os.environ.get("MODDESK_CORPORA")
-    root = Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "corpora"
+    root = Path(env) if env else Path(__file__).resolve().parents[4] / "shared" / "corpora"
     return root if (root / "sage" / "ra3-nhbt" / "Data" / "Mod.xml").is_file() else None
 
 

@@ -1,6 +1,6 @@
 """Game records: PGN / UBB (DhtmlXQ) / XQF read and written, checked against files and a reader by others.
 
-Sample PGNs come from walker8088/cchess (see records/PROVENANCE.md). XQF files by other programs could not
+Sample PGNs come from walker8088/cchess (see tests/xiangqi/records/PROVENANCE.md). XQF files by other programs could not
 be obtained offline, so XQF is checked with cchess's independent reader (it reads what we write) and with
 encrypted version-18 files built here by an encoder written from the format description.
 """
@@ -24,7 +24,7 @@ from moddesk.xiangqi.gamefiles.games import export_record, load_record
 from moddesk.xiangqi.rpc import dispatch
 from moddesk.xiangqi.store import Settings
 
-HERE = Path(__file__).with_name("records")
+HERE = Path(__file__).resolve().parents[1] / "records"
 SAMPLES = {"cchess-test2.pgn": (102, "1/2-1/2"), "cchess-zhongpao-liepao.pgn": (23, "*")}
 ENDGAME_FEN = "1RN1k4/3P3rC/6n2/9/9/9/9/4p4/3p5/c1rAK4 w - - 0 1"
 

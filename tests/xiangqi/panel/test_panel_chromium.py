@@ -346,7 +346,7 @@ def test_load_a_record_review_it_and_export_xqf(
     from moddesk.xiangqi.gamefiles import records
 
     _service, http = served
-    sample = Path(__file__).with_name("records") / "cchess-zhongpao-liepao.pgn"
+    sample = Path(__file__).resolve().parents[1] / "records" / "cchess-zhongpao-liepao.pgn"
     page.goto(f"{http.url}/xiangqi/")
     page.select_option("#new-opponent", "local")
     page.set_input_files("#load-file", str(sample))

@@ -22,7 +22,7 @@ checks file by file on the rendered text, exactly as it checks the index's match
 that are not scripts (``.str``, ``.nut``, …, a handful per archive) are always candidates.
 
 Anything else (regex, needles with separators or syntax characters, numbers) waits for the index
-(``NOT_READY``), as before. Answers are identical to the index's (tests/pvf/test_tokenscan.py).
+(``NOT_READY``), as before. Answers are identical to the index's (tests/pvf/workbench/test_tokenscan.py).
 """
 
 from __future__ import annotations
