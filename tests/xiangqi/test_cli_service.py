@@ -44,7 +44,8 @@ def test_local_commands(tmp_path: Path) -> None:
     moved = json.loads(run("move", "炮二平五", "--json"))
     assert moved["played"] == "炮二平五" and moved["plies"] == 2  # --local waits for the engine's reply
     board = run("state")
-    assert "炮" in board and "a b c d e f g h i" in board and created["sessionId"] in board
+    assert "炮C" in board and "九  八  七  六  五  四  三  二  一" in board and created["sessionId"] in board
+    assert "１  ２  ３  ４  ５  ６  ７  ８  ９" in board  # Black's file numbers over the board
     assert "炮二平五" in run("export")
     hint = run("hint", "--count", "2")
     # scores in pawns ("+0.25 兵"), not raw centipawns, and the engine that answered

@@ -87,7 +87,7 @@ async def game_flow(client: Client) -> None:
     failed, value, text = await call(client, "xiangqi_move", {"move": "马8进7", "reason": "develop"})
     assert not failed and value["played"] == "马8进7" and value["playedIccs"] == "h9g7"
     assert value["revision"] > start_revision and value["turn"] == "r" and value["pending"] is None
-    assert "played 马8进7" in text
+    assert "played: 马8进7 (h9g7)" in text and "reason: develop" in text
 
     failed, board, text = await call(client, "xiangqi_board", {"includeEval": True})
     assert not failed and board["legalMoves"] and board["evaluation"]["depth"] >= 0
@@ -95,7 +95,8 @@ async def game_flow(client: Client) -> None:
         {"zh": "炮二平五", "wxf": "C2=5", "iccs": "h2e2", "captured": "", "side": "r"},
         {"zh": "马8进7", "wxf": "H8+7", "iccs": "h9g7", "captured": "", "side": "b"},
     ]
-    assert "a b c d e f g h i" in text and board["fen"] in text
+    assert "九  八  七  六  五  四  三  二  一" in text and board["fen"] in text
+    assert "  1. 炮二平五(h2e2)  马8进7(h9g7)" in text  # the record, numbered, both sides
 
     failed, hint, _ = await call(client, "xiangqi_hint", {"count": 2})
     assert not failed and 1 <= len(hint["candidates"]) <= 2 and hint["candidates"][0]["zh"]

@@ -23,17 +23,14 @@ from moddesk.kit import local_service
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.leftovers import owner_alive, pid_alive, sweep_stale
 from moddesk.xiangqi import uci_cli
+from moddesk.xiangqi.core.diagram import styled_rows
 from moddesk.xiangqi.game import GameService
+from moddesk.xiangqi.gametext import message_sentence
 from moddesk.xiangqi.rpc import CHANNEL, MAX_LOAD_BODY, dispatch, error_body, panel_link
 from moddesk.xiangqi.store import Settings
 
 app = typer.Typer(help="Chinese chess against the AI model or the local engine.", no_args_is_help=True)
 console = Console()
-
-PIECES = {
-    "K": "帅", "A": "仕", "B": "相", "N": "马", "R": "车", "C": "炮", "P": "兵",
-    "k": "将", "a": "士", "b": "象", "n": "马", "r": "车", "c": "炮", "p": "卒",
-}  # fmt: skip
 
 SessionOpt = Annotated[
     str | None, typer.Option("--session", "-s", help="Game id (default: the current game).")
@@ -252,24 +249,18 @@ def _call_remote(url: str, endpoint: str, payload: dict[str, Any], token: str | 
 
 
 def board_text(value: dict[str, Any]) -> Text:
-    """The board with Chinese piece names, Red in red, the last move marked."""
+    """The board a Chinese player reads: piece names, 九…一 under it and 1…9 over it, the last move reversed.
+
+    Red is drawn red; where the output has no colour (a pipe, NO_COLOR) each piece keeps its FEN
+    letter (upper case Red) so 马车炮 of the two sides stay apart.
+    """
     last = value.get("lastMove") or {}
-    marks = {last.get("from"), last.get("to")}
+    marks = {sq for sq in (last.get("from"), last.get("to")) if isinstance(sq, int)}
     text = Text()
-    for r in range(10):
-        text.append(f"{9 - r} ")
-        for f in range(9):
-            sq = r * 9 + f
-            p = value["board"][sq]
-            style = ("bold red" if p.isupper() else "bold") if p else "dim"
-            if sq in marks:
-                style += " reverse"
-            text.append(PIECES.get(p, "·") if p else "·", style=style)
-            text.append(" ")
+    for _plain, runs in styled_rows(value["board"], console.no_color or console.color_system is None, marks):
+        for run, style in runs:
+            text.append(run, style=style)
         text.append("\n")
-        if r == 4:
-            text.append("  ─── 楚河 ── 汉界 ───\n", style="dim")
-    text.append("  a b c d e f g h i")
     return text
 
 
@@ -307,7 +298,7 @@ def show(value: dict[str, Any], as_json: bool) -> None:
     if value.get("lastMove"):
         console.print(f"上一步：{value['lastMove']['zh']} ({value['lastMove']['iccs']})")
     if value.get("message"):
-        console.print(f"[yellow]{value['message']['code']}[/]")
+        console.print(message_sentence(value["message"]["code"]), style="yellow", markup=False)
     if value.get("candidates"):
         table = Table("着法", "ICCS", "评分（兵）", "主要变化", title=f"引擎：{value.get('engine', '?')}")
         for c in value["candidates"]:

@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.mcp import add_tool, new_server
+from moddesk.xiangqi.core.diagram import diagram_rows
 from moddesk.xiangqi.game import GameService
+from moddesk.xiangqi.gametext import render_text
 from moddesk.xiangqi.rpc import dispatch, parse_command
 
 INSTRUCTIONS = (
@@ -30,12 +32,6 @@ INSTRUCTIONS = (
 )
 
 PROMPT_COMMANDS = ("new", "state", "move ", "undo", "hint", "resign", "review", "export")
-
-PIECE_ZH = {
-    "K": "帅", "A": "仕", "B": "相", "N": "马", "R": "车", "C": "炮", "P": "兵",
-    "k": "将", "a": "士", "b": "象", "n": "马", "r": "车", "c": "炮", "p": "卒",
-}  # fmt: skip
-
 
 # ----------------------------------------------------------------------------------- output models
 
@@ -106,72 +102,8 @@ class ReviewView(GameView):
 
 
 def ascii_board(value: dict[str, Any]) -> str:
-    """The board as text: rank 9 at the top, Red in upper case with Chinese names beside."""
-    board = value["board"]
-    rows = []
-    for r in range(10):
-        cells = " ".join(board[r * 9 + f] or "." for f in range(9))
-        rows.append(f"{9 - r} {cells}")
-        if r == 4:
-            rows.append("  -----------------  (river)")
-    rows.append("  a b c d e f g h i")
-    return "\n".join(rows)
-
-
-def _headline(value: dict[str, Any]) -> str:
-    side = {"r": "Red", "b": "Black"}
-    you = side["b" if value["hero"] == "r" else "r"]
-    status = value["status"]
-    if value["phase"] == "over":
-        state = f"game over: {status['state']} ({status['reasonZh']})"
-    elif value["pending"] == "ai-thinking":
-        state = f"{side[value['turn']]} to move — your turn (you play {you})"
-    else:
-        state = f"{side[value['turn']]} to move — the person's turn; wait (you play {you})"
-    last = value.get("lastMove")
-    lines = [f"session {value['sessionId']} rev {value['revision']}: {state}"]
-    if last:
-        lines.append(f"last move: {last['zh']} ({last['iccs']})")
-    lines.append(f"FEN: {value['fen']}")
-    return "\n".join(lines)
-
-
-def _moves_line(moves: list[dict[str, str]]) -> str:
-    return " ".join(f"{m['iccs']}={m['zh']}" for m in moves)
-
-
-def render_text(value: dict[str, Any], ascii: bool = True) -> str:
-    """One text block for the model: headline, ASCII board, and whatever the tool adds."""
-    parts = [_headline(value)]
-    if "played" in value:
-        parts.insert(
-            0,
-            f"played {value['played']} ({value['playedIccs']})"
-            + (f", captured {value['captured']}" if value["captured"] else ""),
-        )
-    if "undone" in value:
-        parts.insert(0, "undone: " + " ".join(m["zh"] for m in value["undone"]))
-    if ascii:
-        parts.append(ascii_board(value))
-    if value.get("legalMoves"):
-        parts.append(f"legal moves ({len(value['legalMoves'])}): {_moves_line(value['legalMoves'])}")
-    if value.get("evaluation"):
-        ev = value["evaluation"]
-        best = ev["bestMove"]["zh"] if ev.get("bestMove") else "-"
-        parts.append(
-            f"evaluation (side to move): {ev['score']} cp, mate {ev['mate']}, depth {ev['depth']}, best {best}"
-        )
-    for c in value.get("candidates", []):
-        parts.append(f"candidate {c['zh']} ({c['iccs']}) score {c['score']} pv {' '.join(c['pvZh'][:6])}")
-    if "review" in value:
-        turning = value["review"]["turningPoints"]
-        parts.append(f"review: {len(value['review']['curve']) - 1} plies, {len(turning)} turning points")
-        for tp in turning:
-            best = tp["best"]["zh"] if tp.get("best") else "-"
-            parts.append(f"  ply {tp['ply']} {tp['zh']}: {tp['before']} -> {tp['after']} (best {best})")
-    if value.get("panelUrl"):
-        parts.append(f"panel for the person: {value['panelUrl']}")
-    return "\n".join(parts)
+    """The board drawn with Chinese piece names and file numbers (``core.diagram``)."""
+    return "\n".join(diagram_rows(value["board"]))
 
 
 def error_card(error: ServiceError) -> str:
@@ -184,7 +116,7 @@ def error_card(error: ServiceError) -> str:
         lines.append(f"Hint: {error.hint}")
     moves = payload.get("legalMoves")
     if isinstance(moves, list) and moves:
-        lines.append(f"legal moves ({len(moves)}): {_moves_line(moves)}")
+        lines.append(f"legal moves ({len(moves)}): " + " ".join(f"{m['iccs']}={m['zh']}" for m in moves))
     return "\n".join(lines)
 
 

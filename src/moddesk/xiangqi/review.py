@@ -8,6 +8,7 @@ and PV, an evaluation summary, and a move-by-move review with turning points).
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +25,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger("moddesk.xiangqi.review")
 
 MATE_CP = 30000  # centipawn stand-in for "mate" on the evaluation curve
-TURNING_SWING = 150  # centipawns: a move that swings the evaluation this much is a turning point
+WIN_SLOPE = 0.00368208  # logistic slope of cp → expected score (lichess's, fitted on chess games)
+MISTAKE_LOSS = 10.0  # expected-score points (of 100) a move must lose to be flagged
+BLUNDER_LOSS = 25.0  # ... and to be called a blunder (败着) rather than a mistake (失着)
+MAX_TURNING = 6  # turning points: the largest flagged losses, so a long game shows the few that matter
+BETTER_LINE_PLIES = 6  # plies of the engine's line shown with a better move
 
 
 @dataclass
@@ -200,6 +205,24 @@ def evaluation_summary(game: Game, lines: list[Line]) -> dict[str, Any]:
     }
 
 
+def expected_score(cp: int) -> float:
+    """Expected score (0..100 %) of the side whose score ``cp`` is (mates at ±MATE_CP → 100 / 0).
+
+    The logistic curve lichess uses for chess accuracy: 100 cp ≈ 59 %, 300 cp ≈ 75 %, 600 cp ≈ 90 %.
+    A loss measured on it counts a pawn dropped in a level position far more than one dropped when
+    already two rooks up, which is how a player judges a move.
+    """
+    if cp >= MATE_CP - 1000:
+        return 100.0
+    if cp <= -MATE_CP + 1000:
+        return 0.0
+    return 50.0 + 50.0 * (2.0 / (1.0 + math.exp(-WIN_SLOPE * cp)) - 1.0)
+
+
+def _judgement(loss: float) -> tuple[str, str]:
+    return ("blunder", "败着") if loss >= BLUNDER_LOSS else ("mistake", "失着")
+
+
 def review_game(
     analyst: Analyst,
     start_fen: str,
@@ -211,52 +234,71 @@ def review_game(
 ) -> dict[str, Any]:
     """Evaluate every position of the game once; derive the curve, each move's loss and turning points.
 
-    The per-position time shrinks so a whole review stays within ``budget`` seconds.
+    Each position's score is the engine's for the side to move, so the loss of a move is the mover's
+    expected score before it minus the same side's expected score after it (both from the mover's
+    side; engines' raw scores swing with the side to move). A move is flagged when it loses more than
+    ``MISTAKE_LOSS`` points *and* is not the engine's own first choice; the ``MAX_TURNING`` largest
+    losses are the turning points, listed in game order. The per-position time shrinks so a whole
+    review stays within ``budget`` seconds.
     """
     per_position = max(0.02, min(seconds, budget / (len(moves) + 1)))
-    scores: list[int] = []
+    scores: list[int] = []  # centipawns for the side to move at each ply
     best: list[Line | None] = []
     games: list[Game] = []
     for ply in range(len(moves) + 1):
         game = replay(start_fen, moves[:ply])
         games.append(game)
         lines = analyst.analyse(game, per_position, 1, None)
-        if lines:
-            red = lines[0].cp() if game.turn == "r" else -lines[0].cp()
-        else:  # no legal move: the side to move has lost (checkmate or stalemate)
-            red = -MATE_CP if game.turn == "r" else MATE_CP
-        scores.append(red)
+        # no legal move: the side to move has lost (checkmate or stalemate)
+        scores.append(lines[0].cp() if lines else -MATE_CP)
         best.append(lines[0] if lines else None)
+    red_scores = [s if g.turn == "r" else -s for s, g in zip(scores, games, strict=True)]
     entries = []
-    turning = []
+    flagged = []
     for ply, iccs in enumerate(moves):
         game = games[ply]
-        sign = 1 if game.turn == "r" else -1
-        before, after = scores[ply], scores[ply + 1]
         top = best[ply]
-        played_zh = games[ply + 1].history()[-1]["zh"]
+        win_before = expected_score(scores[ply])
+        win_after = 100.0 - expected_score(scores[ply + 1])
+        loss = max(0.0, win_before - win_after)
+        sign = 1 if game.turn == "r" else -1
         entry: dict[str, Any] = {
             "ply": ply + 1,
             "side": game.turn,
             "iccs": iccs,
-            "zh": played_zh,
-            "before": before,
-            "after": after,
-            "loss": max(0, sign * (before - after)),
-            "best": None if top is None else {"iccs": top.move, "zh": _pv_chinese(game, [top.move])[0]},
+            "zh": games[ply + 1].history()[-1]["zh"],
+            "before": red_scores[ply],
+            "after": red_scores[ply + 1],
+            "loss": max(0, sign * (red_scores[ply] - red_scores[ply + 1])),
+            "winBefore": round(win_before, 1),
+            "winAfter": round(win_after, 1),
+            "winLoss": round(loss, 1),
+            "best": None if top is None else _better(game, top),
             "bestPlayed": top is not None and top.move == iccs,
         }
         entries.append(entry)
-        if abs(after - before) >= TURNING_SWING or (
-            (before > 0) != (after > 0) and abs(after - before) >= TURNING_SWING // 2
-        ):
-            turning.append(entry)
+        if loss > MISTAKE_LOSS and not entry["bestPlayed"] and top is not None:
+            entry["judgement"], entry["judgementZh"] = _judgement(loss)
+            flagged.append(entry)
+    turning = sorted(sorted(flagged, key=lambda e: -e["winLoss"])[:MAX_TURNING], key=lambda e: e["ply"])
     result: dict[str, Any] = {
-        "curve": [{"ply": i, "scoreRed": s} for i, s in enumerate(scores)],
+        "curve": [
+            {"ply": i, "scoreRed": s, "winRed": round(expected_score(s), 1)} for i, s in enumerate(red_scores)
+        ],
         "turningPoints": turning,
+        "flagged": len(flagged),
+        "rule": f"moves losing > {MISTAKE_LOSS:g}% expected score that are not the engine's best; "
+        f"the {MAX_TURNING} largest",
         "secondsPerPosition": round(per_position, 3),
         "engine": analyst.label,
     }
     if highlight == "all":
         result["moves"] = entries
     return result
+
+
+def _better(game: Game, top: Line) -> dict[str, Any]:
+    """The engine's choice in a position: the move and its line in both notations."""
+    line = (top.pv or [top.move])[:BETTER_LINE_PLIES]
+    line_zh = _pv_chinese(game, line)
+    return {"iccs": top.move, "zh": line_zh[0] if line_zh else top.move, "line": line, "lineZh": line_zh}
