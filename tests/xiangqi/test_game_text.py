@@ -22,7 +22,6 @@ from moddesk.xiangqi.mcp import build_server
 from moddesk.xiangqi.rpc import panel_link, rpc_routes
 from moddesk.xiangqi.store import Settings
 
-
 SIDE = {"r": "Red", "b": "Black"}
 
 
@@ -30,6 +29,8 @@ async def call(client: Client, name: str, args: dict[str, Any]) -> tuple[bool, d
     result = await client.call_tool(name, args)
     assert len(result.content) == 1, "one text block per result"
     return bool(result.is_error), result_payload(result), result.content[0].text  # type: ignore[union-attr]
+
+
 RECORD_MOVE = re.compile(r"(\S+?)\(([a-i]\d[a-i]\d)(?: 吃(\S))?\)")
 
 
