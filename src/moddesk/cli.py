@@ -177,6 +177,8 @@ def doctor(
     """
     import platformdirs
 
+    from moddesk.kit.native import core_description
+
     if clean:
         if _clean_leftovers(list(paths or []), dry_run):
             raise typer.Exit(1)
@@ -193,6 +195,7 @@ def doctor(
         state = "ok" if not missing else f"missing {', '.join(missing)}"
         table.add_row(escape(f"extra [{extra}]"), f"{state} {' '.join(present)}".strip())
     table.add_row("mcp SDK", _module_version("mcp") or "missing")
+    table.add_row("core", core_description())
     for program, names in EXTERNAL_PROGRAMS.items():
         table.add_row(program, find_program(names) or "not found")
     table.add_row("config dir", platformdirs.user_config_dir("moddesk"))
