@@ -29,7 +29,9 @@ def main() -> None:
     parser.add_argument("--engine", default="uci:/usr/games/fairy-stockfish")
     parser.add_argument("--seconds", type=float, default=0.5, help="engine time per position")
     args = parser.parse_args()
-    text = "\n".join(ln for ln in args.game.read_text(encoding="utf-8").splitlines() if not ln.startswith("#"))
+    text = "\n".join(
+        ln for ln in args.game.read_text(encoding="utf-8").splitlines() if not ln.startswith("#")
+    )
     moves = text.split()
     analyst = Analyst(args.engine)
     started = time.monotonic()
