@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from moddesk.kit.errors import ServiceError
+from moddesk.kit.errors import ServiceError, person_message
 
 app = typer.Typer(help="Dungeon & Fighter Script.pvf workbench.", no_args_is_help=True)
 history_app = typer.Typer(
@@ -51,7 +51,9 @@ ServerOption = Annotated[
 
 
 def _fail(error: ServiceError) -> None:
-    err_console.print(f"[red]{error.code}[/red]: {escape(error.message)}")
+    err_console.print(
+        f"[red]{error.code}[/red]：{escape(person_message(error.code, error.message, error.details.get('errorZh')))}"
+    )
     if error.hint:
         err_console.print(f"hint: {escape(error.hint)}")
     raise typer.Exit(2)

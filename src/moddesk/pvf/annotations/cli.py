@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from moddesk.kit.errors import ServiceError
+from moddesk.kit.errors import ServiceError, person_message
 from moddesk.pvf.annotations import SUPPORTED_VERSIONS, AnnotationDocs, DirectoryLookup, parse_user_texts
 from moddesk.pvf.annotations.relations import ArchiveLookup
 from moddesk.pvf.format.errors import PvfFormatError
@@ -47,7 +47,9 @@ class ArchiveTextLookup:
 
 
 def _fail(error: ServiceError) -> None:
-    err_console.print(f"[red]{error.code}[/red]: {escape(error.message)}")
+    err_console.print(
+        f"[red]{error.code}[/red]：{escape(person_message(error.code, error.message, error.details.get('errorZh')))}"
+    )
     for issue in error.details.get("issues", [])[:50]:
         err_console.print(f"  {escape(issue['path'])}: {escape(issue['message'])}")
     if error.hint:

@@ -7,10 +7,11 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
 
-from moddesk.kit.errors import ServiceError
+from moddesk.kit.errors import ServiceError, person_message
 from moddesk.pvf.scripting.service import ScriptService
 
 console = Console()
@@ -20,7 +21,9 @@ script_app = typer.Typer(
 
 
 def _fail(error: ServiceError) -> None:
-    console.print(f"[red]{error.code}[/red]: {error.message}")
+    console.print(
+        f"[red]{error.code}[/red]：{escape(person_message(error.code, error.message, error.details.get('errorZh')))}"
+    )
     if error.hint:
         console.print(f"[dim]{error.hint}[/dim]")
     for diagnostic in error.details.get("diagnostics", []):

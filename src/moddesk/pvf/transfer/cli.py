@@ -11,13 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from moddesk.kit.errors import ServiceError
+from moddesk.kit.errors import ServiceError, person_message
 
 console = Console()
 
 
 def _fail(error: ServiceError) -> None:
-    console.print(f"[red]{error.code}[/red]: {error.message}")
+    console.print(
+        f"[red]{error.code}[/red]：{escape(person_message(error.code, error.message, error.details.get('errorZh')))}"
+    )
     if error.hint:
         console.print(f"[dim]{error.hint}[/dim]")
     for key in ("conflicts", "items", "warnings", "skippedDeletes"):

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from moddesk.kit.errors import ServiceError
+from moddesk.kit.errors import ServiceError, person_message
 from moddesk.kit.files import temp_prefix
 from moddesk.pvf.archive import FORMATS, Archive, normalize_path
 from moddesk.pvf.entrypaths import check_entry_path
@@ -50,7 +50,9 @@ def _format_errors() -> Iterator[None]:
     try:
         yield
     except PvfFormatError as exc:
-        err_console.print(f"[red]{exc.code}[/red]: {escape(exc.message)}")
+        err_console.print(
+            f"[red]{exc.code}[/red]：{escape(person_message(exc.code, exc.message, getattr(exc, 'details', {}).get('errorZh')))}"
+        )
         if exc.path:
             err_console.print(f"path: {escape(exc.path)}")
         raise typer.Exit(2) from None
@@ -61,7 +63,9 @@ def _service_errors() -> Iterator[None]:
     try:
         yield
     except ServiceError as exc:
-        err_console.print(f"[red]{exc.code}[/red]: {escape(exc.message)}")
+        err_console.print(
+            f"[red]{exc.code}[/red]：{escape(person_message(exc.code, exc.message, getattr(exc, 'details', {}).get('errorZh')))}"
+        )
         if exc.hint:
             err_console.print(f"hint: {escape(exc.hint)}")
         raise typer.Exit(2) from None

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from moddesk.kit.errors import ServiceError
+from moddesk.kit.errors import ServiceError, person_message
 
 console = Console()
 err_console = Console(stderr=True)
@@ -26,7 +26,9 @@ def _printable(text: str) -> str:
 
 
 def _fail(error: ServiceError) -> None:
-    err_console.print(f"[red]{error.code}[/red]: {escape(error.message)}")
+    err_console.print(
+        f"[red]{error.code}[/red]：{escape(person_message(error.code, error.message, error.details.get('errorZh')))}"
+    )
     if error.hint:
         err_console.print(f"hint: {escape(error.hint)}")
     for conflict in error.details.get("conflicts", [])[:20]:

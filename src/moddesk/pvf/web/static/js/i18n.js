@@ -57,14 +57,20 @@ const en = {
   "settings.url": "Current MCP URL", "settings.token": "Access token", "settings.roots": "Roots allowed for opening", "settings.clients": "Client configs (copy and paste)", "settings.copy": "Copy",
   "common.ok": "Done", "common.error": "Error", "common.hint": "Hint", "common.dismiss": "Dismiss", "common.saveAs": "Save as…", "common.live": "live", "common.offline": "disconnected, reconnecting…",
 };
-// Chinese words for the error codes a person meets most; the service's English message follows.
-const codesZh = {
-  SOURCE_CHANGED: "存档文件在磁盘上被其他程序修改了。", UNSAVED_CHANGES: "当前存档有未保存的修改。", UI_DRAFT_PENDING: "编辑器里有未保存的草稿。",
-  UI_NOT_READY: "编辑器没有及时响应。", STALE_WORKSPACE: "存档已经变化，请刷新后重试。", STALE_PLAN: "方案基于旧版本，需要重新运行。", PLAN_PENDING: "还有待审阅的方案。",
-  TASK_BUSY: "有任务正在运行。", LIFECYCLE_BUSY: "正在打开/关闭/保存。", OPEN_FAILED: "无法打开这个文件。", TARGET_EXISTS: "目标文件已存在。", TARGET_CHANGED: "目标文件已变化。",
-  SAVE_AS_REQUIRED: "这个存档没有源文件，请另存为。", SAME_AS_SOURCE: "另存为的目标就是源文件。", NOT_FOUND: "找不到。", NOT_READY: "索引还在建立。", NO_WORKSPACE: "没有打开的存档。",
-  HISTORY_NOT_ENABLED: "这个存档还没有启用历史。", EXPORT_PLAN_PENDING: "还有待处理的导出方案。", SCRIPT_FAILED: "脚本运行失败。", OUTSIDE_ROOTS: "该路径不在允许访问的根目录内。", INVALID_PATH: "路径无效。", SPECIAL_FILE: "这不是普通文件。",
-  MOD_INVALID: "MOD 文件损坏、不完整或格式未知。", MOD_CONFLICTS_UNRESOLVED: "还有冲突没有选择保留哪一方。",
+// Every error's Chinese comes from the service's one catalogue (the payload's errorZh); only the
+// failures the page itself makes (no answer, not JSON) are worded here.
+const pageErrorsZh = { HTTP: "服务器没有正常响应（HTTP 错误）。请刷新页面后重试。", ERROR: "出错了。" };
+// Words the service sends as identifiers (task kinds, states, phases, progress messages), in Chinese.
+const wordsZh = {
+  script: "脚本", index: "建立索引", open: "打开存档", close: "关闭存档", save: "保存", save_as: "另存为", "save-as": "另存为",
+  "export.prepare": "准备导出", "export.execute": "写出导出", "import.prepare": "准备导入", "import.apply": "应用导入",
+  "mod.prepare": "准备应用 MOD", "mod.apply": "应用 MOD", import: "导入", export: "导出", mod: "MOD",
+  queued: "排队中", running: "运行中", succeeded: "已完成", failed: "失败", cancelled: "已取消", cancelling: "正在取消",
+  "prepare editors": "等待编辑器响应", "saving previous": "保存原存档", parse: "解析", commit: "提交", "check source": "检查源文件",
+  write: "写入", replace: "替换文件", upkeep: "后续维护", publish: "发布", "load cached index": "读取索引缓存",
+  "decode tokens": "解码脚本", "decode and index": "解码并建立索引", "save index cache": "保存索引缓存", planning: "生成方案",
+  reading: "读取中", writing: "写入中", indexing: "建立索引中", "decoding tokens": "解码脚本中", freezing: "冻结来源", collecting: "收集文件",
+  mcp: "智能体", ui: "本页面", cli: "命令行", agent: "智能体", person: "你",
 };
 let lang = localStorage.getItem("pvf-lang") || "zh";
 export const getLang = () => lang;
@@ -73,7 +79,20 @@ export function t(key, vars = {}) {
   for (const [k, v] of Object.entries(vars)) text = text.replace(`{${k}}`, v);
   return text;
 }
-export function codeText(code) { return lang === "zh" ? codesZh[code] || "" : ""; }
+// A word the service sends (task kind, state, phase…): Chinese when known, else as it is.
+export function word(text) { return lang === "zh" && text != null ? wordsZh[text] ?? text : text; }
+// The text of an error payload (or an OpError): the catalogue's Chinese with the file and line it
+// names, or the service's English message on the EN switch.
+export function errorText(error) {
+  const payload = error.payload || error;
+  const code = payload.error || error.code || "";
+  if (lang !== "zh") return payload.message || code;
+  const zh = payload.errorZh || pageErrorsZh[code.split("_")[0]] || pageErrorsZh.ERROR;
+  const where = [];
+  if (payload.path) where.push(`文件：${payload.path}`);
+  if (payload.line) where.push(`第 ${payload.line} 行`);
+  return where.length ? `${zh}（${where.join("，")}）` : zh;
+}
 export function apply(root = document) {
   document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
   for (const el of root.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);

@@ -27,9 +27,10 @@ export function notice(error, actions = [], kind = "error") {
   if (typeof error === "string") box.append(h("div", {}, error));
   else {
     const code = error.code || error.error || "";
-    box.append(h("div", {}, h("span", { class: "code" }, code), " ", i18n.codeText(code), " ", error.message || ""));
+    // Chinese: the catalogue's message (it says what to do); English: the message and the hint
+    box.append(h("div", { title: error.message || "" }, h("span", { class: "code" }, code), " ", i18n.errorText(error)));
     const hint = error.payload?.hint || error.hint;
-    if (hint) box.append(h("div", { class: "muted" }, `${i18n.t("common.hint")}: ${hint}`));
+    if (hint && i18n.getLang() !== "zh") box.append(h("div", { class: "muted" }, `${i18n.t("common.hint")}: ${hint}`));
   }
   const row = h("div", { class: "actions" });
   for (const [label, fn] of actions) row.append(h("button", { class: "primary", onclick: async () => { box.hidden = true; await fn(); } }, label));

@@ -1,7 +1,7 @@
 // The person's own .pvf.js runs: edit with the api.d.ts help beside, run / cancel, then the plan
 // goes to the same review view as the agent's (preview / apply / discard).
 import { op } from "./api.js";
-import { t } from "./i18n.js";
+import { errorText, t, word } from "./i18n.js";
 import { $, attempt, h, notice, on, showView, ws } from "./main.js";
 
 const EXAMPLE = `// 例：把 [price] 低于 100 的装备价格改为 100\nfor (const file of pvf.find("equipment/**/*.equ")) {\n  const doc = file.parse();\n  // ...\n}\n`;
@@ -21,7 +21,7 @@ async function follow(data) {
   if (!running) return;
   const s = data.tasks.find((x) => x.taskId === running);
   if (!s) return;
-  el.out.textContent = `${s.taskId}: ${s.state} ${s.phase}\n${(s.logs || []).join("\n")}${s.error ? `\n${s.error.error}: ${s.error.message}` : ""}`;
+  el.out.textContent = `${s.taskId}: ${word(s.state)}${s.phase !== s.state ? ` ${word(s.phase)}` : ""}\n${(s.logs || []).join("\n")}${s.error ? `\n${s.error.error}：${errorText(s.error)}` : ""}`;
   if (["succeeded", "failed", "cancelled"].includes(s.state)) {
     running = null;
     el.cancel.disabled = true;

@@ -1,6 +1,6 @@
 // Import and export dialogs: prepare → preview (warnings to acknowledge) → apply / write, or discard.
 import { op } from "./api.js";
-import { t } from "./i18n.js";
+import { t, word } from "./i18n.js";
 import { $, attempt, h, notice, refreshInfo, showView, ws } from "./main.js";
 
 const lines = (text) => text.split("\n").map((s) => s.trim()).filter(Boolean);
@@ -33,9 +33,9 @@ async function followTask(handle, box) {
       const s = await op("task", { taskId: handle.taskId, logLimit: 1 });
       const p = s.progress || {};
       if (p.total) { bar.max = p.total; bar.value = p.done; } else bar.removeAttribute("value");
-      label.textContent = `${p.message || s.kind}: ${p.done ?? 0}${p.total ? ` / ${p.total}` : ""}`;
+      label.textContent = `${word(p.message || s.kind)}: ${p.done ?? 0}${p.total ? ` / ${p.total}` : ""}`;
       if (s.state === "succeeded") return s.result;
-      if (s.state === "failed" || s.state === "cancelled") { notice({ code: s.error.error, message: s.error.message, hint: s.error.hint }); return undefined; }
+      if (s.state === "failed" || s.state === "cancelled") { notice({ code: s.error.error, message: s.error.message, hint: s.error.hint, payload: s.error }); return undefined; }
       await new Promise((r) => setTimeout(r, 250));
     }
   } finally { box.replaceChildren(); }
