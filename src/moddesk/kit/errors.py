@@ -68,6 +68,9 @@ ERROR_ZH: dict[str, str] = {
     "TOKENIZER_FAILED": "统计 token 数失败。",
     "NOT_RUNNING": "服务没有在运行。请先启动它。",
     "STALE_NOTES": "笔记在游标发出后变了。请重新读取。",
+    # kit.native
+    "NATIVE_CORE_MISSING": "要求使用原生核心（MODDESK_CORE=native），但没有安装 moddesk_native。请安装该轮子或改用 python。",
+    "CORE_CHOICE_INVALID": "MODDESK_CORE 的值无效，只能是 python、native 或 auto。",
     # kit.agents
     "UNKNOWN_CLIENT": "moddesk 不能配置这个 MCP 客户端名称。",
     "CONFIG_UNSUPPORTED": "这个客户端没有此范围或此传输方式的配置。",
