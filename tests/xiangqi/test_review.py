@@ -11,6 +11,7 @@ from moddesk.xiangqi.review import (
     MAX_TURNING,
     Analyst,
     Line,
+    PlayedGame,
     candidates,
     evaluation_summary,
     expected_score,
@@ -19,8 +20,8 @@ from moddesk.xiangqi.review import (
 from moddesk.xiangqi.store import Settings
 
 
-def replay(start: str, moves: list[str]) -> Game:
-    return Game.replay(start, moves, "asian", 120)
+def replay(start: str, moves: list[str]) -> PlayedGame:
+    return Game.replay(start, moves, "asian", 120).played()
 
 
 def test_blunder_is_a_turning_point(tmp_path: Path) -> None:
@@ -56,7 +57,7 @@ def test_mate_scores_and_summaries() -> None:
 
 def test_review_of_a_finished_game_scores_the_mate() -> None:
     start = "4k4/R8/9/9/9/9/9/9/9/1R1K5 w - - 0 1"
-    review = review_game(Analyst("builtin"), start, ["b0b9"], 0.2, replay, "all")
+    review = review_game(Analyst("builtin"), start, ["b0b9"], 0.2, "all")
     assert review["curve"][-1]["scoreRed"] == MATE_CP  # Black is checkmated: no line, Red has won
     assert review["moves"][0]["zh"] == "车八进九" and review["moves"][0]["loss"] == 0  # one of two mates in 1
 
@@ -82,30 +83,30 @@ class Scripted(Analyst):
         self.label = "scripted"
 
     def analyse(
-        self, game: Game, seconds: float, multipv: int, depth: int | None, stop: object = None
+        self, game: PlayedGame, seconds: float, multipv: int, depth: int | None, stop: object = None
     ) -> list[Line]:
-        return [self.answers[len(game.moves())]]
+        return [self.answers[len(game.moves)]]
 
 
 def test_flags_only_losing_moves_that_differ_from_the_best_and_caps_them() -> None:
     # a level game where the side to move's score alternates sign is not a swing (normalised per mover)
     moves = ["h2e2", "h9g7", "h0g2", "i9h9", "i0h0", "b9c7", "b0c2", "a9b9"]
     level = [Line("a0a1", 20 if i % 2 == 0 else -20, pv=["a0a1"]) for i in range(len(moves) + 1)]
-    review = review_game(Scripted(level), START, moves, 0.01, replay, "all")
+    review = review_game(Scripted(level), START, moves, 0.01, "all")
     assert review["turningPoints"] == [] and review["flagged"] == 0
     # ply 3 (马二进三) drops Red from +20 to -400: flagged, with the engine's line in Chinese
     dropped = list(level[:3])  # from ply 3 on Black is 4 pawns up (scores for the side to move)
     dropped += [Line("h9h5", 400 if i % 2 else -400, pv=["h9h5"]) for i in range(3, len(moves) + 1)]
-    review = review_game(Scripted(dropped), START, moves, 0.01, replay, "all")
+    review = review_game(Scripted(dropped), START, moves, 0.01, "all")
     (tp,) = review["turningPoints"]
     assert tp["ply"] == 3 and tp["zh"] == "马二进三" and tp["winLoss"] > 25 and tp["judgementZh"] == "败着"
     assert tp["best"]["iccs"] == "a0a1" and tp["best"]["lineZh"] == ["车九进一"]
     # the same drop after the engine's own best move is not a mistake of the mover
     same = list(dropped)
     same[2] = Line("h0g2", 20, pv=["h0g2"])
-    assert review_game(Scripted(same), START, moves, 0.01, replay, "all")["turningPoints"] == []
+    assert review_game(Scripted(same), START, moves, 0.01, "all")["turningPoints"] == []
     # every move a blunder: only the MAX_TURNING largest are turning points, in game order
     wild = [Line("a0a1" if i % 2 == 0 else "a9a8", 900 * (i + 1), pv=[]) for i in range(len(moves) + 1)]
-    review = review_game(Scripted(wild), START, moves, 0.01, replay, "turning")
+    review = review_game(Scripted(wild), START, moves, 0.01, "turning")
     plies = [tp["ply"] for tp in review["turningPoints"]]
     assert review["flagged"] > len(plies) == MAX_TURNING and plies == sorted(plies)

@@ -21,7 +21,14 @@ from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi.core import board as xb
 from moddesk.xiangqi.core import levels, notation, rules
 from moddesk.xiangqi.errors import GameError
-from moddesk.xiangqi.review import Analyst, candidates, evaluation_summary, make_analyst
+from moddesk.xiangqi.review import (
+    Analyst,
+    PlayedGame,
+    candidates,
+    evaluation_summary,
+    make_analyst,
+    review_game,
+)
 from moddesk.xiangqi.store import GameRecord, GameStore, OpponentKind, Settings, Side
 
 logger = logging.getLogger("moddesk.xiangqi.game")
@@ -98,6 +105,10 @@ class Game:
     def keys(self) -> list[int]:
         """Zobrist keys of every position of the game, the current one last (for repetition)."""
         return [*self.pos.key_history(), self.pos.key]
+
+    def played(self) -> PlayedGame:
+        """The plain record the engine analysis reads (it shares ``pos``, which it only reads)."""
+        return PlayedGame(self.start_fen, tuple(self.moves()), self.pos)
 
     def play(self, iccs: str) -> dict[str, str]:
         """Play a legal ICCS move; returns ``{iccs, zh, captured, side}``."""
@@ -249,9 +260,6 @@ class GameService:
 
     # ---- derived state
 
-    def _replay(self, start_fen: str, moves: list[str]) -> Game:
-        return Game.replay(start_fen, moves, self.settings.rule_set, self.settings.no_capture_limit)
-
     def _game(self, record: GameRecord) -> Game:
         return Game.replay(
             record.start_fen, record.moves, self.settings.rule_set, self.settings.no_capture_limit
@@ -392,7 +400,7 @@ class GameService:
         """The local opponent plays at its level on the builtin search; the model's stand-in uses the engine."""
         level = record.opponent.get("level")
         if record.opponent["kind"] != "local" or self.settings.opponent_engine == "engine" or not level:
-            return self.engine.best_move(game, self.settings.think_time, stop)
+            return self.engine.best_move(game.played(), self.settings.think_time, stop)
         move = levels.choose_move(game.pos, int(level), self.settings.think_time, stop, game.keys())
         if move is None:
             raise GameError("ENGINE_FAILED", "the engine found no move", hint="The game may be over.")
@@ -541,9 +549,9 @@ class GameService:
     def evaluation(self, session: str, revision: int) -> dict[str, Any]:
         key = (session, revision)
         if key not in self._eval_cache:
-            game = self._game(self._load(session))
-            lines = self.engine.analyse(game, self.settings.review_time * 3, 1, None)
-            self._eval_cache[key] = evaluation_summary(game, lines)
+            played = self._game(self._load(session)).played()
+            lines = self.engine.analyse(played, self.settings.review_time * 3, 1, None)
+            self._eval_cache[key] = evaluation_summary(played, lines)
             if len(self._eval_cache) > 512:
                 self._eval_cache.pop(next(iter(self._eval_cache)))
         return dict(self._eval_cache[key])
@@ -721,10 +729,10 @@ class GameService:
                 raise GameError(
                     "GAME_OVER", "the game is over; there is nothing to hint", hint="Start a new game."
                 )
-            game = self._game(self._load(session))
-            lines = self.engine.analyse(game, self.settings.hint_time, max(1, min(count, 10)), depth)
-            value["candidates"] = candidates(game, lines)
-            value["evaluation"] = evaluation_summary(game, lines)
+            played = self._game(self._load(session)).played()
+            lines = self.engine.analyse(played, self.settings.hint_time, max(1, min(count, 10)), depth)
+            value["candidates"] = candidates(played, lines)
+            value["evaluation"] = evaluation_summary(played, lines)
             value["engine"] = self.engine.label
         return value
 
@@ -732,8 +740,6 @@ class GameService:
         self, session_id: str | None = None, highlight: Literal["turning", "all"] = "turning"
     ) -> dict[str, Any]:
         """Move-by-move evaluation curve, turning points and the best alternative of each move."""
-        from moddesk.xiangqi.review import review_game
-
         session = self.resolve(session_id)
         with self._hint_lock(session):
             record = self._load(session)
@@ -743,7 +749,6 @@ class GameService:
                 record.start_fen,
                 record.moves,
                 self.settings.review_time,
-                self._replay,
                 highlight,
             )
         return value

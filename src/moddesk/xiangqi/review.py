@@ -10,17 +10,13 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi import detect, engines
 from moddesk.xiangqi.core import board as xb
 from moddesk.xiangqi.core import notation
-
-if TYPE_CHECKING:
-    from moddesk.xiangqi.game import Game
 
 logger = logging.getLogger("moddesk.xiangqi.review")
 
@@ -30,6 +26,27 @@ MISTAKE_LOSS = 10.0  # expected-score points (of 100) a move must lose to be fla
 BLUNDER_LOSS = 25.0  # ... and to be called a blunder (败着) rather than a mistake (失着)
 MAX_TURNING = 6  # turning points: the largest flagged losses, so a long game shows the few that matter
 BETTER_LINE_PLIES = 6  # plies of the engine's line shown with a better move
+
+
+@dataclass(frozen=True)
+class PlayedGame:
+    """A game as the engine sees it: the start, the ICCS moves since, and the position they reach.
+
+    A plain record (``Game.played()`` builds one for the service, ``review_game`` one per ply), so
+    the analysis needs nothing of the game service. ``pos`` is only read: searches use a copy.
+    """
+
+    start_fen: str
+    moves: tuple[str, ...]
+    pos: xb.Position
+
+    @property
+    def turn(self) -> Literal["r", "b"]:
+        return "r" if self.pos.turn == xb.RED else "b"
+
+    def keys(self) -> list[int]:
+        """Zobrist keys of every position of the game, the current one last (for repetition)."""
+        return [*self.pos.key_history(), self.pos.key]
 
 
 @dataclass
@@ -76,7 +93,12 @@ class Analyst:
             )
 
     def analyse(
-        self, game: Game, seconds: float, multipv: int, depth: int | None, stop: threading.Event | None = None
+        self,
+        game: PlayedGame,
+        seconds: float,
+        multipv: int,
+        depth: int | None,
+        stop: threading.Event | None = None,
     ) -> list[Line]:
         """The best ``multipv`` lines of the position, searched for ``seconds`` (or to ``depth``)."""
         if not game.pos.has_legal_move():
@@ -100,17 +122,19 @@ class Analyst:
             for ln in result.lines
         ]
 
-    def _external_lines(self, game: Game, seconds: float, multipv: int, depth: int | None) -> list[Line]:
+    def _external_lines(
+        self, game: PlayedGame, seconds: float, multipv: int, depth: int | None
+    ) -> list[Line]:
         try:
             infos = self._external.analyse(
-                game.start_fen, game.moves(), time_limit=seconds, depth=depth, multipv=multipv
+                game.start_fen, list(game.moves), time_limit=seconds, depth=depth, multipv=multipv
             )
         except ServiceError:
             # a crashed or wedged engine process gets one restart; a second failure is reported
             self._external.close()
             self._external = engines.open_engine(self.spec[4:])
             infos = self._external.analyse(
-                game.start_fen, game.moves(), time_limit=seconds, depth=depth, multipv=multipv
+                game.start_fen, list(game.moves), time_limit=seconds, depth=depth, multipv=multipv
             )
         return [
             Line(move=i.pv[0], score=i.score, mate=i.mate, depth=i.depth, pv=list(i.pv))
@@ -118,7 +142,7 @@ class Analyst:
             if i.pv
         ]
 
-    def best_move(self, game: Game, seconds: float, stop: threading.Event | None) -> str:
+    def best_move(self, game: PlayedGame, seconds: float, stop: threading.Event | None) -> str:
         """The move the local opponent plays."""
         lines = self.analyse(game, seconds, 1, None, stop)
         if not lines:
@@ -134,7 +158,7 @@ def make_analyst(spec: str) -> Analyst:
     return Analyst(spec)
 
 
-def _pv_chinese(game: Game, pv: list[str]) -> list[str]:
+def _pv_chinese(game: PlayedGame, pv: list[str]) -> list[str]:
     """Render a PV in Chinese notation on a scratch copy of the position (stops at a bad move)."""
     pos = game.pos.copy()
     out: list[str] = []
@@ -147,7 +171,7 @@ def _pv_chinese(game: Game, pv: list[str]) -> list[str]:
     return out
 
 
-def candidates(game: Game, lines: list[Line]) -> list[dict[str, Any]]:
+def candidates(game: PlayedGame, lines: list[Line]) -> list[dict[str, Any]]:
     """Hint candidates: ICCS, Chinese, score (cp, side to move), mate, PV in both notations, squares."""
     out = []
     for line in lines:
@@ -178,7 +202,7 @@ def score_zh(score: int, mate: int | None) -> str:
     return f"{score / 100:+.2f} 兵"
 
 
-def evaluation_summary(game: Game, lines: list[Line]) -> dict[str, Any]:
+def evaluation_summary(game: PlayedGame, lines: list[Line]) -> dict[str, Any]:
     """Score for the side to move and for Red (the eval bar), mate distance, depth, best move."""
     if not lines:
         return {
@@ -228,7 +252,6 @@ def review_game(
     start_fen: str,
     moves: list[str],
     seconds: float,
-    replay: Callable[[str, list[str]], Game],
     highlight: Literal["turning", "all"] = "turning",
     budget: float = 20.0,
 ) -> dict[str, Any]:
@@ -244,10 +267,17 @@ def review_game(
     per_position = max(0.02, min(seconds, budget / (len(moves) + 1)))
     scores: list[int] = []  # centipawns for the side to move at each ply
     best: list[Line | None] = []
-    games: list[Game] = []
+    games: list[PlayedGame] = []
+    moves_zh: list[str] = []
+    pos = xb.Position(start_fen)
+    start_fen = pos.fen()
     for ply in range(len(moves) + 1):
-        game = replay(start_fen, moves[:ply])
+        game = PlayedGame(start_fen, tuple(moves[:ply]), pos.copy())
         games.append(game)
+        if ply < len(moves):
+            move = xb.Move(xb.parse_square(moves[ply][:2]), xb.parse_square(moves[ply][2:4]))
+            moves_zh.append(notation.to_chinese(pos, move))
+            pos.push(move)
         lines = analyst.analyse(game, per_position, 1, None)
         # no legal move: the side to move has lost (checkmate or stalemate)
         scores.append(lines[0].cp() if lines else -MATE_CP)
@@ -266,7 +296,7 @@ def review_game(
             "ply": ply + 1,
             "side": game.turn,
             "iccs": iccs,
-            "zh": games[ply + 1].history()[-1]["zh"],
+            "zh": moves_zh[ply],
             "before": red_scores[ply],
             "after": red_scores[ply + 1],
             "loss": max(0, sign * (red_scores[ply] - red_scores[ply + 1])),
@@ -297,7 +327,7 @@ def review_game(
     return result
 
 
-def _better(game: Game, top: Line) -> dict[str, Any]:
+def _better(game: PlayedGame, top: Line) -> dict[str, Any]:
     """The engine's choice in a position: the move and its line in both notations."""
     line = (top.pv or [top.move])[:BETTER_LINE_PLIES]
     line_zh = _pv_chinese(game, line)
