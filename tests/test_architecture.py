@@ -296,7 +296,6 @@ KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset(
     {
         frozenset({"moddesk.pvf.docparse", "moddesk.pvf.document"}),
         frozenset({"moddesk.pvf.agent.serve", "moddesk.pvf.web.routes", "moddesk.pvf.web.settings"}),
-        frozenset({"moddesk.xiangqi.gamefiles.records", "moddesk.xiangqi.gamefiles.xqf"}),
     }
 )
 

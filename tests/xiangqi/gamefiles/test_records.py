@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi.core.board import START_FEN, Position
 from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.gamefiles import records, xqf
+from moddesk.xiangqi.gamefiles import model, records, xqf
 from moddesk.xiangqi.gamefiles.games import export_record, load_record
 from moddesk.xiangqi.rpc import dispatch
 from moddesk.xiangqi.store import Settings
@@ -78,7 +78,7 @@ def test_ubb_strings_as_dongping_writes_them() -> None:
     assert again.start_fen == setup.start_fen and again.moves == setup.moves
 
 
-def _game_record() -> records.Record:
+def _game_record() -> model.Record:
     pgn = (HERE / "cchess-zhongpao-liepao.pgn").read_text(encoding="utf-8")
     record = records.read_pgn(pgn)
     record.tags.update({"Red": "红方棋手", "Black": "黑方棋手", "Event": "测试赛", "Result": "1-0"})
@@ -102,8 +102,8 @@ def test_xqf_we_write_is_read_by_cchess(tmp_path: Path) -> None:
         assert back.comments == record.comments
 
 
-def _endgame() -> records.Record:
-    return records.Record(start_fen=ENDGAME_FEN, moves=["d8e8", "e9f9", "e8e9", "f9e9", "c9d7"])
+def _endgame() -> model.Record:
+    return model.Record(start_fen=ENDGAME_FEN, moves=["d8e8", "e9f9", "e8e9", "f9e9", "c9d7"])
 
 
 def _scramble(b: int, prev: int) -> int:
@@ -111,7 +111,7 @@ def _scramble(b: int, prev: int) -> int:
     return ((((((b * b) * 3 + 9) * 3 + 8) * 2 + 1) * 3 + 8) * prev) & 0xFF
 
 
-def encrypted_xqf(record: records.Record, seed: int, version: int = 18) -> bytes:
+def encrypted_xqf(record: model.Record, seed: int, version: int = 18) -> bytes:
     """An XQF file in the encrypted layout (versions 11-18), built from the format description."""
     rng = random.Random(seed)
     head = bytearray(1024)
@@ -129,7 +129,7 @@ def encrypted_xqf(record: records.Record, seed: int, version: int = 18) -> bytes
     ]
     pos = Position(record.start_fen)
     setup = record.start_fen.split()[0] != START_FEN.split()[0]
-    plain = [0xFF if sq is None else (sq % 9) * 10 + 9 - sq // 9 for sq in records.piece_slots(pos)]
+    plain = [0xFF if sq is None else (sq % 9) * 10 + 9 - sq // 9 for sq in model.piece_slots(pos)]
     for i in range(32):
         head[0x10 + i] = (plain[(key_xy + 1 + i) % 32] + key_xy) & 0xFF
     head[0x40] = 3 if setup else 0
@@ -181,15 +181,15 @@ def test_damaged_records_say_what_is_wrong() -> None:
         (b"XQ\x63" + data[3:], "UNSUPPORTED_RECORD"),  # a version nobody wrote
         (b"\x00\x01\x02garbage" * 10, "UNSUPPORTED_RECORD"),
     ):
-        with pytest.raises(records.RecordError) as info:
+        with pytest.raises(model.RecordError) as info:
             cut(broken, "game.xqf" if broken.startswith(b"XQ") else "game.bin")
         assert info.value.code == code and info.value.details["errorZh"]
     illegal = bytearray(VALID_XQF)  # no comment before move 4: record n sits at 0x400 + 8n
     illegal[0x400 + 8 * 3] = 24 + 44  # move 3 now starts on e4, an empty point
-    with pytest.raises(records.RecordError) as info:
+    with pytest.raises(model.RecordError) as info:
         cut(bytes(illegal), "x.xqf")
     assert info.value.code == "BAD_RECORD" and info.value.details["ply"] == 3
-    with pytest.raises(records.RecordError) as info:
+    with pytest.raises(model.RecordError) as info:
         records.read_pgn("1. 炮二平五 炮8平5 2. 车一进五")
     assert info.value.details["ply"] == 3 and "第 3 步" in info.value.details["errorZh"]
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.gamefiles import records, xqf
+from moddesk.xiangqi.gamefiles import model, records, xqf
 from moddesk.xiangqi.store import OpponentKind, Side
 
 ExportFormat = Literal["pgn", "pgn-wxf", "pgn-iccs", "ubb", "xqf"]
@@ -52,7 +52,7 @@ def load_record(
         opponent or "local",
         fen=record.start_fen,
         moves=record.moves[:at],
-        tags={k: v for k, v in record.tags.items() if k in records.TAGS},
+        tags={k: v for k, v in record.tags.items() if k in model.TAGS},
         level=level,
     )
     if review:
@@ -83,7 +83,7 @@ def export_record(service: GameService, session_id: str | None, fmt: str = "pgn"
     tags.setdefault("Black", black)
     tags.setdefault("Event", f"moddesk {session}")
     tags["Result"] = value["result"]
-    record = records.Record(start_fen=value["startFen"], moves=list(value["iccs"]), tags=tags)
+    record = model.Record(start_fen=value["startFen"], moves=list(value["iccs"]), tags=tags)
     out: dict[str, Any] = {
         "ok": True,
         "sessionId": session,

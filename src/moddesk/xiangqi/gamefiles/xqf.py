@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 
 from moddesk.xiangqi.core.board import START_FEN, Position
-from moddesk.xiangqi.gamefiles.records import (
+from moddesk.xiangqi.gamefiles.model import (
     SLOT_KINDS,
     Record,
     RecordError,
