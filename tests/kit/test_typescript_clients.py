@@ -209,7 +209,7 @@ def test_xiangqi_families(tools: NodeTools, servers: dict[str, str]) -> None:
     assert bad["errorZh"] and bad["legalMoves"] and bad["fields"][0]["path"].startswith("move")
     _refused(_call(tools, url, "xiangqi_hint", count=0), "xiangqi_hint", "INVALID_ARGUMENT")
     board = _ok(_call(tools, url, "xiangqi_board", includeMoves=False), "xiangqi_board")
-    assert "a b c d e f g h i" in board["content"][0]["text"]
+    assert "九  八  七  六  五  四  三  二  一" in board["content"][0]["text"]  # Red's file numbers
     _refused(_call(tools, url, "xiangqi_undo", sessionId="nope"), "xiangqi_undo", "UNKNOWN_SESSION")
 
 

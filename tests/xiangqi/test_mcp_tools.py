@@ -26,6 +26,7 @@ TOOLS = {
     "xiangqi_undo",
     "xiangqi_hint",
     "xiangqi_review",
+    "xiangqi_draw",
     "xiangqi_result_page",
 }
 

@@ -293,6 +293,13 @@ def show(value: dict[str, Any], as_json: bool) -> None:
         console.print(f"已载入棋谱（{names}，共 {rec['plies']} 手），从第 {rec['startedAt']} 手开始")
         for note in rec["notes"]:
             console.print(f"[dim]{note}[/]")
+    offer = value.get("drawOffer")
+    if offer and offer["by"] == "opponent":
+        console.print(
+            "对手提和：同意请运行 `moddesk xiangqi draw accept`，拒绝请运行 `moddesk xiangqi draw decline`。"
+        )
+    elif offer:
+        console.print("你已提和，等待对手答复。")
     if value.get("played"):
         console.print(f"你走了 {value['played']}")
     if value.get("lastMove"):
@@ -514,6 +521,25 @@ def load(
     if level is not None:
         body["level"] = level
     return body
+
+
+@person_command()
+def draw(
+    action: Annotated[
+        str, typer.Argument(help="offer (提和), accept (同意) or decline (拒绝) the opponent's offer.")
+    ] = "offer",
+) -> dict[str, Any]:
+    """Offer a draw, or answer the opponent's offer (提和 / 同意 / 拒绝)."""
+    from moddesk.xiangqi.rpc import DRAW_WORDS
+
+    if action not in DRAW_WORDS:
+        raise ServiceError(
+            "INVALID_ARGUMENT",
+            f"draw takes offer, accept or decline, not {action!r}",
+            hint="moddesk xiangqi draw offer",
+            errorZh="提和请用 offer（提和）、accept（同意）或 decline（拒绝）",
+        )
+    return {"action": DRAW_WORDS[action]}
 
 
 @person_command()

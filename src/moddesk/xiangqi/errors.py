@@ -33,6 +33,10 @@ GAME_ERRORS: dict[str, tuple[str, str]] = {
         "对手不在思考中",
     ),
     "ENGINE_FAILED": ("The engine could not produce a move or an analysis.", "引擎出错"),
+    "DRAW_REFUSED": (
+        "This draw action is not possible now: no open offer from the other side, or an offer again too soon.",
+        "现在不能这样处理和棋：对方没有提和，或刚被拒绝后需先走一步再提",
+    ),
 }
 # the notation codes belong to the engine core (imported above, so its texts are registered first)
 register_codes({code: text for code, (text, _zh) in GAME_ERRORS.items() if code not in ERROR_CODES})

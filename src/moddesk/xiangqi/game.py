@@ -47,7 +47,24 @@ MESSAGE_TONES = {
     "game.resigned": "info",
     "game.undone": "info",
     "game.new": "info",
+    "draw.offered.hero": "info",
+    "draw.offered.opponent": "warn",
+    "draw.declined": "info",
+    "draw.withdrawn": "info",
+    "draw.agreed": "info",
 }
+DrawAction = Literal["offer", "accept", "decline"]
+
+
+def check_person_consent(actor: Actor, offer: dict[str, Any] | None) -> None:
+    """The one place for the draw's person-only rule (#27: register it in the kit's person-only
+    action registry when that lands): accepting the model's offer is the person's action alone."""
+    if offer is not None and offer["by"] == "opponent" and actor != "hero":
+        raise GameError(
+            "DRAW_REFUSED",
+            "only the person can accept the model's draw offer",
+            hint="Wait for the person's answer.",
+        )
 
 
 # ----------------------------------------------------------------------------------- the position
@@ -270,6 +287,8 @@ class GameService:
             winner = "b" if record.resigned == "r" else "r"
             who = "红方" if record.resigned == "r" else "黑方"
             return {"state": "resigned", "winner": winner, "reason": "RESIGNED", "reasonZh": f"{who}认输"}
+        if record.draw_agreed:
+            return {"state": "draw", "winner": None, "reason": "DRAW_AGREED", "reasonZh": "双方同意和棋"}
         status = game.status()
         if status["state"] == "playing" and len(record.moves) >= record.max_plies:
             return {
@@ -319,6 +338,7 @@ class GameService:
             "maxPlies": record.max_plies,
             "plies": len(record.moves),
             "pendingSince": record.pending_since if playing and record.pending else None,
+            "drawOffer": dict(record.draw_offer) if playing and record.draw_offer else None,
         }
 
     def _legal_list(self, game: Game) -> list[dict[str, str]]:
@@ -452,6 +472,10 @@ class GameService:
         now = time.time()
         record.clock[self._side_name(game.turn)] += max(0.0, now - record.turn_started)
         record.turn_started = now
+        offer = record.draw_offer
+        mover = "hero" if game.turn == record.hero else "opponent"
+        if offer is not None and offer["by"] != mover:  # moving on is declining the offer
+            record.draw_offer = None
         played = game.play(iccs)
         record.moves.append(iccs)
         record.reasons.append(by)
@@ -638,6 +662,8 @@ class GameService:
             del record.moves[-count:]
             del record.reasons[-count:]
             record.resigned = None
+            record.draw_agreed = False
+            record.draw_offer = None
             record.turn_started = time.time()
             game = self._game(record)
             self._after_change(record, game)
@@ -650,10 +676,10 @@ class GameService:
     def _check_model_undo(self, record: GameRecord, game: Game, count: int) -> None:
         """The model's undo: never reopens a resigned game (only the person ends one by resigning,
         and only the person undoes past that), at most its last move pair, and its own move in it."""
-        if record.resigned is not None:
+        if record.resigned is not None or record.draw_agreed:
             raise GameError(
                 "UNDO_REFUSED",
-                "the person resigned this game; only the person can take moves back now",
+                "the person ended this game (resigned or agreed a draw); only the person can take moves back now",
                 hint="Start a new game with xiangqi_new if the person wants another.",
             )
         if count > MODEL_UNDO_PLIES:
@@ -685,6 +711,84 @@ class GameService:
             record.pending_since = None
             self._set_message(record, "game.resigned")
         return self.view(session)
+
+    def draw(self, actor: Actor, action: DrawAction, session_id: str | None = None) -> dict[str, Any]:
+        """Offer a draw, or accept / decline the other side's offer.
+
+        No draw without the person's yes: the model's offer waits for the person; the model can
+        accept only an offer the person made. Offering while the other side's offer is open accepts
+        it. A local opponent answers the person's offer at once from its own evaluation.
+        """
+        session = self.resolve(session_id)
+        with self._mutate(session) as record:
+            game = self._game(record)
+            if self._status(record, game)["state"] != "playing":
+                raise GameError("GAME_OVER", "the game is already over", hint="Start a new game.")
+            offer = record.draw_offer
+            theirs = offer is not None and offer["by"] != actor
+            if action == "offer" and theirs:
+                action = "accept"
+            if action == "offer":
+                self._offer_draw(record, actor)
+            elif not theirs:
+                raise GameError(
+                    "DRAW_REFUSED",
+                    f"there is no draw offer from the {'model' if actor == 'hero' else 'person'} to {action}",
+                    hint="Offer a draw instead, or play on.",
+                )
+            elif action == "accept":
+                check_person_consent(actor, offer)
+                self._cancel_job(session)
+                record.clock[self._side_name(game.turn)] += max(0.0, time.time() - record.turn_started)
+                record.draw_agreed = True
+                record.draw_offer = None
+                record.pending = None
+                record.pending_since = None
+                self._set_message(record, "draw.agreed")
+            else:
+                assert offer is not None
+                record.draw_declined[offer["by"]] = len(record.moves)
+                record.draw_offer = None
+                self._set_message(record, "draw.declined")
+        if action == "offer" and actor == "hero":
+            self._local_answers_draw(session)
+        return self.view(session)
+
+    def _offer_draw(self, record: GameRecord, actor: Actor) -> None:
+        if record.draw_offer is not None:
+            return  # already offered: the same offer stands
+        if record.draw_declined.get(actor) == len(record.moves):
+            raise GameError(
+                "DRAW_REFUSED",
+                "this offer was just declined; offer again after your next move",
+                hint="Play a move first.",
+            )
+        record.draw_offer = {"by": actor, "ply": len(record.moves)}
+        self._set_message(record, f"draw.offered.{actor}")
+
+    def _local_answers_draw(self, session: str) -> None:
+        """The local engine accepts the person's offer when it stands no better than level."""
+        record = self._load(session)
+        if record.opponent["kind"] != "local" or record.draw_offer is None:
+            return
+        game = self._game(record)
+        lines = self.engine.analyse(game, min(self.settings.think_time, 0.5), 1, None)
+        mine = lines[0].cp() if lines else 0
+        if game.turn == record.hero:
+            mine = -mine  # the score is the side to move's: the engine's own is its opposite
+        with self._mutate(session) as rec:
+            if rec.draw_offer is None or rec.revision != record.revision:
+                return  # the game moved on while the engine thought
+            if mine <= 0:
+                rec.draw_agreed = True
+                rec.pending = None
+                rec.pending_since = None
+                self._cancel_job(session)
+                self._set_message(rec, "draw.agreed")
+            else:
+                rec.draw_declined["hero"] = len(rec.moves)
+                self._set_message(rec, "draw.declined")
+            rec.draw_offer = None
 
     def fallback(self, session_id: str | None = None) -> dict[str, Any]:
         """Give up on the model for this move and let the local engine move now."""

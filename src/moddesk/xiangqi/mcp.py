@@ -28,10 +28,23 @@ INSTRUCTIONS = (
     "Chinese chess (xiangqi) against the person you are talking with. You are the opponent: "
     "start with xiangqi_new, read the position with xiangqi_board, answer with xiangqi_move "
     "(ICCS like h2e2 or Chinese like 炮8平5). You can never move for the person. Use xiangqi_hint "
-    "when unsure (it costs no model budget) and xiangqi_review after the game."
+    "when unsure (it costs no model budget) and xiangqi_review after the game. A draw needs the "
+    "person's yes: xiangqi_draw offers one or answers theirs."
 )
 
-PROMPT_COMMANDS = ("new", "state", "move ", "undo", "hint", "resign", "review", "export")
+PROMPT_COMMANDS = (
+    "new",
+    "state",
+    "move ",
+    "undo",
+    "hint",
+    "draw offer",
+    "draw accept",
+    "draw decline",
+    "resign",
+    "review",
+    "export",
+)
 
 # ----------------------------------------------------------------------------------- output models
 
@@ -71,6 +84,10 @@ class GameView(_Open):
     maxPlies: int
     plies: int
     panelUrl: str | None = None
+    drawOffer: Obj | None = Field(default=None, description="{by: hero|opponent, ply}: an open draw offer")
+    wait: Obj | None = Field(
+        default=None, description="{waited, timeout, remaining} while your move is awaited"
+    )
 
 
 class BoardView(GameView):
@@ -244,6 +261,17 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         """Review the game: move record, per-move evaluation curve, turning points and the best alternatives."""
         return with_panel(service.review(sessionId, highlight))
 
+    def xiangqi_draw(
+        action: Annotated[
+            Literal["offer", "accept", "decline"],
+            Field(description="offer a draw, or accept/decline the person's open offer"),
+        ],
+        sessionId: SessionArg = None,
+    ) -> dict[str, Any]:
+        """Offer the person a draw, or answer the person's offer. No draw without the person's yes:
+        your offer waits for the person; accept works only on an offer the person made."""
+        return with_panel(service.draw("opponent", action, sessionId))
+
     def on_invalid_argument(tool: str, arguments: dict[str, Any], error: ServiceError) -> ServiceError:
         """Schema-level refusals keep the game contract: errorZh, and for a move the legal moves."""
         details: dict[str, Any] = {**error.details, "errorZh": "参数不合法"}
@@ -270,6 +298,7 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         (xiangqi_move, MoveView, "Play your xiangqi move", with_board, False, False),
         (xiangqi_undo, UndoView, "Take back xiangqi moves", with_board, False, True),
         (xiangqi_hint, HintView, "Engine hint", without_board, False, False),
+        (xiangqi_draw, GameView, "Offer or answer a draw", with_board, False, False),
         (xiangqi_review, ReviewView, "Review the game", without_board, False, False),
     ):
         # the tools return the service's projection dict as is; the model only declares its outputSchema,
@@ -304,7 +333,7 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
     @server.prompt(
         name="xiangqi",
         title="Xiangqi command (acts for you, the person)",
-        description="new | state | move <着法> | undo [n] | hint | resign | review | export — e.g. `move 炮二平五`",
+        description="new | state | move <着法> | undo [n] | hint | draw offer|accept|decline | resign | review | export",
     )
     def xiangqi_prompt(command: str) -> str:
         try:

@@ -30,7 +30,10 @@ logger = logging.getLogger("moddesk.xiangqi.rpc")
 CHANNEL = "/xiangqi-mate"
 PANEL_PATH = "/xiangqi/"
 PANEL_DIR = Path(__file__).with_name("panel")
-ENDPOINTS = ("state", "move", "undo", "hint", "new", "review", "resign", "fallback", "export", "load")
+ENDPOINTS = ("state", "move", "undo", "hint", "new", "review", "resign", "draw", "fallback", "export", "load")
+# draw actions as the person may type them: 提和/求和 offer, 同意/接受 accept, 拒绝 decline
+DRAW_WORDS = {"offer": "offer", "提和": "offer", "求和": "offer", "accept": "accept", "同意": "accept",
+              "接受": "accept", "decline": "decline", "拒绝": "decline"}  # fmt: skip
 MAX_BODY = 64 * 1024
 MAX_LOAD_BODY = 2 * 1024 * 1024  # a record upload (base64); game records are a few KB
 
@@ -119,6 +122,11 @@ def dispatch(service: GameService, endpoint: str, payload: dict[str, Any]) -> di
         return service.review(session, highlight)  # type: ignore[arg-type]
     if endpoint == "resign":
         return service.resign(session)
+    if endpoint == "draw":
+        action = _opt_str(payload, "action", ("offer", "accept", "decline"))
+        if action is None:
+            raise _bad("draw needs action: offer, accept or decline", field="action")
+        return service.draw("hero", action, session)  # type: ignore[arg-type]
     if endpoint == "fallback":
         return service.fallback(session)
     if endpoint == "export":
@@ -185,11 +193,16 @@ def parse_command(text: str) -> tuple[str, dict[str, Any]]:
         return "hint", {"count": int(rest[0])} if rest and rest[0].isdigit() else {}
     if verb == "review":
         return "review", {"highlight": "all"} if rest and rest[0] == "all" else {}
+    if verb in ("draw", "提和", "求和"):
+        word = rest[0] if rest else ("offer" if verb != "draw" else "")
+        if word not in DRAW_WORDS:
+            raise _bad("draw takes offer, accept or decline (提和 / 同意 / 拒绝)", hint="draw offer")
+        return "draw", {"action": DRAW_WORDS[word]}
     if verb in ("state", "resign", "export", "fallback"):
         return verb, {}
     raise _bad(
         f"unknown command {verb!r}",
-        hint="new | state | move <着法> | undo [n] | hint | resign | review | export",
+        hint="new | state | move <着法> | undo [n] | hint | draw offer|accept|decline | resign | review | export",
     )
 
 

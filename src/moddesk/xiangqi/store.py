@@ -112,6 +112,11 @@ class GameRecord:
         default_factory=lambda: {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0, "calls": 0}
     )
     resigned: Side | None = None
+    # an open draw offer {by: hero|opponent, ply}; draw_agreed ends the game; declined[actor] = the
+    # ply of that actor's last declined offer (no new offer before its next move)
+    draw_offer: dict[str, Any] | None = None
+    draw_agreed: bool = False
+    draw_declined: dict[str, int] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     created: float = field(default_factory=time.time)
 
