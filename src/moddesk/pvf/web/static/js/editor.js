@@ -45,6 +45,7 @@ export async function openFile(path, line) {
   }
   active = path;
   paint();
+  saveTabs();
   if (line) goToLine(line);
 }
 
@@ -64,16 +65,17 @@ function goToLine(line) {
 // ------------------------------------------------------------------ painting
 function paint() {
   el.tabs.replaceChildren(...tabs.map((tab) => h("div", {
-    class: `tab${tab.path === active ? " active" : ""}${tab.dirty ? " dirty" : ""}`, role: "tab", "data-path": tab.path,
-    "aria-selected": String(tab.path === active), onclick: () => { active = tab.path; paint(); },
+    class: `tab${tab.path === active ? " active" : ""}${tab.dirty ? " dirty" : ""}${tab.removed ? " removed" : ""}`, role: "tab", "data-path": tab.path,
+    "data-removed": tab.removed ? "true" : null, "aria-selected": String(tab.path === active), onclick: () => { active = tab.path; paint(); saveTabs(); },
   }, h("span", { class: "name", title: tab.path }, tab.path.split("/").pop()),
+  tab.removed ? h("span", { class: "gone" }, t("editor.removedTab")) : null,
   h("button", { class: "x", title: "close", onclick: (e) => { e.stopPropagation(); closeTab(tab); } }, "×"))));
   const tab = current();
   el.empty.hidden = !!tab;
   el.body.hidden = !tab;
   if (!tab) return;
   el.ta.value = tab.text;
-  el.ta.readOnly = tab.readonly || frozen;
+  el.ta.readOnly = tab.readonly || tab.removed || frozen;
   el.wrap.dataset.path = tab.path;
   paintDraftBar();
   paintCode();
@@ -85,6 +87,7 @@ function paintDraftBar() {
   let text = tab.dirty ? t("editor.draft") : t("editor.clean");
   if (tab.binary) text = `${t("editor.binary")} (${tab.size} B)`;
   else if (tab.readonly) text = t("editor.readonly", { n: tab.text.split("\n").length });
+  if (tab.removed) text = t("editor.removed");
   if (frozen) text = t("editor.frozen");
   el.state.textContent = text;
   el.state.dataset.dirty = String(tab.dirty);
@@ -214,6 +217,7 @@ function closeTab(tab) {
   if (active === tab.path) active = tabs.length ? tabs[tabs.length - 1].path : null;
   reportDraft();
   paint();
+  saveTabs();
 }
 
 // The archive moved (the agent applied a plan, an import, a checkout…): reread the open tabs.
@@ -221,15 +225,39 @@ async function refreshTabs() {
   for (const tab of [...tabs]) {
     let got;
     try { got = await load(tab.path); } catch (err) {
-      if (err.code === "NOT_FOUND") { tab.conflict = tab.dirty ? "" : null; if (!tab.dirty) tabs.splice(tabs.indexOf(tab), 1); continue; }
+      // the file is gone from the archive: the tab stays and says so (a draft in it is kept to copy)
+      if (err.code === "NOT_FOUND") { tab.removed = true; tab.conflict = null; }
       continue;
     }
+    tab.removed = false;
     if (got.text === tab.saved || got.text === tab.text) { tab.saved = got.text; tab.dirty = tab.text !== tab.saved; continue; }
     if (tab.dirty) tab.conflict = got.text;
     else Object.assign(tab, got, { saved: got.text, text: got.text });
     await explain(tab);
   }
   if (active && !tabs.find((x) => x.path === active)) active = tabs.length ? tabs[0].path : null;
+  paint();
+  reportDraft();
+}
+
+// The open tabs are kept per archive file across a page reload and a reopen of the same file.
+const tabsKey = () => { const info = ws(); return info ? `pvf-tabs:${info.sourcePath || info.workspaceId}` : null; };
+function saveTabs() {
+  const key = tabsKey(); if (key) sessionStorage.setItem(key, JSON.stringify({ paths: tabs.map((x) => x.path), active }));
+}
+async function restoreTabs() {
+  tabs.length = 0; active = null;
+  const key = tabsKey();
+  let saved = null;
+  try { saved = key ? JSON.parse(sessionStorage.getItem(key) || "null") : null; } catch { saved = null; }
+  for (const path of saved?.paths || []) {
+    let got;
+    try { got = await load(path); } catch { continue; }
+    const tab = { path, ...got, saved: got.text, dirty: false, annotations: [], conflict: null };
+    tabs.push(tab);
+    explain(tab).then(() => { if (active === tab.path) { paintCode(); paintPanel(); } });
+  }
+  active = tabs.find((x) => x.path === saved?.active) ? saved.active : tabs.length ? tabs[0].path : null;
   paint();
 }
 
@@ -257,7 +285,7 @@ export function init() {
   setDraftCheck(() => tabs.some((x) => x.dirty));
   on("open-file", ({ path, line }) => openFile(path, line));
   on("revision", refreshTabs);
-  on("workspace", () => { tabs.length = 0; active = null; paint(); reportDraft(); });
+  on("workspace", async () => { await restoreTabs(); reportDraft(); });
   on("frozen", (value) => { frozen = value; if (current()) { el.ta.readOnly = current().readonly || frozen; paintDraftBar(); } });
   on("lang", () => { el.saveDraft.textContent = t("editor.saveDraft"); el.discard.textContent = t("editor.discard"); paint(); });
   emit("editor-ready");

@@ -14,6 +14,9 @@ const icon = (node) => {
 };
 
 let root = null, rows = [], selected = -1, filter = "", workspaceId = null;
+// the person's place, by path (row indexes move when entries come and go): what is selected, and
+// which row is at the top of the view with how far it is scrolled into
+let selectedPath = null;
 const expanded = new Map();
 let frame = 0;
 
@@ -28,6 +31,70 @@ async function loadPage(node, page) {
     node.total = res.total;
     res.items.forEach((item, i) => { node.items[page * PAGE + i] = newNode(item, node === root ? null : node); });
   } catch (err) { node.pages.delete(page); throw err; }
+}
+
+// Refetch the pages of ``node`` that were loaded and merge them by path: an entry that is still
+// there keeps its node (so its expanded state, loaded children and selection survive); only new
+// entries get new nodes and only changed counts change. Then the same for its open subfolders.
+async function refreshFolder(node) {
+  const info = ws(); if (!info) return;
+  const old = new Map();
+  for (const child of node.items) if (child) old.set(child.path, child);
+  const pages = node.pages.size ? [...node.pages] : [0];
+  const items = [];
+  let total = node.total;
+  for (const page of pages) {
+    let res;
+    try { res = await op("tree", { workspaceId: info.workspaceId, folder: node.path, offset: page * PAGE, limit: PAGE, filter }); }
+    catch (err) { if (err.code === "NOT_FOUND") { total = 0; break; } throw err; }
+    total = res.total;
+    res.items.forEach((item, i) => {
+      const kept = old.get(item.path);
+      items[page * PAGE + i] = kept && kept.folder === item.folder ? Object.assign(kept, item) : newNode(item, node === root ? null : node);
+    });
+  }
+  node.items = items; node.total = total; node.pages = new Set(pages.filter((page) => page * PAGE < Math.max(total, 1)));
+  for (const child of items) {
+    if (!child || !child.folder) continue;
+    if (child.expanded) await refreshFolder(child);
+  }
+}
+
+// The open folders that are gone (deleted, or hidden by the filter) are no longer open.
+function pruneExpanded() {
+  const live = new Set();
+  const walk = (node) => { for (const child of node.items) if (child && child.folder && child.expanded) { live.add(child.path); walk(child); } };
+  if (root) walk(root);
+  for (const path of [...expanded.keys()]) if (!live.has(path)) expanded.delete(path);
+}
+
+function anchor() {
+  const box = $("#tree");
+  const top = Math.floor(box.scrollTop / ROW);
+  const row = rows[top];
+  return row && !row.placeholder ? { path: row.path, offset: box.scrollTop - top * ROW } : null;
+}
+
+// After the rows changed: select the same path again and keep the same row at the top of the view.
+function restorePlace(top) {
+  selected = selectedPath ? rows.findIndex((r) => !r.placeholder && r.path === selectedPath) : -1;
+  const box = $("#tree");
+  if (top) {
+    const at = rows.findIndex((r) => !r.placeholder && r.path === top.path);
+    if (at >= 0) box.scrollTop = at * ROW + top.offset;
+  }
+  schedule();
+}
+
+// The place is also kept per archive across a page reload (and a reopen of the same file).
+const placeKey = (info) => `pvf-place:${info.sourcePath || info.workspaceId}`;
+function savePlace() {
+  const info = ws(); if (!info || !root) return;
+  const box = $("#tree");
+  sessionStorage.setItem(placeKey(info), JSON.stringify({ expanded: [...expanded.keys()], selected: selectedPath, anchor: anchor(), scrollTop: box.scrollTop }));
+}
+function storedPlace(info) {
+  try { return JSON.parse(sessionStorage.getItem(placeKey(info)) || "null"); } catch { return null; }
 }
 
 function flatten() {
@@ -80,35 +147,58 @@ function render() {
 }
 
 async function toggle(node) {
-  if (!node.folder) { emit("open-file", { path: node.path }); return; }
+  selectedPath = node.path;
+  if (!node.folder) { emit("open-file", { path: node.path }); savePlace(); return; }
   node.expanded = !node.expanded;
   if (node.expanded) { expanded.set(node.path, node); if (!node.pages.size) await loadPage(node, 0); }
   else expanded.delete(node.path);
   flatten();
+  restorePlace(null);
+  savePlace();
 }
 
+// A new workspace: a new listing. Reopening the same archive file (or reloading the page) brings
+// back the place the person had in it.
 async function reload() {
   const info = ws();
-  expanded.clear(); rows = []; selected = -1;
+  expanded.clear(); rows = []; selected = -1; selectedPath = null;
   root = info ? newNode({ path: "", name: "", folder: true, count: info.fileCount }, null) : null;
   workspaceId = info ? info.workspaceId : null;
   $("#tree-count").textContent = info ? t("tree.total", { n: info.fileCount.toLocaleString() }) : "";
   if (root) await loadPage(root, 0);
-  flatten();
-}
-
-// After the agent (or the person) changes the archive: refetch the open folders, keep them open.
-async function refresh() {
-  const info = ws(); if (!info || !root) return;
-  $("#tree-count").textContent = t("tree.total", { n: info.fileCount.toLocaleString() });
-  const open = [...expanded.keys()];
-  root.items = []; root.pages = new Set();
-  await loadPage(root, 0);
-  for (const path of open) {
-    const node = await reveal(path);
-    if (node) { node.expanded = true; expanded.set(path, node); }
+  const place = info ? storedPlace(info) : null;
+  if (place) {
+    const byDepth = [...place.expanded].sort((a, b) => a.split("/").length - b.split("/").length);
+    for (const path of byDepth) {
+      const node = await reveal(path);
+      if (node && node.folder) { node.expanded = true; expanded.set(path, node); if (!node.pages.size) await loadPage(node, 0); }
+    }
+    selectedPath = place.selected;
   }
   flatten();
+  if (place) { $("#tree").scrollTop = place.scrollTop || 0; restorePlace(place.anchor); }
+  if (info) $("#tree").dataset.revision = info.revision;
+}
+
+// After the agent (or the person) changes the archive — an applied plan, an import, an undo, a
+// saved draft — or the filter changes: the same folders stay open, the same file selected, the
+// same row at the top; only the entries that changed change. One refresh at a time, in order.
+let refreshing = Promise.resolve();
+function refresh() {
+  refreshing = refreshing.then(refreshNow, refreshNow);
+  return refreshing;
+}
+async function refreshNow() {
+  const info = ws(); if (!info || !root) return;
+  $("#tree-count").textContent = t("tree.total", { n: info.fileCount.toLocaleString() });
+  const top = anchor();
+  root.count = info.fileCount;
+  await refreshFolder(root);
+  pruneExpanded();
+  flatten();
+  restorePlace(top);
+  savePlace();
+  $("#tree").dataset.revision = info.revision; // the listing shows this revision (tests wait for it)
 }
 
 // Show an opened file in the tree: expand the folders down to it, load only the pages that hold
@@ -116,6 +206,7 @@ async function refresh() {
 async function revealFile(path) {
   const info = ws(); if (!info || !root) return;
   if (rows[selected] && rows[selected].path === path) return; // clicked in the tree: already there
+  await refreshing; // a listing refresh in flight would replace the nodes this walks
   let located;
   try { located = await op("locate", { workspaceId: info.workspaceId, path, filter }); } catch { return; }
   let node = root;
@@ -127,6 +218,8 @@ async function revealFile(path) {
   }
   flatten();
   selected = rows.indexOf(node);
+  selectedPath = node.path;
+  savePlace();
   const box = $("#tree");
   if (selected >= 0) box.scrollTop = Math.max(0, selected * ROW - box.clientHeight / 2);
   schedule();
@@ -160,6 +253,7 @@ function keydown(e) {
   else if (e.key === "Enter" && row && !row.placeholder) { toggle(row); return; }
   else return;
   e.preventDefault();
+  selectedPath = rows[selected] && !rows[selected].placeholder ? rows[selected].path : null;
   const box = $("#tree");
   if (selected * ROW < box.scrollTop) box.scrollTop = selected * ROW;
   if ((selected + 1) * ROW > box.scrollTop + box.clientHeight) box.scrollTop = (selected + 1) * ROW - box.clientHeight;
@@ -169,12 +263,14 @@ function keydown(e) {
 export function init() {
   const box = $("#tree");
   box.append(h("div", { class: "spacer" }));
-  box.addEventListener("scroll", schedule);
+  let saveTimer = 0;
+  box.addEventListener("scroll", () => { schedule(); clearTimeout(saveTimer); saveTimer = setTimeout(savePlace, 300); });
   box.addEventListener("keydown", keydown);
   box.addEventListener("click", (e) => {
     const el = e.target.closest(".row[data-index]"); if (!el) return;
     selected = Number(el.dataset.index);
     toggle(rows[selected]);
+    schedule();
   });
   let timer = 0;
   $("#tree-filter").addEventListener("input", (e) => { clearTimeout(timer); timer = setTimeout(() => { filter = e.target.value.trim(); refresh(); }, 200); });
