@@ -772,7 +772,7 @@ class GameService:
         if record.opponent["kind"] != "local" or record.draw_offer is None:
             return
         game = self._game(record)
-        lines = self.engine.analyse(game, min(self.settings.think_time, 0.5), 1, None)
+        lines = self.engine.analyse(game.played(), min(self.settings.think_time, 0.5), 1, None)
         mine = lines[0].cp() if lines else 0
         if game.turn == record.hero:
             mine = -mine  # the score is the side to move's: the engine's own is its opposite
