@@ -1,7 +1,7 @@
 """Annotation docs speed: explain per file, search latency, reference resolution through a big list.
 
 Peers measured in the same run:
-* explain vs ``moddesk.pvf.document.Document.parse`` of the same texts (the parse floor explain
+* explain vs ``moddesk.pvf.docparse.build_document`` of the same texts (the parse floor explain
   cannot beat: the ratio is the cost of matching rules and building results);
 * search vs a bare substring scan over the same rule texts (the bound for a keyword filter);
 * a cached reference lookup vs the first one that parses the ``.lst`` (the list-parse cost).
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from moddesk.pvf.annotations import AnnotationDocs, MappingLookup, parse_document
-from moddesk.pvf.document import Document
+from moddesk.pvf.docparse import build_document
 
 JOBS = ["[swordman]", "[fighter]", "[gunner]", "[mage]", "[priest]", "[at gunner]"]
 
@@ -101,7 +101,7 @@ def main() -> None:
 
     def parse_all() -> None:
         for _, text in texts:
-            Document.parse(text)
+            build_document(text)
 
     annotations = explain_all()
     explain_s = timed(explain_all, 2)
@@ -110,7 +110,7 @@ def main() -> None:
         f"explain: {len(texts):,} files ({total_chars / 1e6:.1f} M chars, {annotations:,} annotations) in {explain_s:.2f} s "
         f"= {len(texts) / explain_s:,.0f} files/s, {total_chars / explain_s / 1e6:.2f} M chars/s"
     )
-    print(f"Document.parse of the same texts (peer): {parse_s:.2f} s = {len(texts) / parse_s:,.0f} files/s")
+    print(f"build_document of the same texts (peer): {parse_s:.2f} s = {len(texts) / parse_s:,.0f} files/s")
     print(f"ratio explain / parse: {explain_s / parse_s:.2f}x")
 
     big = AnnotationDocs([parse_document(extra_rules(rule_count), "bench.json")])

@@ -607,11 +607,11 @@ PLAN_FIXTURES: dict[str, dict[str, list[Any]]] = {
 
 
 def child_parse(archive: str) -> dict[str, Any]:
-    """``Document.parse`` over the texts of the first PARSE_SAMPLE script entries (rendered first)."""
+    """``build_document`` (the document parser) over the texts of the first PARSE_SAMPLE script entries (rendered first)."""
     import gc
 
     from moddesk.pvf.archive import Archive, PvfFormatError
-    from moddesk.pvf.document import Document
+    from moddesk.pvf.docparse import build_document
 
     texts: list[str] = []
     with Archive.open(archive) as pvf:
@@ -628,7 +628,7 @@ def child_parse(archive: str) -> dict[str, Any]:
     cpu = time.process_time()
     values = 0
     for text in texts:
-        values += len(Document.parse(text, family).sections)  # each document dropped, as a stream would
+        values += len(build_document(text, family).sections)  # each document dropped, as a stream would
     return {
         "files": len(texts),
         "seconds": time.perf_counter() - started,
@@ -698,13 +698,13 @@ CHILDREN["script"] = child_script
 
 @row("parse")
 def row_parse(scale: Scale) -> None:
-    """Document.parse files/s over script texts, beside the decode pass's files/s (the bound)."""
+    """build_document files/s over script texts, beside the decode pass's files/s (the bound)."""
     b = scale.bound
     r = run_child("parse", archive=str(scale.path))
     rate = r["files"] / r["seconds"]
     bound_rate = b["entries"] / b["seconds"]
     print(
-        f"Document.parse of {r['files']:,} script texts: {r['seconds']:.2f} s = {rate:,.0f} files/s "
+        f"build_document of {r['files']:,} script texts: {r['seconds']:.2f} s = {rate:,.0f} files/s "
         f"(CPU {r['files'] / r['cpuSeconds']:,.0f} files/s); the decode pass {bound_rate:,.0f} files/s "
         f"(ratio {bound_rate / rate:.1f}×); target ≥ {PARSE_TARGET_FILES_S:,.0f} files/s: "
         f"{verdict(rate >= PARSE_TARGET_FILES_S)}",

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from moddesk.pvf.document import Document
+from moddesk.pvf.docparse import build_document
 from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.scripting.runtime import ScriptLimits, WorkerPool, run_script
 from moddesk.pvf.scripting.service import WorkspaceSnapshot
@@ -47,7 +47,7 @@ def in_process_edit(snapshot: WorkspaceSnapshot) -> tuple[int, int]:
     for path, _kind, _size in snapshot.list_files():
         if not path.endswith(".equ"):
             continue
-        doc = Document.parse(snapshot.read_text(path))
+        doc = build_document(snapshot.read_text(path))
         touched += 1
         price = doc.get_value("price")
         if isinstance(price, int) and price < 1000:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from moddesk.pvf.document import Document
+from moddesk.pvf.docparse import build_document
 from moddesk.pvf.format.text import DictStrings, compile_script, render_script
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.samples.equality import Digest
@@ -39,7 +39,7 @@ def _scripts(root: Path) -> list[tuple[str, str]]:
 def test_corpus_texts_parse_as_before(pvf_corpus: Path) -> None:
     digest = Digest()
     for path, text in _scripts(pvf_corpus):
-        digest.add(path, Document.parse(text))
+        digest.add(path, build_document(text))
     assert (digest.hexdigest(), digest.count) == EXPECTED["text"]
 
 
@@ -49,5 +49,5 @@ def test_corpus_rendered_from_units_parses_as_before(family: Family, pvf_corpus:
     for path, text in _scripts(pvf_corpus):
         strings = DictStrings()
         stream = compile_script(text, family, strings)
-        digest.add(path, Document.parse(render_script(stream, strings, path=path), family))
+        digest.add(path, build_document(render_script(stream, strings, path=path), family))
     assert (digest.hexdigest(), digest.count) == EXPECTED[family.value]

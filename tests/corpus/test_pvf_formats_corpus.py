@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.document import Document
+from moddesk.pvf.docparse import build_document
 from moddesk.pvf.format.text import DictStrings, compile_script, normalize_text, render_script
 from moddesk.pvf.format.tokens import Family
 
@@ -65,13 +65,13 @@ def test_document_model_over_the_corpus(pvf_corpus: Path) -> None:
     for path, text in _corpus_files(pvf_corpus):
         if path.endswith(".str"):
             continue
-        doc = Document.parse(text)
+        doc = build_document(text)
         rendered = doc.render()
         assert normalize_text(rendered) == normalize_text(text), path
         total += 1
         exact += rendered == text
     assert exact == total, (exact, total)  # unedited documents render to their source exactly
-    earth = Document.parse((pvf_corpus / "pvf_1031-sample/skill/atfighter/earthbreak.skl").read_text("utf-8"))
+    earth = build_document((pvf_corpus / "pvf_1031-sample/skill/atfighter/earthbreak.skl").read_text("utf-8"))
     assert earth.get_value("dungeon/level info") == 5
     assert earth.section("dungeon/level info", 0) is not None
 

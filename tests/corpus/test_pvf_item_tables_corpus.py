@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from moddesk.pvf.document import Document
+from moddesk.pvf.docparse import build_document
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.workflows.itemtables import first_values
 
@@ -26,7 +26,7 @@ def test_first_values_match_the_document_model(pvf_corpus: Path) -> None:
     for path in _scripts(pvf_corpus):
         text = path.read_text("utf-8", errors="replace")
         try:
-            doc = Document.parse(text)
+            doc = build_document(text)
         except PvfFormatError:
             continue
         found = first_values(text, FIELDS)

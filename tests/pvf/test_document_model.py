@@ -2,7 +2,8 @@
 
 import pytest
 
-from moddesk.pvf.document import Document, Value
+from moddesk.pvf.docparse import build_document
+from moddesk.pvf.document import Value
 from moddesk.pvf.format.errors import PvfFormatError
 
 SKL = """#PVF_File
@@ -36,7 +37,7 @@ SKL = """#PVF_File
 
 
 def test_structure_and_typed_values() -> None:
-    doc = Document.parse(SKL)
+    doc = build_document(SKL)
     assert [s.path for s in doc.walk()] == [
         "name",
         "icon",
@@ -60,21 +61,21 @@ def test_structure_and_typed_values() -> None:
 
 
 def test_occurrences_count_same_named_siblings() -> None:
-    doc = Document.parse("[a]\n\t1\n[a]\n\t2\n[b]\n\t3\n[a]\n\t4\n")
+    doc = build_document("[a]\n\t1\n[a]\n\t2\n[b]\n\t3\n[a]\n\t4\n")
     assert [s.occurrence for s in doc.find_all("a")] == [0, 1, 2]
     assert doc.get_value("a", occurrence=2) == 4
     assert doc.get("a", occurrence=3) is None
 
 
 def test_edits_render_back() -> None:
-    doc = Document.parse(SKL)
+    doc = build_document(SKL)
     doc.set("dungeon/consume MP", 99, index=1)
     doc.set("dungeon/level info", 7, index=1)  # an integer into a float slot stays a float
     doc.set("grade", 74, create=True)
     doc.append_section("usable job", ["[fighter]", "[at fighter]"], end_tag=True)
     assert doc.delete("pvp") == 1
     text = doc.render()
-    again = Document.parse(text)
+    again = build_document(text)
     assert again.get_value("dungeon/consume MP", index=1) == 99
     assert again.get("dungeon/level info", index=1).kind == "float"  # type: ignore[union-attr]
     assert again.get_value("grade") == 74
@@ -84,7 +85,7 @@ def test_edits_render_back() -> None:
 
 
 def test_section_level_helpers() -> None:
-    doc = Document.parse(SKL)
+    doc = build_document(SKL)
     dungeon = doc.section("dungeon")
     assert dungeon is not None
     child = dungeon.append_section("cool time", [1000, 2000])
@@ -108,14 +109,14 @@ def test_section_level_helpers() -> None:
     ],
 )
 def test_parse_warnings(text: str, code: str) -> None:
-    doc = Document.parse(text)
+    doc = build_document(text)
     assert code in {w.code for w in doc.warnings}
     w = next(w for w in doc.warnings if w.code == code)
     assert w.line >= 1 and w.col >= 1
 
 
 def test_values_carry_source_positions() -> None:
-    doc = Document.parse("#PVF_File\n\n[grade]\n\t74\t`x`\n")
+    doc = build_document("#PVF_File\n\n[grade]\n\t74\t`x`\n")
     v = doc.get("grade", index=1)
     assert (
         v is not None
@@ -125,20 +126,20 @@ def test_values_carry_source_positions() -> None:
 
 
 def test_lists_are_preamble() -> None:
-    doc = Document.parse("#PVF_File\n\n1\n`a.equ`\n2\n`b.equ`")
+    doc = build_document("#PVF_File\n\n1\n`a.equ`\n2\n`b.equ`")
     assert [v.value for v in doc.preamble] == [1, "a.equ", 2, "b.equ"]
     assert doc.render() == "#PVF_File\n\n1\n`a.equ`\n2\n`b.equ`"
 
 
 def test_unlexable_text_is_bad_text() -> None:
     with pytest.raises(PvfFormatError) as err:
-        Document.parse("[a]\n\t`open")
+        build_document("[a]\n\t`open")
     assert err.value.code == "BAD_TEXT"
 
 
 def test_unedited_documents_render_exactly_and_edits_stay_local() -> None:
     source = "#PVF_File\n\n# a comment\n[a]\n\t1\t\t2\t\n\n\n[b]\n  \t`x`\n"
-    doc = Document.parse(source)
+    doc = build_document(source)
     assert doc.render() == source
     doc.set("a", 5, index=1)
     assert doc.render() == source.replace("\t\t2", "\t\t5")
@@ -149,12 +150,12 @@ def test_unedited_documents_render_exactly_and_edits_stay_local() -> None:
 def test_escape_kinds_follow_the_family_numbering() -> None:
     from moddesk.pvf.format.tokens import Family
 
-    nkpi = Document.parse("[command]\n\t{5=`(DOWN)`}\t{7=`,`}\t{1=3}\n", Family.NKPI)
+    nkpi = build_document("[command]\n\t{5=`(DOWN)`}\t{7=`,`}\t{1=3}\n", Family.NKPI)
     values = nkpi.sections[0].values()
     assert [v.kind for v in values] == ["command", "separator", "intex"]
     assert nkpi.render() == "[command]\n\t{5=`(DOWN)`}\t{7=`,`}\t{1=3}\n"
-    classic = Document.parse("[command]\n\t{5=`(DOWN)`}\t{6=`(UP)`}\t{8=`,`}\n")
+    classic = build_document("[command]\n\t{5=`(DOWN)`}\t{6=`(UP)`}\t{8=`,`}\n")
     assert [v.kind for v in classic.sections[0].values()] == ["escape", "command", "separator"]
     # moddesk's earlier classic view of NKPI text keeps classic meanings
-    legacy = Document.parse("[command]\n\t{6=`(UP)`}\t{8=`,`}\n", Family.NKPI)
+    legacy = build_document("[command]\n\t{6=`(UP)`}\t{8=`,`}\n", Family.NKPI)
     assert [v.kind for v in legacy.sections[0].values()] == ["command", "separator"]

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.docparse import _assemble, _scan, _Slow, _slow_events, parse_text
+from moddesk.pvf.docparse import _assemble, _scan, _Slow, _slow_events, build_document
 from moddesk.pvf.document import Document
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.tokens import Family
@@ -71,14 +71,14 @@ def test_fast_scan_builds_what_lex_builds(text: str, family: Family) -> None:
     except PvfFormatError as exc:
         assert exc.code == "BAD_TEXT"
         with pytest.raises(PvfFormatError):
-            parse_text(text, family)
+            build_document(text, family)
         return
-    assert structure(parse_text(text, family)) == expected
+    assert structure(build_document(text, family)) == expected
     try:
         _scan(text)
     except _Slow:
         return
-    assert structure(Document.parse(text, family)) == expected
+    assert structure(build_document(text, family)) == expected
 
 
 def test_canonical_text_takes_the_fast_path() -> None:

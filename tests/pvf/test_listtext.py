@@ -80,10 +80,10 @@ def test_edit_str_holds_exactly_the_new_entries(
 
 
 def _by_document(text: str) -> list[tuple[str, object, int, int]]:
-    from moddesk.pvf.document import Document
+    from moddesk.pvf.docparse import build_document
 
     kinds = {"integer": "int", "string": "string"}
-    return [(kinds.get(v.kind, v.kind), v.value, v.start, v.end) for v in Document.parse(text).preamble]
+    return [(kinds.get(v.kind, v.kind), v.value, v.start, v.end) for v in build_document(text).preamble]
 
 
 list_text = st.lists(

@@ -1,6 +1,6 @@
 """Building the document model (``moddesk.pvf.document``) from script text, fast.
 
-``parse_text`` reads text in one regex scan (``_SCAN``: whitespace, then one token) into flat
+``build_document`` reads text in one regex scan (``_SCAN``: whitespace, then one token) into flat
 tuples, then builds sections and values in one pass. Text the scan cannot read token by token
 (anything ``format.text.lex`` would refuse, or accepts only through a rarer path) goes through
 ``lex`` instead, so errors and edge cases stay exactly ``lex``'s; the model built is the same
@@ -30,7 +30,7 @@ from moddesk.pvf.format.tokens import Family
 if TYPE_CHECKING:
     from moddesk.pvf.document import Line
 
-__all__ = ["parse_text"]
+__all__ = ["build_document"]
 
 # Token kinds of the flat form: a tag (value = the tag text) or a value (value = its Value).
 _OPEN, _CLOSE, _VALUE = 0, 1, 2
@@ -270,8 +270,12 @@ def _pairing(events: list[_Event]) -> tuple[set[int], set[str]]:
     return paired, closed
 
 
-def parse_text(text: str, family: Family = Family.CLASSIC) -> Document:
-    """The document of ``text`` (see ``Document.parse``)."""
+def build_document(text: str, family: Family = Family.CLASSIC) -> Document:
+    """Parse script text; structural problems become ``warnings``, unlexable text BAD_TEXT.
+
+    ``family`` decides what an escape number means (classic ``{6=…}`` command vs NKPI
+    ``{5=…}``; see ``format.text.escape_numbering``); values keep their source text either way.
+    """
     try:
         events, escapes, info, first, last = _scan(text)
         escape_lexemes = [

@@ -1,6 +1,6 @@
 """A parsed script document: sections (with occurrence numbers and nesting), typed values, end tags.
 
-    doc = Document.parse(text)
+    doc = build_document(text)                  # moddesk.pvf.docparse builds the model
     doc.get("grade")                          # Value(kind="integer", value=74, …)
     doc.set("price", 500)                     # first [price], first value
     doc.section("dungeon/level info").values()
@@ -37,7 +37,6 @@ from moddesk.pvf.format.text import (
     parse_float_bits,
     quote,
 )
-from moddesk.pvf.format.tokens import Family
 
 __all__ = ["Document", "ParseWarning", "Section", "Value", "ValueKind"]
 
@@ -287,19 +286,6 @@ class Document:
         self.warnings: list[ParseWarning] = []
         self.head: str | None = None  # source text before the first token (the #PVF_File header)
         self.tail: str | None = None  # source text after the last token
-
-    # ---------------------------------------------------------------------------------- parsing
-
-    @classmethod
-    def parse(cls, text: str, family: Family = Family.CLASSIC) -> Document:
-        """Parse script text; structural problems become ``warnings``, unlexable text BAD_TEXT.
-
-        ``family`` decides what an escape number means (classic ``{6=…}`` command vs NKPI
-        ``{5=…}``; see ``format.text.escape_numbering``); values keep their source text either way.
-        """
-        from moddesk.pvf.docparse import parse_text  # the parser builds this module's classes
-
-        return parse_text(text, family)
 
     # ---------------------------------------------------------------------------------- queries
 

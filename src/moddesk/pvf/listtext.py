@@ -11,6 +11,7 @@ import bisect
 import posixpath
 import re
 
+from moddesk.pvf.docparse import build_document
 from moddesk.pvf.document import Document, Value
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.text import quote
@@ -48,7 +49,7 @@ def list_values(text: str) -> list[ListValue]:
     if fast is not None:
         return fast
     try:
-        values = Document.parse(text).preamble
+        values = build_document(text).preamble
     except PvfFormatError:
         return []
     kinds = {"integer": "int", "string": "string"}

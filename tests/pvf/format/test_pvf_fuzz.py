@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.document import Document
+from moddesk.pvf.docparse import build_document
 from moddesk.pvf.format.errors import ERROR_CODES, PvfFormatError
 from moddesk.pvf.format.lists import parse_list, parse_str
 from moddesk.pvf.format.strings import StringPools, StringTable
@@ -130,12 +130,12 @@ def test_random_text_compiles_or_raises_bad_text(text: str, family: Family) -> N
 @given(st.text(TEXT_ALPHABET, max_size=200))
 def test_random_text_as_document(text: str) -> None:
     try:
-        doc = Document.parse(text)
+        doc = build_document(text)
     except PvfFormatError as exc:
         assert exc.code == "BAD_TEXT"
         return
     rendered = doc.render()
-    assert Document.parse(rendered).render() == rendered
+    assert build_document(rendered).render() == rendered
 
 
 @FUZZ

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from moddesk.pvf.docparse import build_document
 from moddesk.pvf.document import Document, Value
 from moddesk.pvf.format.errors import PvfFormatError
 
@@ -221,7 +222,7 @@ def parse_script(text: str) -> ScriptView:
     crlf = crlf_positions(text)
     text = normalize_newlines(text)
     try:
-        document = Document.parse(text)
+        document = build_document(text)
     except PvfFormatError as exc:
         view = tolerant_parse(text)
         at = exc.offset if exc.offset is not None and 0 <= exc.offset <= len(text) else 0

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from moddesk.pvf.docparse import build_document
 from moddesk.pvf.document import Document, Line, Section, Value
 from moddesk.pvf.format.errors import PvfFormatError
 
@@ -106,7 +107,7 @@ def archive_documents(archive: Archive) -> Digest:
             continue
         try:
             text = archive.read_text(path)
-            digest.add(path, Document.parse(text, archive.family))
+            digest.add(path, build_document(text, archive.family))
         except PvfFormatError as exc:
             digest.add_error(path, exc.code)
     return digest

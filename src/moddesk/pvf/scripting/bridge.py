@@ -12,6 +12,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+from moddesk.pvf.docparse import build_document
 from moddesk.pvf.document import Document, Section, Value
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.tokens import Family
@@ -107,7 +108,7 @@ class Documents:
 
     def _parse(self, path: str, text: str) -> Document:
         try:
-            return Document.parse(text, self.family)
+            return build_document(text, self.family)
         except PvfFormatError as exc:
             raise DocumentError(f"{path}: {exc}") from exc
 
