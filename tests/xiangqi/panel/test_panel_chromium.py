@@ -371,3 +371,85 @@ def test_load_a_record_review_it_and_export_xqf(
         == records.read_record(sample.read_bytes()).moves
     )
     page.screenshot(path=str(artifact_dir() / "xiangqi-panel-record.png"), full_page=True)
+
+
+def docs_shot(page: Any, name: str) -> None:
+    """A zh-CN screenshot in the artifacts; with MODDESK_DOCS_SHOTS=1 also the committed one under docs/."""
+    page.screenshot(path=str(artifact_dir() / name), full_page=True)
+    docs = Path(__file__).resolve().parents[3] / "docs"
+    if os.environ.get("MODDESK_DOCS_SHOTS") == "1" and docs.is_dir():
+        page.screenshot(path=str(docs / name), full_page=True)
+
+
+def test_connection_loss_and_recovery(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+    """The service goes away while the model thinks: the page says so, freezes the wait, sends nothing,
+    retries by itself, and shows the model's move (once) when the service is back on the same port."""
+    service, http = served
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    value = service.new("hero", "r", "model")
+    session = value["sessionId"]
+    service.move("hero", "h2e2")
+    page.goto(f"{http.url}/xiangqi/?session={session}")
+    page.wait_for_function("document.getElementById('status').textContent === '对手思考中…'")
+    page.wait_for_function("document.getElementById('countdown').textContent.includes('秒后由本地引擎代走')")
+    port = http.port
+    http.stop()  # the service's HTTP side goes away; the page's next poll fails
+    page.wait_for_selector("#connection:not([hidden])", timeout=60000)
+    banner = page.locator("#connection").inner_text()
+    assert banner.startswith("连接已断开（") and ("秒后重试" in banner or "正在重试" in banner)
+    frozen = page.locator("#countdown").inner_text()
+    assert "倒计时暂停" in frozen
+    time.sleep(2.5)
+    assert page.locator("#countdown").inner_text() == frozen  # the opponent's countdown stands still
+    for button in ("#btn-new", "#btn-undo", "#btn-draw", "#btn-resign", "#btn-review", "#btn-export"):
+        assert page.locator(button).is_disabled(), button
+    assert page.locator("g.piece.movable").count() == 0  # no move can be made that cannot be sent
+    docs_shot(page, "xiangqi-connection-lost.png")
+    # the model answers while the page is cut off; then the service comes back on the same port
+    service.move("opponent", "h9g7", session)
+    revived = serve_http(
+        build_server(service, lambda s: panel_link(f"http://127.0.0.1:{port}")(s)),
+        port,
+        extra_routes=rpc_routes(service),
+    )
+    revived.start()
+    try:
+        page.wait_for_selector("#connection", state="hidden", timeout=60000)
+        page.wait_for_function("document.querySelectorAll('#movelist .mv').length === 2", timeout=60000)
+        assert _moves(page) == ["炮二平五", "马8进7"]  # re-read: the model's move once, nothing doubled
+        assert page.locator("#status").inner_text() == "轮到你走"
+        assert page.locator("#message").inner_text() == "连接已恢复，棋局已重新读取"
+        page.wait_for_selector('g.piece[data-square="64"].movable')  # moves can be made again
+        assert len(service.state(session)["history"]) == 2
+    finally:
+        revived.stop()
+    assert errors == []
+
+
+def test_draw_offer_on_the_panel(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+    """The model offers a draw: the person sees 对手提和 and accepts; the person's own offer waits for the model."""
+    service, http = served
+    value = service.new("hero", "r", "model")
+    session = value["sessionId"]
+    service.move("hero", "h2e2")
+    service.move("opponent", "h9g7")
+    page.goto(f"{http.url}/xiangqi/?session={session}")
+    page.wait_for_function("document.querySelectorAll('#movelist .mv').length === 2")
+    page.click("#btn-draw")  # the person offers: it waits for the model
+    page.wait_for_function("document.getElementById('drawnote').textContent === '你已提和，等待对手答复'")
+    assert page.locator("#btn-draw").is_disabled()
+    assert service.state(session)["drawOffer"]["by"] == "hero"
+    service.draw("opponent", "decline", session)
+    service.move("hero", "h0g2", session)
+    service.draw("opponent", "offer", session)  # now the model offers
+    page.reload()
+    page.wait_for_selector("#drawbox:not([hidden])")
+    assert "对手提和" in page.locator("#drawbox").inner_text()
+    docs_shot(page, "xiangqi-draw-offer.png")
+    page.click("#btn-draw-accept")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('对局结束')")
+    assert page.locator("#status").inner_text() == "对局结束：双方同意和棋"
+    assert page.locator("#drawbox").is_hidden()
+    state = service.state(session)
+    assert state["status"]["reason"] == "DRAW_AGREED" and service.export(session)["result"] == "1/2-1/2"

@@ -28,6 +28,14 @@ const TEXT = {
     candidates: "候选着法", turning: "转折点", best: "最佳", engine: "引擎",
     notation: "记谱", load: "载入棋谱", export: "导出", loaded: "已载入棋谱：{names}，共 {n} 手，从第 {at} 手开始",
     evalTitle: "评估（红方视角，单位：兵）", mateFor: "{side}{n}步杀", red: "红", black: "黑",
+    draw: "提和", drawAccept: "同意和棋", drawDecline: "拒绝",
+    drawOfferedByOpponent: "对手提和：同意还是拒绝？", drawOfferedByYou: "你已提和，等待对手答复",
+    "draw.offered.hero": "你已提和，等待对手答复", "draw.offered.opponent": "对手提和",
+    "draw.declined": "和棋提议被拒绝，对局继续", "draw.withdrawn": "和棋提议已失效", "draw.agreed": "双方同意和棋",
+    offline: "连接已断开（{time}），{n} 秒后重试", offlineRetrying: "连接已断开（{time}），正在重试…",
+    offlineFrozen: "连接断开，倒计时暂停", reconnected: "连接已恢复，棋局已重新读取",
+    offlineBlocked: "连接已断开，这一步没有发出；连接恢复后再走",
+    httpError: "服务器拒绝了请求（HTTP {status}）", winLoss: "胜率 {a}% → {b}%（−{d}%）", better: "更优",
   },
   en: {
     title: "Xiangqi", new: "New game", sideRed: "Play red", sideBlack: "Play black", oppModel: "vs model",
@@ -46,6 +54,14 @@ const TEXT = {
     notation: "Notation", load: "Open record", export: "Export", loaded: "Record loaded: {names}, {n} plies, from ply {at}",
     evalTitle: "Evaluation (Red's view, in pawns)", mateFor: "{side} mates in {n}",
     red: "Red", black: "Black",
+    draw: "Offer draw", drawAccept: "Accept draw", drawDecline: "Decline",
+    drawOfferedByOpponent: "The opponent offers a draw: accept or decline?", drawOfferedByYou: "You offered a draw; waiting for the answer",
+    "draw.offered.hero": "You offered a draw", "draw.offered.opponent": "The opponent offers a draw",
+    "draw.declined": "The draw offer was declined; play on", "draw.withdrawn": "The draw offer lapsed", "draw.agreed": "Draw agreed",
+    offline: "Connection lost ({time}); retrying in {n} s", offlineRetrying: "Connection lost ({time}); retrying…",
+    offlineFrozen: "Connection lost; countdown paused", reconnected: "Connection restored; the game was read again",
+    offlineBlocked: "Connection lost: nothing was sent; move again once it is back",
+    httpError: "The server refused the request (HTTP {status})", winLoss: "win {a}% → {b}% (−{d}%)", better: "better",
   },
 };
 
@@ -55,6 +71,8 @@ const state = {
   poll: { timer: null, delay: 800, started: 0, stopped: false },
   // the server's waiting timeline: seconds left to its automatic fallback, as of `at` (page clock)
   wait: { remaining: null, waited: 0, at: 0, timer: null },
+  // the connection: `lost` is when the first request failed; retries back off until the service answers
+  conn: { lost: null, delay: 1000, retryAt: 0, timer: null, ticker: null },
 };
 
 const t = (key) => (TEXT[state.lang][key] ?? key);
@@ -65,19 +83,97 @@ const svgEl = (name, attrs) => {
   return el;
 };
 
+// Every request goes through here. A request that does not reach the service (network error, a 5xx
+// page that is not our JSON) means the connection is lost: the page says so, freezes the wait and
+// retries by itself. Any other refusal is shown, whatever its shape (our JSON error, or a bare status).
 async function rpc(endpoint, payload, quiet) {
+  if (state.conn.lost) { if (!quiet) showMessage(t("offlineBlocked"), "error"); return null; }
   const body = Object.assign({}, payload || {});
   if (state.session) body.sessionId = state.session;
-  const res = await fetch(RPC + endpoint, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-  });
-  const data = await res.json();
+  let res;
+  try {
+    res = await fetch(RPC + endpoint, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    });
+  } catch (err) {
+    connectionLost();
+    return null;
+  }
+  let data = null;
+  try { data = await res.json(); } catch (err) { data = null; }
+  if (!data || typeof data !== "object" || !("ok" in data)) {
+    if (res.status >= 500) { connectionLost(); return null; }
+    if (!quiet) showMessage(t("httpError").replace("{status}", res.status), "error");
+    return null;
+  }
   if (!data.ok) {
     if (quiet) return null;
-    showMessage(data.error.messageZh && state.lang === "zh" ? data.error.messageZh : data.error.message, "error");
+    const e = data.error || {};
+    const zh = e.messageZh || e.errorZh;
+    showMessage((zh && state.lang === "zh" ? zh : e.message) || t("httpError").replace("{status}", res.status), "error");
     return null;
   }
   return data.value;
+}
+
+function clockTime(d) { return d.toLocaleTimeString(state.lang === "zh" ? "zh-CN" : "en-GB", { hour12: false }); }
+
+function connectionLost() {
+  const c = state.conn;
+  if (c.lost) return;
+  c.lost = new Date();
+  c.delay = 1000;
+  stopPolling();
+  scheduleRetry();
+  c.ticker = setInterval(showConnection, 250);
+  render();
+}
+function scheduleRetry() {
+  const c = state.conn;
+  clearTimeout(c.timer);
+  c.retryAt = Date.now() + c.delay;
+  c.timer = setTimeout(retry, c.delay);
+  showConnection();
+}
+async function retry() {
+  const c = state.conn;
+  c.retryAt = 0;
+  showConnection();
+  const body = state.session ? { sessionId: state.session } : {};
+  let data = null;
+  try {
+    const res = await fetch(RPC + "state", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    });
+    data = await res.json();
+  } catch (err) {
+    data = null;
+  }
+  if (!data || typeof data !== "object" || !("ok" in data)) {
+    c.delay = Math.min(15000, Math.round(c.delay * 1.6));
+    scheduleRetry();
+    return;
+  }
+  connectionRestored(data);
+}
+function connectionRestored(data) {
+  const c = state.conn;
+  clearTimeout(c.timer); clearInterval(c.ticker);
+  Object.assign(c, { lost: null, timer: null, ticker: null, retryAt: 0 });
+  showConnection();
+  if (!data.ok) { render(); showMessage((data.error && (data.error.messageZh || data.error.message)) || "", "error"); return; }
+  // the state is read again as the service has it: a move sent just before the loss is shown once, if it landed
+  state.view = null;
+  apply(data.value);
+  showMessage(t("reconnected"), "info");
+}
+function showConnection() {
+  const el = $("connection");
+  const c = state.conn;
+  if (!c.lost) { el.hidden = true; el.textContent = ""; return; }
+  el.hidden = false;
+  const left = Math.max(0, Math.ceil((c.retryAt - Date.now()) / 1000));
+  el.textContent = (c.retryAt ? t("offline").replace("{n}", left) : t("offlineRetrying")).replace("{time}", clockTime(c.lost));
 }
 
 function flipped() { return state.view && state.view.hero === "b"; }
@@ -131,7 +227,7 @@ function drawGrid(svg) {
   svg.appendChild(g);
 }
 
-function myTurn(v) { return v && v.phase === "playing" && v.turn === v.hero && !v.pending; }
+function myTurn(v) { return v && !state.conn.lost && v.phase === "playing" && v.turn === v.hero && !v.pending; }
 
 function render() {
   const v = state.view;
@@ -191,9 +287,18 @@ function renderSide(v) {
   if (v.message) showMessage(t(v.message.code), v.message.tone);
   renderMoves(v);
   const playing = v.phase === "playing";
-  $("btn-undo").disabled = v.history.length === 0;
+  const offline = !!state.conn.lost;  // nothing that cannot be sent is offered
+  $("btn-undo").disabled = offline || v.history.length === 0;
   $("btn-hint").disabled = !myTurn(v);
-  $("btn-resign").disabled = !playing;
+  $("btn-resign").disabled = offline || !playing;
+  for (const id of ["btn-new", "btn-review", "btn-export", "btn-fallback"]) $(id).disabled = offline;
+  $("load-file").disabled = offline;
+  const offer = playing ? v.drawOffer : null;
+  $("btn-draw").disabled = offline || !playing || (offer && offer.by === "hero");
+  $("drawbox").hidden = !(offer && offer.by === "opponent");
+  $("btn-draw-accept").disabled = offline;
+  $("btn-draw-decline").disabled = offline;
+  $("drawnote").textContent = offer && offer.by === "hero" ? t("drawOfferedByYou") : "";
   const showFallback = playing && (v.pending === "ai-failed" ||
     (v.pending === "ai-thinking" && v.opponent.kind === "model" && state.poll.stopped));
   $("btn-fallback").hidden = !showFallback;
@@ -356,8 +461,8 @@ async function tick() {
     showMessage(t("pollStopped"), "warn");
     render();
   }
-  const value = await rpc("state", {});
-  if (!value) { if (state.view && state.view.pending === "ai-thinking") schedule(); return; }
+  const value = await rpc("state", {}, true);
+  if (!value) { if (!state.conn.lost && state.view && state.view.pending === "ai-thinking") schedule(); return; }
   if (!state.poll.stopped) state.poll.delay = Math.min(2000, state.poll.delay * 1.35);
   const was = state.view;
   state.view = value;
@@ -367,7 +472,7 @@ async function tick() {
   else { stopPolling(); render(); if (myTurn(value)) refreshEval(); }
 }
 document.addEventListener("visibilitychange", () => {
-  if (document.visibilityState === "visible" && state.view && state.view.pending === "ai-thinking" && !state.poll.timer) {
+  if (document.visibilityState === "visible" && !state.conn.lost && state.view && state.view.pending === "ai-thinking" && !state.poll.timer) {
     schedule();
   }
 });
@@ -383,19 +488,22 @@ function noteWait(value) {
   if (!w && state.wait.timer) { clearInterval(state.wait.timer); state.wait.timer = null; }
   showCountdown();
 }
+// while the connection is lost the page's clock stops at the loss: it cannot know what the server did since
+function pageNow() { return state.conn.lost ? state.conn.lost.getTime() : Date.now(); }
 function waitLeft() {
   if (state.wait.remaining === null) return null;
-  return Math.max(0, state.wait.remaining - (Date.now() - state.wait.at) / 1000);
+  return Math.max(0, state.wait.remaining - (pageNow() - state.wait.at) / 1000);
 }
 function showCountdown() {
   const el = $("countdown");
   const v = state.view;
   if (!v || v.pending !== "ai-thinking" || v.phase !== "playing") { el.textContent = ""; el.hidden = true; return; }
   const left = waitLeft();
-  const waited = Math.round(state.wait.waited + (Date.now() - state.wait.at) / 1000);
+  const waited = Math.round(state.wait.waited + (pageNow() - state.wait.at) / 1000);
   el.hidden = false;
   if (left === null) el.textContent = t("waited").replace("{n}", waited);
   else el.textContent = left > 0 ? t("countdown").replace("{n}", Math.ceil(left)) : t("countdownDue");
+  if (state.conn.lost) el.textContent += ` · ${t("offlineFrozen")}`;
 }
 
 function drawReview(data) {
@@ -416,8 +524,9 @@ function drawReview(data) {
   list.replaceChildren();
   for (const tp of data.turningPoints) {
     const li = document.createElement("li");
-    li.textContent = `${tp.ply}. ${tp.zh}  ${(tp.before / 100).toFixed(1)} → ${(tp.after / 100).toFixed(1)}` +
-      (tp.best ? `  (${t("best")}: ${tp.best.zh})` : "");
+    const loss = t("winLoss").replace("{a}", tp.winBefore).replace("{b}", tp.winAfter).replace("{d}", tp.winLoss);
+    li.textContent = `${tp.ply}. ${tp.zh}${tp.judgementZh && state.lang === "zh" ? `（${tp.judgementZh}）` : ""}  ${loss}` +
+      (tp.best ? `  ${t("better")}：${(tp.best.lineZh && tp.best.lineZh.length ? tp.best.lineZh : [tp.best.zh]).join(" ")}` : "");
     list.appendChild(li);
   }
 }
@@ -446,6 +555,9 @@ $("btn-hint").addEventListener("click", async () => {
   const value = await rpc("hint", { count: 3 });
   if (value) { state.hints = value.candidates; state.hintEngine = value.engine || null; apply(value); }
 });
+$("btn-draw").addEventListener("click", () => act("draw", { action: "offer" }));
+$("btn-draw-accept").addEventListener("click", () => act("draw", { action: "accept" }));
+$("btn-draw-decline").addEventListener("click", () => act("draw", { action: "decline" }));
 $("btn-resign").addEventListener("click", () => { if (confirm(t("confirmResign"))) act("resign", {}); });
 $("btn-review").addEventListener("click", async () => {
   const value = await rpc("review", { highlight: "turning" });
