@@ -290,28 +290,12 @@ def test_checker_sees_systems_meeting_outside_the_kit(tmp_path: Path) -> None:
     ]
 
 
-# Circles found when this test was written (issue #33), each broken by its own commit: an entry
-# here that no longer exists fails too, so the list only shrinks. It is empty when #33 is done.
-KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        frozenset({"moddesk.pvf.agent.serve", "moddesk.pvf.web.routes", "moddesk.pvf.web.settings"}),
-    }
-)
-
-
 def test_moddesk_has_no_import_circle() -> None:
     graph = import_graph(SRC)
     assert len(graph) > 150, "the checker found too few modules: is SRC right?"
     modules = find_modules(SRC, "moddesk")
-    groups = [frozenset(members) for members in _strongly_connected(graph)]
-    new = [
-        describe_cycle(_shortest_cycle(graph, set(group)), modules, SRC)
-        for group in groups
-        if group not in KNOWN_CIRCLES
-    ]
-    assert not new, "import circles (move the shared thing down):\n" + "\n".join(new)
-    gone = [sorted(circle) for circle in KNOWN_CIRCLES if circle not in groups]
-    assert not gone, f"circles broken, remove them from KNOWN_CIRCLES: {gone}"
+    circles = [describe_cycle(cycle, modules, SRC) for cycle in import_cycles(graph)]
+    assert not circles, "import circles (move the shared thing down):\n" + "\n".join(circles)
 
 
 def test_systems_meet_only_in_the_kit() -> None:

@@ -147,7 +147,8 @@ def _pvf_roots_rows() -> list[tuple[str, str]]:
     """The folders agents of `moddesk pvf serve` may use, and whether a serve is running."""
     try:
         from moddesk.kit.local_service import read
-        from moddesk.pvf.agent.serve import endpoint_path, settings_path
+        from moddesk.pvf.agent.serve import endpoint_path
+        from moddesk.pvf.settings import settings_path
         from moddesk.pvf.workbench.roots import load_added_roots, workspace_dir
     except ImportError:
         return [("pvf roots", "pvf extra not installed")]

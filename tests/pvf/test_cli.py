@@ -188,7 +188,7 @@ def test_settings_file_parses_or_is_config_invalid(text: str) -> None:
     import tempfile
 
     from moddesk.kit.errors import ServiceError
-    from moddesk.pvf.agent.serve import McpSettings, load_settings
+    from moddesk.pvf.settings import McpSettings, load_settings
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "pvf.toml"

@@ -70,8 +70,8 @@ def _errors() -> Iterator[None]:
 @contextmanager
 def _opened(archive: Path, region: str | None = None) -> Iterator[tuple[Any, str]]:
     """A service with ``archive`` opened in this process; yields (service, workspaceId)."""
-    from moddesk.pvf.agent.serve import index_cache_dir
     from moddesk.pvf.service import PvfService
+    from moddesk.pvf.settings import index_cache_dir
 
     service = PvfService(index_wait=3600.0, index_cache=index_cache_dir())
     try:
@@ -129,8 +129,8 @@ def serve(
     ] = None,
 ) -> None:
     """Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
-    from moddesk.pvf.agent.mcp import parse_toolsets
-    from moddesk.pvf.agent.serve import Workbench, client_config, load_settings, settings_path
+    from moddesk.pvf.agent.serve import Workbench
+    from moddesk.pvf.settings import client_config, load_settings, parse_toolsets, settings_path
     from moddesk.pvf.workbench.roots import load_added_roots, save_added_roots
 
     with _errors():
@@ -202,8 +202,7 @@ def mcp(
     ] = None,
 ) -> None:
     """Show or change the persisted MCP settings (enabled, port, toolsets)."""
-    from moddesk.pvf.agent.mcp import parse_toolsets
-    from moddesk.pvf.agent.serve import McpSettings, client_config, load_settings, save_settings
+    from moddesk.pvf.settings import McpSettings, client_config, load_settings, parse_toolsets, save_settings
 
     with _errors():
         settings = load_settings()

@@ -16,6 +16,7 @@ from moddesk.pvf.entrypaths import label, one_line
 from moddesk.pvf.scripting.service import ScriptService
 from moddesk.pvf.scripting.tools import register_script_tools
 from moddesk.pvf.service import PvfService
+from moddesk.pvf.settings import TOOLSETS, parse_toolsets
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService
 from moddesk.pvf.transfer.mod_tools import register_mod_tools
@@ -483,33 +484,12 @@ def build_server(service: PvfService) -> MCPServer:
     return server
 
 
-# Toolsets the person enables (like the GitHub MCP server's --toolsets): every tool costs tokens in
-# each conversation, so rarely used families stay off until asked for. "core" is always on.
-TOOLSETS = ("core", "scripts", "export", "import", "annotations", "mods")
-DEFAULT_TOOLSETS = ("core", "scripts", "export")
-
-
 def toolset_of(tool: str) -> str:
     """The toolset a pvf tool belongs to (by its name)."""
     for family in ("script", "export", "import", "annotation", "mod"):
         if tool.startswith(f"pvf_{family}_"):
             return family if family in TOOLSETS else f"{family}s"
     return "mods" if tool in ("pvf_diff", "pvf_item_table") else "core"
-
-
-def parse_toolsets(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """``"scripts,import"``, a list of names, or ``"all"`` → the toolsets (core always included)."""
-    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
-    if names == ["all"]:
-        return TOOLSETS
-    unknown = sorted(set(names) - set(TOOLSETS))
-    if unknown:
-        raise ServiceError(
-            "INVALID_ARGUMENT",
-            f"unknown toolsets: {', '.join(unknown)}",
-            hint=f"Use some of {', '.join(TOOLSETS)} (comma-separated), or all.",
-        )
-    return tuple(t for t in TOOLSETS if t == "core" or t in names)
 
 
 def build_workbench_server(service: PvfService, toolsets: tuple[str, ...] = TOOLSETS) -> MCPServer:

@@ -7,7 +7,9 @@ from typing import Any
 
 from moddesk.kit.agents.clients import CLIENTS, Client, ServerSpec, snippet
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.local_service import auth_headers
 from moddesk.pvf.service import PvfService
+from moddesk.pvf.settings import SERVER_NAME, McpSettings, load_settings, save_settings, settings_path
 from moddesk.pvf.web.ops import Args
 
 
@@ -27,8 +29,6 @@ def settings_ops(
     The page is already past the token check, so showing it the run's token (for the client
     configs) gives nothing away; agents never get it from the page.
     """
-    from moddesk.kit.local_service import auth_headers
-    from moddesk.pvf.agent.serve import SERVER_NAME, McpSettings, load_settings, save_settings, settings_path
 
     def read(_: Args) -> dict[str, Any]:
         saved = load_settings()
