@@ -249,7 +249,7 @@ def build_server(service: PvfService) -> MCPServer:
         mode: Annotated[
             Literal["content", "path", "regex"],
             Field(
-                description="content: case-insensitive substring of file text; path: glob (** crosses folders) or substring; regex: Python regex per file text"
+                description="content: case-insensitive substring of file text; path: glob (** crosses folders) or substring; regex: Python-syntax regex per file text on a linear-time engine (no backreferences or lookaround: INVALID_PATTERN names them; \\b is an ASCII word boundary; QUERY_TOO_COSTLY for patterns too big to run)"
             ),
         ] = "content",
         scope: Annotated[

@@ -73,15 +73,25 @@ def _last_names(pattern: str) -> frozenset[str] | None:
 
 
 def _match_parts(want: tuple[_Part, ...], have: list[str]) -> bool:
-    if not want:
-        return not have
-    head = want[0]
-    if head == "**":
-        return any(_match_parts(want[1:], have[i:]) for i in range(len(have) + 1))
-    if not have:
-        return False
-    ok = head == "*" or (isinstance(head, frozenset) and have[0] in head)
-    return ok and _match_parts(want[1:], have[1:])
+    """Whether the section names ``have`` match the parts ``want``, in O(len(want) × len(have)).
+
+    A table, not recursion: ``**/**/…/x`` tried every split of the path for each ``**``
+    (exponential in the number of ``**``), and the section pattern can come from an agent.
+    """
+    # alive[j]: want[:i] matches have[:j], for the parts read so far
+    alive = [True] + [False] * len(have)
+    for part in want:
+        if part == "**":
+            reached = False
+            for j in range(len(have) + 1):
+                reached = reached or alive[j]
+                alive[j] = reached
+            continue
+        alive = [False] + [
+            alive[j] and (part == "*" or (isinstance(part, frozenset) and have[j] in part))
+            for j in range(len(have))
+        ]
+    return alive[len(have)]
 
 
 def _candidates(pattern: str, view: ScriptView, by_name: dict[str, list[Section]]) -> list[Section]:

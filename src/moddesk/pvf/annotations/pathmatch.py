@@ -7,9 +7,10 @@ a rule glob without wildcards is an exact path, never a substring.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
+from moddesk.kit.errors import ServiceError
+from moddesk.kit.linear_regex import LinearRegex
 from moddesk.pvf.workbench.search import glob_to_regex, normalize_path
 
 MAX_GLOB_LENGTH = 512
@@ -20,19 +21,22 @@ class GlobError(ValueError):
 
 
 @lru_cache(maxsize=4096)
-def compile_glob(pattern: str) -> re.Pattern[str]:
+def compile_glob(pattern: str) -> LinearRegex:
     """Compile ``pattern`` for whole-path matching; raise ``GlobError`` if unusable."""
     if len(pattern) > MAX_GLOB_LENGTH:
         raise GlobError(f"glob longer than {MAX_GLOB_LENGTH} characters")
     normalized = normalize_path(pattern)
     if not normalized:
         raise GlobError("glob must not be empty")
-    return glob_to_regex(normalized)
+    try:
+        return glob_to_regex(normalized)
+    except ServiceError as exc:  # too big for the linear-time engine
+        raise GlobError(exc.message) from exc
 
 
 def glob_match(pattern: str, path: str) -> bool:
     """Whether an archive path matches ``pattern``."""
-    return compile_glob(pattern).match(normalize_path(path)) is not None
+    return compile_glob(pattern).fullmatch(normalize_path(path))
 
 
 def glob_literal_extension(pattern: str) -> str | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
+from moddesk.kit.linear_regex import LinearRegex
 from moddesk.pvf.archive import normalize_path as archive_key
 from moddesk.pvf.workbench.search import glob_to_regex
 
@@ -20,6 +20,6 @@ def normalize_path(path: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
+def glob_regex(pattern: str) -> LinearRegex:
     """``*`` and ``?`` within a folder, ``**`` across folders; case-insensitive, whole path."""
     return glob_to_regex(archive_key(pattern))

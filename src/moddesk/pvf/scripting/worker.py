@@ -167,7 +167,7 @@ class Transaction:
         regex = glob_regex(pattern) if pattern else None
         out = []
         for index, path in enumerate(ordered):
-            if regex is None or regex.match(path):
+            if regex is None or regex.fullmatch(path):
                 out.append(self.row(path, index))
         self.texts.order([row[1] for row in out])
         return out

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from moddesk.kit.linear_regex import LinearRegex, compile_pattern
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.workbench.searchindex import (
     ContentIndex as ContentIndex,  # re-exported: the index lives there
@@ -35,13 +36,12 @@ MAX_BYTE_CAP = 256 * 1024
 MAX_PATTERN = 512
 SNIPPET_CHARS = 200
 DEFAULT_TIME_BUDGET = 10.0
+# a regex page stops scanning after this long (with a cursor to go on), so that with one
+# costly block in flight it answers, or is refused with QUERY_TOO_COSTLY, within 5 s
+REGEX_TIME_BUDGET = 4.0
 
-# A quantified group that itself contains a quantifier: the classic catastrophic-backtracking shape.
-_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*(?:[+*]|\{\d*,)")
-_BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=")
 
-
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
+def glob_to_regex(pattern: str) -> LinearRegex:
     """``**`` crosses folders, ``*`` and ``?`` stay inside one; case-insensitive, whole path."""
     out: list[str] = []
     i = 0
@@ -62,7 +62,8 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(char))
         i += 1
-    return re.compile("".join(out) + r"\Z", re.IGNORECASE | re.DOTALL)
+    # RE2 (linear time): ``*a*a*a…b`` globs backtrack for ever on long paths under Python's ``re``
+    return compile_pattern("".join(out) + r"\Z", ignore_case=True, dotall=True)
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,7 @@ class SearchSource(Protocol):
 
     def containing(self, needle: bytes, lo: int, hi: int, deadline: float | None = None) -> Iterator[int]: ...
 
-    def regex_candidates(
-        self, regex: re.Pattern[str], lo: int, hi: int, deadline: float
-    ) -> Iterator[int]: ...
+    def regex_candidates(self, regex: LinearRegex, lo: int, hi: int, deadline: float) -> Iterator[int]: ...
 
     def folded_text(self, ordinal: int) -> bytes: ...
 
@@ -147,17 +146,16 @@ class SearchPage:
     reason: str | None = None
 
 
-def check_regex(pattern: str, case_sensitive: bool) -> re.Pattern[str]:
-    """Compile a user regex, refusing shapes that can backtrack for ever."""
-    if _NESTED_QUANTIFIER.search(pattern):
-        raise pvf_error("INVALID_PATTERN", "nested repetition like (a+)+ is not allowed", pattern=pattern)
-    if _BACKREFERENCE.search(pattern):
-        raise pvf_error("INVALID_PATTERN", "backreferences are not allowed", pattern=pattern)
-    flags = re.MULTILINE | (0 if case_sensitive else re.IGNORECASE)
-    try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
-        raise pvf_error("INVALID_PATTERN", f"bad regular expression: {exc}", pattern=pattern) from exc
+def check_regex(pattern: str, case_sensitive: bool, relax_string_anchors: bool = False) -> LinearRegex:
+    """Compile a user regex (Python syntax, multi-line) for the linear-time engine.
+
+    ``INVALID_PATTERN`` names a construct it cannot run (backreference, lookaround, …);
+    ``QUERY_TOO_COSTLY`` refuses a pattern too big to run. ``relax_string_anchors``: the variant
+    that scans many files joined by newlines (``\\A``/``\\Z`` at every line: a superset).
+    """
+    return compile_pattern(
+        pattern, ignore_case=not case_sensitive, multiline=True, relax_string_anchors=relax_string_anchors
+    )
 
 
 def _line_starts(text: str) -> list[int]:
@@ -184,14 +182,22 @@ class Matcher:
     def __init__(self, query: SearchQuery) -> None:
         self.query = query
         self.folded_needle = query.query.casefold()
-        self.regex = check_regex(query.query, query.case_sensitive) if query.mode == "regex" else None
+        self.regex: LinearRegex | None = None
+        self.block_regex: LinearRegex | None = None  # for the index's many-files scan
+        if query.mode == "regex":
+            self.regex = check_regex(query.query, query.case_sensitive)
+            self.block_regex = check_regex(query.query, query.case_sensitive, relax_string_anchors=True)
 
-    def lines(self, text: str) -> list[tuple[int, int]]:
-        """``(line number, column)`` of each line with a match, one per line."""
+    def lines(self, text: str, deadline: float | None = None) -> list[tuple[int, int]]:
+        """``(line number, column)`` of each line with a match, one per line.
+
+        A regex search that cannot end by ``deadline`` raises ``QUERY_TOO_COSTLY``.
+        """
         if self.query.mode == "regex":
             assert self.regex is not None
             subject = text if self.query.case_sensitive else text.casefold()
-            positions = [m.start() for m in self.regex.finditer(subject)]
+            limit = deadline if deadline is not None else time.monotonic() + REGEX_TIME_BUDGET
+            return _regex_lines(self.regex, subject, limit)
         else:
             subject, needle = (
                 (text, self.query.query)
@@ -211,6 +217,18 @@ class Matcher:
             line = bisect.bisect_right(starts, pos)
             found.setdefault(line, pos - starts[line - 1])
         return sorted(found.items())
+
+
+def _regex_lines(regex: LinearRegex, subject: str, deadline: float) -> list[tuple[int, int]]:
+    """``(line number, column)`` of the first match starting in each line of ``subject``."""
+    data = subject.encode("utf-8", "surrogatepass")
+    found: list[tuple[int, int]] = []
+    line, line_start = 1, 0
+    for start, _end in regex.first_match_per_segment(data, b"\n", deadline):
+        line += data.count(b"\n", line_start, start)
+        line_start = data.rfind(b"\n", 0, start) + 1
+        found.append((line, len(data[line_start:start].decode("utf-8", "surrogatepass"))))
+    return found
 
 
 def hit_size(hit: Hit) -> int:
@@ -250,6 +268,8 @@ class Searcher:
         """Up to ``limit`` hits after position ``after``, within ``byte_cap`` response bytes."""
         limit = max(1, min(limit, MAX_LIMIT))
         byte_cap = max(1024, min(byte_cap, MAX_BYTE_CAP))
+        if query.mode == "regex":
+            time_budget = min(time_budget, REGEX_TIME_BUDGET)
         matcher = Matcher(query)
         deadline = time.monotonic() + time_budget
         start_path, after_line = after if after is not None else ("", 0)
@@ -291,7 +311,7 @@ class Searcher:
         ``(path, None)`` ends the stream early: the time budget ran out before ``path``.
         """
         changed_sorted = sorted(p for p in self.changed if p >= start_path and query.in_scope(p))
-        pending = list(self._changed(query, matcher, changed_sorted))
+        pending = list(self._changed(query, matcher, changed_sorted, deadline))
         position = 0
         for path, lines in self._indexed(query, matcher, start_path, deadline):
             while position < len(pending) and pending[position][0] < path:
@@ -303,7 +323,7 @@ class Searcher:
         yield from pending[position:]
 
     def _changed(
-        self, query: SearchQuery, matcher: Matcher, paths: Sequence[str]
+        self, query: SearchQuery, matcher: Matcher, paths: Sequence[str], deadline: float
     ) -> Iterator[tuple[str, list[tuple[int, int]] | None]]:
         for path in paths:
             if path in self.deleted:
@@ -313,7 +333,7 @@ class Searcher:
                     yield path, []
                 continue
             text = self.changed[path]
-            if text is not None and (lines := matcher.lines(text)):
+            if text is not None and (lines := matcher.lines(text, deadline)):
                 yield path, lines
 
     def _skip(self, path: str) -> bool:
@@ -344,8 +364,8 @@ class Searcher:
                 matcher.folded_needle.encode("utf-8", "surrogatepass"), lo, hi, deadline
             )
         elif not query.case_sensitive:
-            assert matcher.regex is not None
-            ordinals = index.regex_candidates(matcher.regex, lo, hi, deadline)
+            assert matcher.block_regex is not None
+            ordinals = index.regex_candidates(matcher.block_regex, lo, hi, deadline)
         else:
             ordinals = range(lo, hi)
         for count, ordinal in enumerate(ordinals):
@@ -353,7 +373,9 @@ class Searcher:
                 yield index.paths[-ordinal - 1], None
                 return
             path = index.paths[ordinal]
-            if count % 1024 == 1023 and time.monotonic() > deadline:
+            # a regex checks each file (its cost varies with the pattern); a substring every 1024
+            checked = count > 0 and (query.mode == "regex" or count % 1024 == 1023)  # one file at least
+            if checked and time.monotonic() > deadline:
                 yield path, None
                 return
             if not query.in_scope(path) or self._skip(path):
@@ -362,7 +384,7 @@ class Searcher:
                 text = self.current_text(path) or ""
             else:
                 text = index.folded_text(ordinal).decode("utf-8", "surrogatepass")
-            if lines := matcher.lines(text):
+            if lines := matcher.lines(text, deadline):
                 yield path, lines
 
 
@@ -370,7 +392,7 @@ def glob_matcher(pattern: str) -> Callable[[str], bool]:
     """A path predicate: a glob when the pattern has ``*?[``, else a case-insensitive substring."""
     if any(c in pattern for c in "*?"):
         regex = glob_to_regex(normalize_path(pattern))
-        return lambda path: regex.match(path) is not None
+        return regex.fullmatch
     needle = pattern.casefold().replace("\\", "/")
     return lambda path: needle in path
 

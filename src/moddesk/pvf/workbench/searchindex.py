@@ -28,7 +28,6 @@ import json
 import mmap
 import operator
 import os
-import re
 import tempfile
 import time
 import zlib
@@ -40,7 +39,9 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
+from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import temp_prefix
+from moddesk.kit.linear_regex import LinearRegex
 
 INDEX_FORMAT = 2
 HEADER_SIZE = 4096
@@ -50,7 +51,8 @@ SPOOL_FLUSH = 8 << 20  # folded bytes gathered before one spool write
 COPY_FILES = 8192  # texts copied into path order per write (bounds the mapped pages touched)
 FIRST_BLOCK = 256 << 10  # a substring scan reads this much first (a common word answers from it)
 MAX_BLOCK = 8 << 20  # ... doubling up to this
-REGEX_BLOCK = 4 << 20  # corpus bytes decoded and scanned per regex pass
+REGEX_BLOCK = 4 << 20  # corpus bytes scanned per regex pass, at most
+MIN_REGEX_BLOCK = 256 << 10  # … and at least (a costlier pattern's block goes to a worker process)
 
 
 def normalize_path(path: str) -> str:
@@ -313,36 +315,41 @@ class ContentIndex:
             start, size = end, min(size * 2, MAX_BLOCK)
 
     def regex_candidates(
-        self, regex: re.Pattern[str], lo: int, hi: int, deadline: float, block_bytes: int = REGEX_BLOCK
+        self, regex: LinearRegex, lo: int, hi: int, deadline: float, block_bytes: int | None = None
     ) -> Iterator[int]:
         """Ordinals in ``[lo, hi)`` that may match ``regex`` (a superset; callers check each file).
 
-        Files are scanned in blocks: one decode and one ``finditer`` per block, with the
-        separators turned into newlines so ``^``/``$`` behave per file. A match that crosses
-        into the next file marks every file it touches for the exact per-file check, so
-        nothing is lost. ``-(ordinal + 1)`` means the time budget ran out before ``ordinal``.
+        Files are scanned in blocks of whole files, the separators read as newlines so ``^``/``$``
+        behave per file (``regex`` is the variant with ``\\A``/``\\Z`` at every line). A match
+        that crosses into the next file marks every file it touches for the exact per-file check,
+        so nothing is lost. ``-(ordinal + 1)`` means the time budget ran out before ``ordinal``.
+        A block is as big as the engine may search in this process (``regex.inline_bytes``).
         """
         offsets = self.offsets
+        size = block_bytes or max(MIN_REGEX_BLOCK, min(REGEX_BLOCK, regex.inline_bytes))
         start = lo
         while start < hi:
             if start > lo and time.monotonic() > deadline:  # one block at least: always progress
                 yield -start - 1
                 return
-            end = self._block_end(start, hi, block_bytes)
-            text = self.read(int(offsets[start]), int(offsets[end])).decode("utf-8", "surrogatepass")
-            bounds = [0]
-            pos = text.find("\x00")
-            while pos >= 0:
-                bounds.append(pos + 1)
-                pos = text.find("\x00", pos + 1)
+            end = self._block_end(start, hi, size)
+            base = int(offsets[start])
+            block = self.read(base, int(offsets[end]))
+            try:
+                spans = regex.first_match_per_segment(block, b"\x00", deadline, superset=True)
+            except ServiceError as exc:
+                if exc.code != "QUERY_TOO_COSTLY" or start == lo:
+                    raise
+                yield -start - 1  # this page spent its budget before the block: the next page runs it
+                return
             found: set[int] = set()
-            for match in regex.finditer(text.replace("\x00", "\n")):
-                first = bisect.bisect_right(bounds, match.start()) - 1
-                last = bisect.bisect_right(bounds, max(match.start(), match.end() - 1)) - 1
+            for match_start, match_end in spans:
+                first = int(np.searchsorted(offsets, base + match_start, side="right")) - 1
+                last = int(np.searchsorted(offsets, base + max(match_start, match_end - 1), side="right")) - 1
                 found.update(range(first, last + 1))
-            for local in sorted(found):
-                if start + local < end:
-                    yield start + local
+            for ordinal in sorted(found):
+                if ordinal < end:
+                    yield ordinal
             start = end
 
 

@@ -28,7 +28,6 @@ Anything else (regex, needles with separators or syntax characters, numbers) wai
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -39,6 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from moddesk.kit.linear_regex import LinearRegex
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.strings import StringPools, StringTable
 from moddesk.pvf.format.text import HEADER
@@ -513,7 +513,7 @@ class TokenSource:
         text = self.text(self.paths[ordinal])
         return (text or "").casefold().encode("utf-8", "surrogatepass")
 
-    def regex_candidates(self, regex: re.Pattern[str], lo: int, hi: int, deadline: float) -> Iterator[int]:
+    def regex_candidates(self, regex: LinearRegex, lo: int, hi: int, deadline: float) -> Iterator[int]:
         """Every ordinal (a superset): regex queries wait for the index and never come here."""
         for ordinal in range(lo, hi):
             if ordinal > lo and time.monotonic() > deadline:
