@@ -19,6 +19,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -269,3 +270,93 @@ def test_odd_length_nkpi_text_is_not_text_not_a_traceback() -> None:
         assert exc.code == "NOT_TEXT"
     else:  # pragma: no cover - the assertion explains the failure
         raise AssertionError("odd-length UTF-16 decoded as text")
+
+
+# ------------------------------------------------------------------------- cut and damaged (#35)
+
+
+@settings(max_examples=40, deadline=None)
+@given(fmt=st.sampled_from(["classic", "90US", "90CN"]), keep=st.floats(min_value=0.02, max_value=0.9999))
+def test_a_cut_archive_says_it_is_truncated_and_how_much_is_missing(fmt: str, keep: float) -> None:
+    data = _generated(fmt)
+    cut = data[: max(HEADER_SIZE, int(len(data) * keep))]
+    try:
+        Archive.from_bytes(cut).close()
+    except PvfFormatError as exc:
+        assert exc.code == "TRUNCATED", exc
+        missing = len(data) - len(cut)
+        assert "cut short" in exc.message
+        if "data area" in exc.message and fmt != "classic":
+            assert f"{missing} bytes missing" in exc.message
+    else:
+        raise AssertionError(f"a {fmt} archive cut to {len(cut)} of {len(data)} bytes opened")
+
+
+def test_a_cut_90us_archive_at_99_9_percent_names_the_data_area(tmp_path: Path) -> None:
+    data = _generated("90US")
+    cut = tmp_path / "t.pvf"
+    cut.write_bytes(data[: len(data) * 999 // 1000])
+    shown = _cli("info", str(cut))
+    assert shown.returncode == 2
+    assert "TRUNCATED" in shown.stderr and "data area" in shown.stderr
+    assert f"{len(data) - len(data) * 999 // 1000} bytes missing" in " ".join(shown.stderr.split())
+    assert "Traceback" not in shown.stderr
+
+
+def test_bytes_appended_to_an_nkpi_archive_are_a_header_mismatch_not_an_unknown_format() -> None:
+    with pytest.raises(PvfFormatError) as caught:
+        Archive.from_bytes(_generated("90CN") + b"\0" * 64)
+    assert caught.value.code == "BAD_HEADER"
+    assert "64 bytes after the end" in caught.value.message
+
+
+def _damage_entry(data: bytes, path: str) -> bytes:
+    """``data`` with the middle bytes of classic entry ``path``'s stored block flipped."""
+    with Archive.from_bytes(data) as pvf:
+        directory = pvf._classic
+        assert directory is not None
+        i = pvf.getinfo(path).index
+        start = directory.base + int(directory.offsets[i])
+        size = int(directory.sizes[i])
+    damaged = bytearray(data)
+    for k in range(start + size // 4, start + size // 4 + min(64, size // 2)):
+        damaged[k] ^= 0x5A
+    return bytes(damaged)
+
+
+def test_extract_skips_texts_rendered_with_a_damaged_string_table_and_fails(tmp_path: Path) -> None:
+    archive = tmp_path / "d.pvf"
+    archive.write_bytes(_damage_entry(_generated("classic"), "stringtable.bin"))
+    with Archive.open(archive) as pvf:
+        scripts = [e.path for e in pvf.entries if e.kind == "script"]
+    shown = _cli("extract", str(archive), str(tmp_path / "out"))
+    assert shown.returncode == 1, shown.stderr
+    assert "DAMAGED" in shown.stderr and "stringtable.bin" in shown.stderr
+    manifest = json.loads((tmp_path / "out" / ".moddesk-pvf.json").read_text(encoding="utf-8"))
+    damaged = {row["path"] for row in manifest["damaged"]}
+    assert "stringtable.bin" in damaged
+    assert set(scripts) <= damaged
+    written = {row["path"] for row in manifest["files"]}
+    assert not written & damaged
+    assert not (tmp_path / "out" / "stringtable.bin").exists()
+
+
+def test_keep_damaged_writes_them_with_a_report(tmp_path: Path) -> None:
+    archive = tmp_path / "d.pvf"
+    archive.write_bytes(_damage_entry(_generated("classic"), "stringtable.bin"))
+    shown = _cli("extract", str(archive), str(tmp_path / "out"), "--keep-damaged")
+    assert shown.returncode == 0, shown.stderr
+    assert "written with a .damaged report" in " ".join(shown.stderr.split())
+    report = (tmp_path / "out" / "stringtable.bin.damaged").read_text(encoding="utf-8")
+    assert "checksum" in report
+    assert (tmp_path / "out" / "stringtable.bin").exists()
+
+
+def test_a_sound_archive_extracts_without_a_damage_list(tmp_path: Path) -> None:
+    archive = tmp_path / "s.pvf"
+    archive.write_bytes(_generated("classic"))
+    shown = _cli("extract", str(archive), str(tmp_path / "out"))
+    assert shown.returncode == 0, shown.stderr
+    assert "DAMAGED" not in shown.stderr
+    manifest = json.loads((tmp_path / "out" / ".moddesk-pvf.json").read_text(encoding="utf-8"))
+    assert "damaged" not in manifest

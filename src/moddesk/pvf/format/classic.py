@@ -120,7 +120,8 @@ def read_classic_directory(src: ByteSource) -> ClassicDirectory:
     if count < 0 or count * 20 > tree_len:
         raise PvfFormatError("BAD_HEADER", f"file count {count} does not fit a {tree_len}-byte directory")
     tree = classic_decrypt(src.read(20 + guid_len, tree_len, what="directory"), tree_crc)
-    if crc32_seeded(tree, count) != tree_crc:
+    tree_ok = crc32_seeded(tree, count) == tree_crc
+    if not tree_ok:
         problems.append("directory checksum does not match crc32(tree, count)")
     names: list[bytes] = []
     hashes = np.empty(count, dtype=np.uint32)
@@ -130,6 +131,7 @@ def read_classic_directory(src: ByteSource) -> ClassicDirectory:
     unpack_head = struct.Struct("<Ii").unpack_from
     unpack_tail = struct.Struct("<iIi").unpack_from
     data_area = size - base
+    cut_end = 0  # the furthest end of an entry whose data lies past the end of the file
     p = 0
     for i in range(count):
         if p + 8 > tree_len:
@@ -145,13 +147,22 @@ def read_classic_directory(src: ByteSource) -> ClassicDirectory:
         p += 8 + n
         dlen, crc, off = unpack_tail(tree, p)
         p += 12
-        if dlen < 0 or off < 0 or off + align4(dlen) > data_area:
+        if dlen < 0 or off < 0 or (off + align4(dlen) > data_area and tree_ok is False):
             raise PvfFormatError(
                 "BAD_OFFSET",
                 f"entry {i} data ({dlen} bytes at {off}) is outside the data area",
                 offset=base + max(off, 0),
             )
+        cut_end = max(cut_end, off + align4(dlen) - data_area)
         hashes[i], sizes[i], crcs[i], offsets[i] = h, dlen, crc, off
+    if cut_end > 0:
+        # the directory verified, so its offsets are true: the file itself is short
+        raise PvfFormatError(
+            "TRUNCATED",
+            f"this classic archive is cut short: {cut_end} bytes missing from the data area "
+            f"(the file has {size} bytes); copy or download it again",
+            offset=size,
+        )
     end = int((offsets + ((sizes + 3) & ~3)).max()) if count else 0
     return ClassicDirectory(
         guid, version, tree_len, tree_crc, names, hashes, sizes, crcs, offsets, base, base + end, problems

@@ -48,6 +48,32 @@ def _classic_plausible(src: ByteSource) -> bool:
     return guid_plausible(src.read(4, guid_len)) or first_entry_verifies(src, guid_len, tree_len, crc, count)
 
 
+def _raise_if_classic_cut(src: ByteSource) -> None:
+    """TRUNCATED when a real classic header (a plausible GUID) announces a directory past the end."""
+    if src.size < 8:
+        return
+    (guid_len,) = struct.unpack("<i", src.read(0, 4))
+    if not 0 < guid_len <= MAX_GUID_LEN or not guid_plausible(src.read(4, min(guid_len, src.size - 4))):
+        return
+    if 20 + guid_len > src.size:
+        missing = 20 + guid_len - src.size
+        raise PvfFormatError(
+            "TRUNCATED",
+            f"this classic archive is cut short inside its header ({missing} bytes missing); "
+            "copy or download it again",
+            offset=src.size,
+        )
+    (tree_len,) = struct.unpack("<i", src.read(8 + guid_len, 4))
+    directory_end = 20 + guid_len + tree_len
+    if tree_len > 0 and tree_len % 4 == 0 and directory_end > src.size:
+        raise PvfFormatError(
+            "TRUNCATED",
+            f"this classic archive is cut short: {directory_end - src.size} bytes of its directory and "
+            f"all of its data area are missing (the file has {src.size} bytes); copy or download it again",
+            offset=src.size,
+        )
+
+
 def detect(src: ByteSource, *, path: Path | None = None) -> Detection:
     """Recognise the container or raise UNKNOWN_FORMAT / UNSUPPORTED_FORMAT."""
     probe = probe_header(src)
@@ -57,6 +83,7 @@ def detect(src: ByteSource, *, path: Path | None = None) -> Detection:
         return Detection(probe[0].name, probe)
     if _classic_plausible(src):
         return Detection(CLASSIC)
+    _raise_if_classic_cut(src)
     if path is not None and (path.parent / PAGED110_SIDECAR).exists():
         raise unsupported_paged110()
     raise PvfFormatError(

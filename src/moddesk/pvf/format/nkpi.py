@@ -11,6 +11,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from typing import NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -193,6 +194,7 @@ def probe_header(src: ByteSource) -> tuple[NkpiVariant, int, bool, NkpiHeader] |
     if src.size < HEADER_SIZE:
         return None
     raw = src.read(0, HEADER_SIZE)
+    mismatched: tuple[NkpiVariant, NkpiHeader, int] | None = None
     for variant in (STANDARD, PROTECTED, PAGED110):
         for magic in (MAGIC_MAIN, MAGIC_POOL):
             for guard in (False, True) if variant.guardable else (False,):
@@ -207,12 +209,38 @@ def probe_header(src: ByteSource) -> tuple[NkpiVariant, int, bool, NkpiHeader] |
                     + 8 * h.group_count
                     + h.body_size
                 )
-                if (
-                    min(h.count, h.hash_size, h.name_size, h.group_count, h.body_size) >= 0
-                    and total == src.size
-                ):
+                if min(h.count, h.hash_size, h.name_size, h.group_count, h.body_size) < 0:
+                    continue
+                if total == src.size:
                     return variant, magic, guard, h
+                if mismatched is None and variant is not PAGED110:
+                    mismatched = (variant, h, total)  # other keys may still fit exactly: try them first
+    if mismatched is not None:
+        _size_mismatch(*mismatched, src.size)
     return None
+
+
+def _size_mismatch(variant: NkpiVariant, h: NkpiHeader, total: int, size: int) -> NoReturn:
+    """A header that decrypts under real keys but whose sections do not add up to the file size.
+
+    The signature matched, so this *is* an NKPI archive: a cut copy (an interrupted download or
+    copy) must say how much is missing and where, not that the format is unknown.
+    """
+    directory_end = total - h.body_size
+    if size < total:
+        where = "the data area" if size >= directory_end else "the directory"
+        raise PvfFormatError(
+            "TRUNCATED",
+            f"this {variant.name} archive is cut short: {total - size} bytes missing from {where} "
+            f"(the header announces {total} bytes, the file has {size}); copy or download it again",
+            offset=size,
+        )
+    raise PvfFormatError(
+        "BAD_HEADER",
+        f"this {variant.name} archive has {size - total} bytes after the end its header announces "
+        f"({total} bytes); the file may have been appended to or damaged",
+        offset=total,
+    )
 
 
 def _read_pool(src: ByteSource, pos: int, end: int, seed: int, mask: int, what: str) -> tuple[bytes, int]:

@@ -207,9 +207,20 @@ def extract(
     raw: Annotated[bool, typer.Option("--raw", help="write decoded bytes, not text")] = False,
     region: RegionOption = None,
     korean: KoreanOption = False,
+    keep_damaged: Annotated[
+        bool,
+        typer.Option(
+            "--keep-damaged",
+            help="also write entries whose stored checksum fails (and texts rendered with a damaged string "
+            "table), each beside a FILE.damaged report; by default they are skipped and the exit code is 1",
+        ),
+    ] = False,
 ) -> None:
     """Extract entries into a new folder (scripts as UTF-8 text); the folder appears only when complete.
 
+    Every entry's stored checksum is checked as it is written. A damaged entry, and every text
+    rendered with a damaged string table (stringtable.bin, n_string.lst), is skipped and listed
+    and the command exits with 1; ``--keep-damaged`` writes them with a ``.damaged`` report.
     Names that are not valid CP949 or hold characters a file system refuses are written with
     ``%XX`` escapes and listed; the manifest keeps every original path, so ``pack`` restores them.
     On any failure nothing is published and the staging folder is removed.
@@ -222,7 +233,9 @@ def extract(
         pvf.korean_mojibake = korean
         staging = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=out.parent))
         try:
-            files, escaped = _extract_into(pvf, staging, out, normalize_path(pattern), raw, progress)
+            files, escaped, damaged = _extract_into(
+                pvf, staging, out, normalize_path(pattern), raw, progress, keep_damaged
+            )
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
             err_console.print(
@@ -237,17 +250,57 @@ def extract(
     if len(escaped) > 20:
         err_console.print(f"… {len(escaped) - 20} more escaped names (see {MANIFEST})")
     console.print(f"extracted {files} files to {escape(str(out))}")
+    if damaged:
+        _report_damaged(damaged, keep_damaged)
+
+
+def _report_damaged(damaged: list[tuple[str, str]], kept: bool) -> None:
+    """List the damaged entries; without ``--keep-damaged`` the command fails (exit 1)."""
+    verb = "written with a .damaged report" if kept else "NOT written"
+    err_console.print(f"[red]DAMAGED[/red]: {len(damaged)} entries failed their checksum check ({verb}):")
+    for path, problem in damaged[:50]:
+        err_console.print(f"  {escape(path)}: {escape(problem)}")
+    if len(damaged) > 50:
+        err_console.print(f'  … {len(damaged) - 50} more (listed under "damaged" in {MANIFEST})')
+    if not kept:
+        err_console.print("hint: run `moddesk pvf verify` for details; --keep-damaged writes them anyway")
+        raise typer.Exit(1)
+
+
+#: Entries every rendered script text depends on: damage there garbles the strings of other files.
+_STRING_TABLES = ("stringtable.bin", "n_string.lst")
+
+
+def _damage_of(pvf: Archive) -> tuple[dict[str, str], str | None]:
+    """(entry path → its checksum problem, the damaged string table every text depends on or None)."""
+    own: dict[str, str] = {}
+    for entry in pvf.entries:
+        for problem in pvf.entry_problems(entry):
+            own[entry.path] = problem.split(": ", 1)[-1]
+    table = next((name for name in _STRING_TABLES if any(normalize_path(p) == name for p in own)), None)
+    return own, table
 
 
 def _extract_into(
-    pvf: Archive, staging: Path, out: Path, glob: str, raw: bool, progress: Callable[[int, int], None]
-) -> tuple[int, list[tuple[str, str]]]:
-    """Write the entries into ``staging``, then publish it as ``out``; (file count, escaped names)."""
+    pvf: Archive,
+    staging: Path,
+    out: Path,
+    glob: str,
+    raw: bool,
+    progress: Callable[[int, int], None],
+    keep_damaged: bool = False,
+) -> tuple[int, list[tuple[str, str]], list[tuple[str, str]]]:
+    """Write the entries into ``staging``, then publish it as ``out``.
+
+    Returns (file count, escaped names, damaged entries with their problem).
+    """
     from moddesk.kit.files import publish_no_overwrite
 
     manifest: dict[str, object] = {"format": pvf.format, "region": pvf.region, "files": []}
     files: list[dict[str, object]] = []
     escaped: list[tuple[str, str]] = []
+    damaged: list[tuple[str, str]] = []
+    own_damage, damaged_table = _damage_of(pvf)
     seen: set[str] = set()
     for entry, data in pvf.iter_bytes(progress):
         if glob != "*" and not fnmatch.fnmatchcase(normalize_path(entry.path), glob):
@@ -272,9 +325,19 @@ def _extract_into(
                     payload, mode = text.encode("utf-8", errors="surrogateescape"), "text"
             except PvfFormatError:
                 payload = data
+        problem = own_damage.get(entry.path)
+        if problem is None and damaged_table is not None and mode == "text" and entry.kind == "script":
+            problem = f"its strings come from {damaged_table}, whose checksum does not match"
+        if problem is not None:
+            damaged.append((entry.path, problem))
+            if not keep_damaged:
+                continue
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(payload)
+        if problem is not None:
+            report = f"{entry.path}\n{problem}\nThe bytes were written as stored; they may be wrong.\n"
+            target.with_name(target.name + ".damaged").write_text(report, encoding="utf-8")
         row: dict[str, object] = {
             "path": entry.path,
             "file": rel.as_posix(),
@@ -285,11 +348,13 @@ def _extract_into(
             row["koreanMojibake"] = True  # written repaired; pack paints it back
         files.append(row)
     manifest["files"] = files
+    if damaged:
+        manifest["damaged"] = [{"path": path, "problem": problem} for path, problem in damaged]
     # undecodable name bytes are kept as \udcXX escapes, which only ASCII JSON can carry
     text = json.dumps(manifest, ensure_ascii=bool(escaped), indent=1)
     (staging / MANIFEST).write_text(text, encoding="utf-8")
     publish_no_overwrite(staging, out)
-    return len(files), escaped
+    return len(files), escaped, damaged
 
 
 def _painted_korean(pvf: Archive, kind: str, data: bytes) -> bool:
