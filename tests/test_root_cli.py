@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from moddesk import __version__
+from moddesk.cli import GROUPS
 
 
 def moddesk(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -50,3 +53,51 @@ def test_kit_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "HTTP 421" in done.stdout
     assert "all demos passed" in done.stdout
+
+
+# What `moddesk --help` may not load: the heavy libraries and every system (each group is imported
+# only when it runs). Checked in a fresh interpreter, as a user's shell runs it.
+HEAVY = ("numpy", "lxml", "mcp", "httpx", "starlette", "uvicorn", "pydantic", "quickjs", "pygls")
+SYSTEM_PACKAGES = ("moddesk.pvf", "moddesk.ra3", "moddesk.xiangqi", "moddesk.agents_cli")
+
+
+def modules_after(*argv: str) -> set[str]:
+    """The modules a fresh ``moddesk ARGV`` has imported when it exits."""
+    script = (
+        "import json, sys\n"
+        "from moddesk.cli import app\n"
+        "try:\n"
+        f"    app({list(argv)!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+        timeout=300,
+        check=True,
+    )
+    return set(json.loads(done.stderr.rsplit("MODULES ", 1)[1]))
+
+
+def test_root_help_imports_no_system_and_no_heavy_library() -> None:
+    loaded = modules_after("--help")
+    assert "typer" in loaded and "moddesk.cli" in loaded  # the probe itself works
+    heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
+    systems = sorted(m for m in loaded if m.startswith(SYSTEM_PACKAGES))
+    assert not heavy and not systems, f"`moddesk --help` imported {heavy + systems}"
+
+
+def test_root_version_imports_no_system() -> None:
+    loaded = modules_after("version")
+    assert not [m for m in loaded if m.startswith(SYSTEM_PACKAGES)]
+
+
+def test_each_group_line_in_root_help_is_the_groups_own_help() -> None:
+    for name, (module, help_line) in GROUPS.items():
+        group = importlib.import_module(module).app
+        assert group.info.help == help_line, f"update GROUPS[{name!r}] in moddesk/cli.py"

@@ -10,11 +10,13 @@ import platform
 import shutil
 import sys
 from types import ModuleType
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperGroup
 
 from moddesk import __version__
 from moddesk.kit.errors import ServiceError
@@ -34,7 +36,51 @@ EXTERNAL_PROGRAMS: dict[str, tuple[str, ...]] = {
 }
 EXTRA_PATHS = ("/usr/games",)
 
+# The command groups and the one line `moddesk --help` shows for each, so listing them imports no
+# system (tests/test_root_cli.py checks each line against the group's own help). A group's module
+# is imported only when the group runs (`moddesk pvf …`, `moddesk pvf --help`).
+GROUPS: dict[str, tuple[str, str]] = {
+    "pvf": ("moddesk.pvf.cli", "Dungeon & Fighter Script.pvf workbench."),
+    "ra3": ("moddesk.ra3.cli", "SAGE (Red Alert 3, C&C3) mod XML index."),
+    "xiangqi": ("moddesk.xiangqi.cli", "Chinese chess against the AI model or the local engine."),
+    "agents": (
+        "moddesk.agents_cli",
+        "Connect AI agents: MCP client configs, the stable launcher, and Agent Skills.",
+    ),
+}
+
+
+class LazyGroup(TyperGroup):
+    """A command group as `moddesk --help` lists it; ``load`` imports the real one to run it."""
+
+    def __init__(self, name: str, module: str, help_line: str) -> None:
+        super().__init__(name=name, help=help_line, short_help=help_line)
+        self.module = module
+
+    def load(self) -> TyperGroup:
+        command = typer.main.get_group(importlib.import_module(self.module).app)
+        command.name = self.name
+        return command
+
+
+class RootGroup(TyperGroup):
+    """The root command: its own commands, plus the groups of GROUPS loaded when they run."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for name, (module, help_line) in GROUPS.items():
+            self.add_command(LazyGroup(name, module, help_line))
+
+    # Any: typer >= 0.29 vendors its own click, older typer uses the click package
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, command, rest = super().resolve_command(ctx, args)
+        if isinstance(command, LazyGroup):
+            command = command.load()
+        return name, command, rest
+
+
 app = typer.Typer(
+    cls=RootGroup,
     help="moddesk: one safe, revision-checked way for AI agents and people to work on game data.",
     no_args_is_help=True,
     add_completion=False,
@@ -48,16 +94,6 @@ def _system_module(system: str, name: str) -> ModuleType | None:
     if importlib.util.find_spec(full) is None:
         return None
     return importlib.import_module(full)
-
-
-for _system in SYSTEMS:
-    _cli = _system_module(_system, "cli")
-    if _cli is not None and hasattr(_cli, "app"):
-        app.add_typer(_cli.app, name=_system)
-
-_agents = importlib.util.find_spec("moddesk.agents_cli")
-if _agents is not None:
-    app.add_typer(importlib.import_module("moddesk.agents_cli").app, name="agents")
 
 
 @app.command()

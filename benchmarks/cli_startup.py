@@ -1,0 +1,68 @@
+"""How fast `moddesk --help` and `moddesk <group> --help` answer, beside importing typer + rich.
+
+Every command, every MCP client launching `moddesk … mcp` and every test that shells out pays the
+start-up of the root command. The peer is the framework's own import, ``python -c "import typer,
+rich"``, measured in the same run; the target is ≤ 2× the peer for the root help and each group's
+help. Runs are interleaved (one of each per round) so a load change hits all of them alike; the
+figure is the median wall time of fresh interpreters.
+
+    .venv/bin/python benchmarks/cli_startup.py             # 15 rounds
+    .venv/bin/python benchmarks/cli_startup.py --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+PEER = ("import typer + rich", ["-c", "import typer, rich"])
+TARGET = 2.0
+COMMANDS = [
+    ("moddesk --help", ["-m", "moddesk", "--help"]),
+    ("moddesk pvf --help", ["-m", "moddesk", "pvf", "--help"]),
+    ("moddesk ra3 --help", ["-m", "moddesk", "ra3", "--help"]),
+    ("moddesk xiangqi --help", ["-m", "moddesk", "xiangqi", "--help"]),
+    ("moddesk agents --help", ["-m", "moddesk", "agents", "--help"]),
+]
+
+
+def wall_ms(argv: list[str]) -> float:
+    """One fresh interpreter running ``argv`` to the end, in milliseconds."""
+    env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, *argv], check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env
+    )
+    return (time.perf_counter() - start) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    rounds = parser.parse_args().rounds
+    runs: dict[str, list[float]] = {name: [] for name, _ in [PEER, *COMMANDS]}
+    for _, argv in [PEER, *COMMANDS]:
+        wall_ms(argv)  # warm the file cache and the bytecode
+    for _ in range(rounds):
+        for name, argv in [PEER, *COMMANDS]:
+            runs[name].append(wall_ms(argv))
+    peer = statistics.median(runs[PEER[0]])
+    load = os.getloadavg()[0]
+    print(f"{rounds} rounds, median wall time, load {load:.1f}")
+    print(f"{PEER[0]:<26} {peer:7.0f} ms   (peer)")
+    worst = 0.0
+    for name, _ in COMMANDS:
+        took = statistics.median(runs[name])
+        ratio = took / peer
+        worst = max(worst, ratio)
+        mark = "ok" if ratio <= TARGET else "over"
+        print(f"{name:<26} {took:7.0f} ms   {ratio:4.2f}× the peer  ({mark}, target ≤ {TARGET:g}×)")
+    print(f"worst ratio {worst:.2f}× (target ≤ {TARGET:g}×)")
+
+
+if __name__ == "__main__":
+    main()
