@@ -259,10 +259,28 @@ def test_settings_from_toml_and_env(tmp_path: Path) -> None:
     assert loaded.opponent == "local" and loaded.think_time == 0.5 and loaded.max_plies == 150
     config.write_text("opponent = [", encoding="utf-8")
     assert error_of(Settings.load, config, env={}).code == "CONFIG_INVALID"
+    from_env = error_of(Settings.load, tmp_path / "none.toml", env={"MODDESK_XIANGQI_THINK_TIME": "-1"})
+    assert from_env.code == "CONFIG_INVALID" and from_env.details["variable"] == "MODDESK_XIANGQI_THINK_TIME"
+    assert "environment variable MODDESK_XIANGQI_THINK_TIME" in from_env.message
+    assert "环境变量 MODDESK_XIANGQI_THINK_TIME" in from_env.details["errorZh"]
+    assert str(tmp_path) not in from_env.message  # the variable is named, not the TOML file
+
+
+def test_settings_name_an_unknown_key_its_line_and_the_closest_one(tmp_path: Path) -> None:
+    config = tmp_path / "xiangqi.toml"
+    config.write_text('# my settings\nopponent = "local"\nlevle = 3\n', encoding="utf-8")
+    error = error_of(Settings.load, config, env={})
     assert (
-        error_of(Settings.load, tmp_path / "none.toml", env={"MODDESK_XIANGQI_THINK_TIME": "-1"}).code
-        == "CONFIG_INVALID"
+        error.code == "CONFIG_INVALID"
+        and error.message == f"{config}:3: unknown setting 'levle'; did you mean 'level'?"
     )
+    assert error.details["suggestion"] == "level" and error.details["line"] == 3
+    assert "未知设置 levle，是不是 level？" in error.details["errorZh"]
+    config.write_text("zzzz = 1\n", encoding="utf-8")
+    assert error_of(Settings.load, config, env={}).details["suggestion"] is None
+    config.write_text("level = 42\n", encoding="utf-8")
+    bad = error_of(Settings.load, config, env={})
+    assert bad.message.startswith(f"{config}:1: level: ") and bad.details["variable"] is None
 
 
 FAIRY = "/usr/games/fairy-stockfish"

@@ -248,6 +248,8 @@ def test_rpc_move_shapes_and_guards(http_server: tuple[GameService, str]) -> Non
                 "code": "UNKNOWN_SESSION",
                 "message": "no game with session id '0123456789abcdef'",
                 "messageZh": "没有这个会话的对局",
+                "errorZh": "没有这个会话的对局",
+                "hint": refused["error"]["hint"],
                 "details": refused["error"]["details"],
             },
         }

@@ -73,10 +73,44 @@ def test_every_route_needs_the_token(served: tuple[dict[str, Any], dict[str, str
             for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "moddesk_token=wrong"}):
                 answer = http.request(method, path, headers=headers, json={})
                 assert answer.status_code == 401, (method, path, headers, answer.status_code)
+                assert_error_object(answer, "UNAUTHORIZED")
         good = {"Authorization": f"Bearer {record['token']}"}
         assert http.post("/xiangqi-mate/state", json={}, headers=good).status_code == 200
         deep = http.post("/xiangqi-mate/state", content=b"[" * 20_000 + b"]" * 20_000, headers=good)
         assert deep.status_code == 400 and deep.json()["ok"] is False  # never a 500
+        assert_error_object(deep, "INVALID_ARGUMENT")
+        # every refusal is the JSON error object with errorZh: a foreign page, a foreign Host, too big a body
+        foreign = http.post("/xiangqi-mate/state", json={}, headers={**good, "Origin": "http://evil.example"})
+        assert foreign.status_code == 403
+        assert_error_object(foreign, "ORIGIN_REJECTED")
+        rebound = http.post("/xiangqi-mate/state", json={}, headers={**good, "Host": "evil.example"})
+        assert rebound.status_code == 421
+        assert_error_object(rebound, "HOST_REJECTED")
+        three_mb = {"data": "A" * (3 << 20), "name": "big.pgn"}
+        huge = http.post("/xiangqi-mate/load", json=three_mb, headers=good)
+        assert huge.status_code == 413
+        assert_error_object(huge, "BODY_TOO_LARGE")
+        small_cap = http.post("/xiangqi-mate/state", json={"pad": "x" * (100 << 10)}, headers=good)
+        assert small_cap.status_code == 413
+        assert_error_object(small_cap, "BODY_TOO_LARGE")
+        wrong = http.post("/xiangqi-mate/move", json={"move": 12}, headers=good).json()
+        assert (
+            wrong["error"]["code"] == "INVALID_ARGUMENT" and "must be a string" in wrong["error"]["message"]
+        )
+        assert wrong["error"]["errorZh"].startswith("着法必须是字符串")
+
+
+def assert_error_object(answer: httpx.Response, code: str) -> None:
+    """A JSON body that names the code and says it in Chinese, in either of the two shapes: the
+    guard's ``{ok, error: CODE, message, errorZh}`` or the RPC's ``{ok, error: {code, message, errorZh}}``."""
+    assert answer.headers["content-type"].startswith("application/json"), answer.text[:200]
+    body = answer.json()
+    assert body["ok"] is False
+    error = body["error"] if isinstance(body["error"], dict) else body
+    assert (error.get("code") or body["error"]) == code, body
+    assert (
+        error["message"] and error["errorZh"] and any("\u4e00" <= ch <= "\u9fff" for ch in error["errorZh"])
+    )
 
 
 def test_connect_bridges_a_stdio_client(served: tuple[dict[str, Any], dict[str, str], Path]) -> None:

@@ -114,7 +114,8 @@ def test_rpc_never_500(served: str, endpoint: str, body: Any) -> None:
     data = response.json()
     assert data["ok"] in (True, False)
     if not data["ok"]:
-        assert set(data["error"]) == {"code", "message", "messageZh", "details"}
+        assert set(data["error"]) == {"code", "message", "messageZh", "errorZh", "hint", "details"}
+        assert data["error"]["errorZh"]
         assert "Traceback" not in json.dumps(data)
 
 

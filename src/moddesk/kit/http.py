@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, quote, urlencode
 import psutil
 import uvicorn
 
-from moddesk.kit.errors import ServiceError
+from moddesk.kit.errors import ServiceError, register_codes
 
 LOOPBACK = "127.0.0.1"
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -48,13 +48,32 @@ def loopback_origins(port: int) -> list[str]:
     return [f"http://{name}:{port}" for name in _LOOPBACK_NAMES]
 
 
-async def _plain(send: Send, status: int, text: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    body = text.encode()
+register_codes(
+    {
+        "HOST_REJECTED": "The Host header is not this loopback server's (DNS-rebinding protection).",
+        "ORIGIN_REJECTED": "The request came from a page of another origin.",
+        "UNAUTHORIZED": "The request carries no valid credential for this server.",
+        "BODY_TOO_LARGE": "The request body is larger than this route accepts.",
+    },
+    zh={
+        "HOST_REJECTED": "请求的 Host 不是本机服务的地址，已拒绝（防 DNS 重绑定）。",
+        "ORIGIN_REJECTED": "请求来自其他网站的页面，已拒绝。",
+        "UNAUTHORIZED": "请求没有带有效的凭据。请用服务启动时打印的链接打开页面，或带上令牌。",
+        "BODY_TOO_LARGE": "请求内容太大，超过了这个接口的上限。",
+    },
+)
+
+
+async def _refuse(
+    send: Send, status: int, code: str, message: str, hint: str, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """A refusal before the app runs, as the JSON error object every route answers with (``errorZh`` too)."""
+    body = json.dumps(ServiceError(code, message, hint=hint).to_payload(), ensure_ascii=False).encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8"), *headers],
+            "headers": [(b"content-type", b"application/json; charset=utf-8"), *headers],
         }
     )
     await send({"type": "http.response.body", "body": body})
@@ -87,18 +106,29 @@ class HostOriginGuard:
         host = headers.get("host", "").lower()
         if host not in self.allowed_hosts:
             logger.warning("rejected Host header %r", host)
-            await _plain(send, 421, "Invalid Host header")
+            await _refuse(
+                send, 421, "HOST_REJECTED", "Invalid Host header", "Use the URL the server printed."
+            )
             return
         origin = headers.get("origin")
         if origin is not None and origin.lower() not in self.allowed_origins:
             logger.warning("rejected Origin header %r", origin)
-            await _plain(send, 403, "Invalid Origin header")
+            await _refuse(
+                send, 403, "ORIGIN_REJECTED", "Invalid Origin header", "Open the page from this server."
+            )
             return
         if self.bearer_token is not None and scope.get("path") not in self.open_paths:
             if await self._token_login(scope, send):
                 return
             if not self._authorized(headers):
-                await _plain(send, 401, "Missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
+                await _refuse(
+                    send,
+                    401,
+                    "UNAUTHORIZED",
+                    "Missing or wrong bearer token",
+                    "Open the link the server printed, or send its token.",
+                    [(b"www-authenticate", b"Bearer")],
+                )
                 return
         if self.max_body is not None and scope["type"] == "http":
             await _capped(self.app, self.max_body, scope, receive, send, headers)
@@ -220,6 +250,10 @@ def _cookie(header: str, name: str) -> str | None:
     return None
 
 
+def _too_large_hint(cap: int) -> str:
+    return f"Send at most {cap // 1024} KiB here (a game record, a window's edits)."
+
+
 class BodyTooLarge(Exception):
     """The request body went past its cap; nothing more of it is read."""
 
@@ -231,7 +265,14 @@ async def _capped(
     body stops being read at the cap (the app sees a disconnect) and is answered 413."""
     declared = headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap:
-        await _plain(send, 413, f"Request body over {cap} bytes", [(b"connection", b"close")])
+        await _refuse(
+            send,
+            413,
+            "BODY_TOO_LARGE",
+            f"Request body over {cap} bytes",
+            _too_large_hint(cap),
+            [(b"connection", b"close")],
+        )
         return
     seen = 0
     over = False
@@ -262,7 +303,14 @@ async def _capped(
         if not over:
             raise
     if over and not started:
-        await _plain(send, 413, f"Request body over {cap} bytes", [(b"connection", b"close")])
+        await _refuse(
+            send,
+            413,
+            "BODY_TOO_LARGE",
+            f"Request body over {cap} bytes",
+            _too_large_hint(cap),
+            [(b"connection", b"close")],
+        )
 
 
 async def read_json_body(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import moddesk.xiangqi.core.board  # noqa: F401  (registers the notation codes, with its texts, before ours)
-from moddesk.kit.errors import ERROR_CODES, ServiceError, register_codes
+from moddesk.kit.errors import ERROR_CODES, ERROR_ZH, ServiceError, register_codes
 
 # code -> (English description for the registry, Chinese text for `errorZh`)
 GAME_ERRORS: dict[str, tuple[str, str]] = {
@@ -39,7 +39,10 @@ GAME_ERRORS: dict[str, tuple[str, str]] = {
     ),
 }
 # the notation codes belong to the engine core (imported above, so its texts are registered first)
-register_codes({code: text for code, (text, _zh) in GAME_ERRORS.items() if code not in ERROR_CODES})
+register_codes(
+    {code: text for code, (text, _zh) in GAME_ERRORS.items() if code not in ERROR_CODES},
+    zh={code: zh for code, (_text, zh) in GAME_ERRORS.items() if code not in ERROR_ZH},
+)
 
 
 class GameError(ServiceError):

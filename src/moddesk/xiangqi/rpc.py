@@ -75,9 +75,19 @@ def move_argument(payload: dict[str, Any]) -> str | dict[str, Any]:
         return move
     if isinstance(move, dict) and "from" in move and "to" in move:
         return {"from": move["from"], "to": move["to"]}
+    if move is not None:  # there is a move, of the wrong shape: say so rather than "no move given"
+        raise _bad(
+            f"move must be a string (ICCS like h2e2 or Chinese like 炮二平五) or {{from, to}}, "
+            f"not {type(move).__name__}",
+            hint='e.g. {"move": "炮二平五"} or {"move": "h2e2"}',
+            field="move",
+            errorZh="着法必须是字符串（ICCS 如 h2e2，或中文如 炮二平五）或 {from, to}",
+        )
     iccs = payload.get("iccs")
     if isinstance(iccs, str) and iccs.strip():
         return iccs
+    if iccs is not None:
+        raise _bad("iccs must be a string like h2e2", field="iccs", errorZh="iccs 必须是 h2e2 这样的字符串")
     if "from" in payload and "to" in payload:
         return {"from": payload["from"], "to": payload["to"]}
     raise ServiceError(
@@ -207,15 +217,18 @@ def parse_command(text: str) -> tuple[str, dict[str, Any]]:
 
 
 def error_body(error: ServiceError) -> dict[str, Any]:
-    """``{ok:false, error:{code, message, messageZh, details}}`` (the RPC error shape)."""
+    """``{ok:false, error:{code, message, messageZh, errorZh, hint, details}}`` (the seed's RPC error
+    shape; ``errorZh`` as in every other error object of moddesk, ``messageZh`` kept for old pages)."""
     payload = error.to_payload()
-    details = {k: v for k, v in payload.items() if k not in ("ok", "error", "message", "errorZh")}
+    details = {k: v for k, v in payload.items() if k not in ("ok", "error", "message", "errorZh", "hint")}
     return {
         "ok": False,
         "error": {
             "code": error.code,
             "message": error.message,
             "messageZh": payload.get("errorZh"),
+            "errorZh": payload.get("errorZh"),
+            "hint": error.hint,
             "details": details,
         },
     }
@@ -231,14 +244,24 @@ def rpc_routes(service: GameService) -> list[BaseRoute]:
         async for chunk in request.stream():  # stop reading at the cap, not after the whole body
             body += chunk
             if len(body) > cap:
-                return JSONResponse(error_body(_bad("request body too large")), status_code=413)
+                too_large = ServiceError(
+                    "BODY_TOO_LARGE",
+                    f"the {endpoint} request is over {cap // 1024} KiB",
+                    hint="A game record file may be at most 1.5 MB." if endpoint == "load" else None,
+                    errorZh=f"请求内容超过 {cap // 1024} KiB 的上限"
+                    + ("（棋谱文件最大约 1.5 MB）" if endpoint == "load" else ""),
+                    limit=cap,
+                )
+                return JSONResponse(error_body(too_large), status_code=413)
         try:
             text = bytes(body).decode("utf-8")
             if json_depth(text) > MAX_JSON_DEPTH:
                 raise ValueError("nested too deeply")
             payload = json.loads(text or "{}")
         except (ValueError, UnicodeDecodeError):
-            return JSONResponse(error_body(_bad("the request body is not JSON")), status_code=400)
+            return JSONResponse(
+                error_body(_bad("the request body is not JSON", errorZh="请求内容不是 JSON")), status_code=400
+            )
         if endpoint not in ENDPOINTS:
             return JSONResponse(
                 error_body(ServiceError("NOT_FOUND", f"no RPC endpoint {endpoint!r}")), status_code=404

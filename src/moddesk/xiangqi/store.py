@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import sqlite3
@@ -63,30 +64,90 @@ class Settings(BaseModel):
 
     @classmethod
     def load(cls, path: Path | None = None, env: dict[str, str] | None = None) -> Settings:
-        """Defaults, overlaid by the TOML file (if present), overlaid by environment variables."""
+        """Defaults, overlaid by the TOML file (if present), overlaid by environment variables.
+
+        An unknown key in the file is an error naming it, its line and the closest known key; a bad
+        value names where it came from: the file and line, or the environment variable.
+        """
         env = dict(os.environ) if env is None else env
         path = path or Path(
             env.get("MODDESK_XIANGQI_CONFIG") or platformdirs.user_config_path("moddesk") / "xiangqi.toml"
         )
         values: dict[str, Any] = {}
+        text = ""
         if path.is_file():
             try:
-                values.update(tomllib.loads(path.read_text(encoding="utf-8")))
+                text = path.read_text(encoding="utf-8")
+                values.update(tomllib.loads(text))
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise ServiceError("CONFIG_INVALID", f"{path}: {exc}", hint="Fix the TOML syntax.") from exc
+                raise ServiceError(
+                    "CONFIG_INVALID",
+                    f"{path}: {exc}",
+                    hint="Fix the TOML syntax.",
+                    errorZh=f"{path} 不是有效的 TOML：{exc}",
+                    file=str(path),
+                ) from exc
+            for key in values:
+                if key not in cls.model_fields:
+                    raise _unknown_key(path, text, key)
+        from_env: dict[str, str] = {}
         for name in cls.model_fields:
             key = f"MODDESK_XIANGQI_{name.upper()}"
             if key in env:
                 values[name] = env[key]
+                from_env[name] = key
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            raise ServiceError(
-                "CONFIG_INVALID", f"xiangqi settings: {exc.errors()[0]['msg']}", hint=str(path)
-            ) from exc
+            raise _bad_value(exc, path, text, from_env) from exc
 
     def database(self) -> Path:
         return self.db_path or platformdirs.user_data_path("moddesk") / "xiangqi" / "games.db"
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The 1-based line where ``key = …`` is set in a TOML text (for the error message)."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip().split("=", 1)[0].strip().strip('"') == key and "=" in line:
+            return number
+    return None
+
+
+def _unknown_key(path: Path, text: str, key: str) -> ServiceError:
+    close = difflib.get_close_matches(key, list(Settings.model_fields), n=1, cutoff=0.5)
+    line = _line_of(text, key)
+    where = f"{path}:{line}" if line else str(path)
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    guess_zh = f"，是不是 {close[0]}？" if close else ""
+    return ServiceError(
+        "CONFIG_INVALID",
+        f"{where}: unknown setting {key!r}{guess}",
+        hint=f"Known settings: {', '.join(Settings.model_fields)}.",
+        errorZh=f"{where}：未知设置 {key}{guess_zh}",
+        file=str(path),
+        line=line,
+        key=key,
+        suggestion=close[0] if close else None,
+    )
+
+
+def _bad_value(exc: ValidationError, path: Path, text: str, from_env: dict[str, str]) -> ServiceError:
+    first = exc.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    if name in from_env:
+        where = f"environment variable {from_env[name]}"
+        where_zh = f"环境变量 {from_env[name]}"
+    else:
+        line = _line_of(text, name)
+        where = where_zh = f"{path}:{line}" if line else str(path)
+    return ServiceError(
+        "CONFIG_INVALID",
+        f"{where}: {name}: {first['msg']}",
+        hint=Settings.model_fields[name].description if name in Settings.model_fields else None,
+        errorZh=f"{where_zh}：{name} 的值不合法（{first['msg']}）",
+        key=name,
+        variable=from_env.get(name),
+    )
 
 
 # ----------------------------------------------------------------------------------- records

@@ -453,3 +453,20 @@ def test_draw_offer_on_the_panel(served: tuple[GameService, LoopbackServer], pag
     assert page.locator("#drawbox").is_hidden()
     state = service.state(session)
     assert state["status"]["reason"] == "DRAW_AGREED" and service.export(session)["result"] == "1/2-1/2"
+
+
+def test_a_refused_upload_is_shown(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+    """载入棋谱 with a 3 MB file: the service refuses it (413) and the person reads why."""
+    _service, http = served
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{http.url}/xiangqi/")
+    page.wait_for_function("document.getElementById('status').textContent !== ''")
+    page.set_input_files(
+        "#load-file", files=[{"name": "big.pgn", "mimeType": "text/plain", "buffer": b"1. " * (1 << 20)}]
+    )
+    page.wait_for_function("document.getElementById('message').textContent.includes('BODY_TOO_LARGE')")
+    said = page.locator("#message").inner_text()
+    assert "请求内容超过" in said and "棋谱文件最大约 1.5 MB" in said
+    assert page.locator("#connection").is_hidden()  # a refusal is not a lost connection
+    assert errors == []

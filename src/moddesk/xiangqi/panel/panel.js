@@ -108,12 +108,19 @@ async function rpc(endpoint, payload, quiet) {
   }
   if (!data.ok) {
     if (quiet) return null;
-    const e = data.error || {};
-    const zh = e.messageZh || e.errorZh;
-    showMessage((zh && state.lang === "zh" ? zh : e.message) || t("httpError").replace("{status}", res.status), "error");
+    showMessage(errorText(data, res.status), "error");
     return null;
   }
   return data.value;
+}
+
+// Both error shapes: the RPC's {error: {code, message, errorZh}} and the guard's {error: CODE, message, errorZh}.
+function errorText(data, status) {
+  const e = typeof data.error === "object" && data.error ? data.error : data;
+  const zh = e.errorZh || e.messageZh;
+  const text = (zh && state.lang === "zh" ? zh : e.message) || t("httpError").replace("{status}", status);
+  const code = typeof data.error === "string" ? data.error : e.code;
+  return code ? `${text}（${code}）` : text;
 }
 
 function clockTime(d) { return d.toLocaleTimeString(state.lang === "zh" ? "zh-CN" : "en-GB", { hour12: false }); }
@@ -127,6 +134,7 @@ function connectionLost() {
   scheduleRetry();
   c.ticker = setInterval(showConnection, 250);
   render();
+  showCountdown();  // frozen from this moment, shown at once
 }
 function scheduleRetry() {
   const c = state.conn;
@@ -161,7 +169,7 @@ function connectionRestored(data) {
   clearTimeout(c.timer); clearInterval(c.ticker);
   Object.assign(c, { lost: null, timer: null, ticker: null, retryAt: 0 });
   showConnection();
-  if (!data.ok) { render(); showMessage((data.error && (data.error.messageZh || data.error.message)) || "", "error"); return; }
+  if (!data.ok) { render(); showMessage(errorText(data, 200), "error"); return; }
   // the state is read again as the service has it: a move sent just before the loss is shown once, if it landed
   state.view = null;
   apply(data.value);
