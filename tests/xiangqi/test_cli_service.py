@@ -63,6 +63,33 @@ def test_local_commands(tmp_path: Path) -> None:
     assert resigned["status"]["state"] == "resigned"
 
 
+def test_cli_speaks_in_sentences_zh_first_en_on_request(tmp_path: Path) -> None:
+    runner = CliRunner(env=env_for(tmp_path))
+
+    def run(*args: str) -> str:
+        result = runner.invoke(app, [*args, "--local"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    said = run("new", "--opponent", "model")
+    assert "新对局已开始。" in said and "轮到红方走。" in said and "game.new" not in said
+    said = run("move", "h2e2")
+    assert "你走了 炮二平五。" in said and "对手思考中" in said
+    said = run("undo", "1", "--lang", "en")
+    assert "Moves were taken back." in said and "Red to move." in said and "game.undone" not in said
+    said = run("draw", "offer")
+    assert "你已提和，等待对手答复。" in said and "draw.offered" not in said
+    refused = runner.invoke(app, ["draw", "accept", "--local"])
+    assert refused.exit_code == 1 and refused.output.startswith("DRAW_REFUSED：现在不能这样处理和棋")
+    english = runner.invoke(app, ["draw", "accept", "--local", "--lang", "en"])
+    assert "DRAW_REFUSED：there is no draw offer from the model to accept" in english.output.replace(
+        "\n", " "
+    )
+    # every line the person reads ends as a sentence or is part of the board and tables
+    for line in said.strip().splitlines()[-3:]:
+        assert line.rstrip()[-1] in "。.", line
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

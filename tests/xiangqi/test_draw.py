@@ -152,3 +152,9 @@ def test_draw_over_mcp_and_rpc(tmp_path: Path) -> None:
             anyio.run(run, server.url)
     finally:
         service.close()
+
+
+def test_the_local_engine_does_not_take_a_draw_in_the_opening(service: GameService) -> None:
+    service.new("hero", "r", "local")  # the start position: Black is a few centipawns behind, not lost
+    answered = service.draw("hero", "offer")
+    assert answered["phase"] == "playing" and answered["message"]["code"] == "draw.declined"

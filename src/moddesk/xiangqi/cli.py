@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -40,6 +41,9 @@ LocalOpt = Annotated[
     bool, typer.Option("--local", help="Use an in-process service on the same game database.")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the raw JSON value.")]
+LangOpt = Annotated[
+    str, typer.Option("--lang", help="Language of what is printed: zh (简体中文, default) or en.")
+]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Settings TOML file.")]
 
 
@@ -264,84 +268,145 @@ def board_text(value: dict[str, Any]) -> Text:
     return text
 
 
-def show(value: dict[str, Any], as_json: bool) -> None:
-    """Print a command's result for a person."""
+# what the terminal says, zh-CN first and English with --lang en: every line a sentence
+SAY: dict[str, tuple[str, str]] = {
+    "turn": ("轮到{side}走。", "{side} to move."),
+    "thinking": ("对手思考中……", "The opponent is thinking…"),
+    "over": ("对局结束：{reason}。", "The game is over: {reason}."),
+    "session": ("会话 {session}，已走 {plies} 手，版本 {revision}。", "Session {session}, {plies} plies played, revision {revision}."),
+    "loaded": ("已载入棋谱（{names}，共 {plies} 手），从第 {at} 手开始。", "Record loaded ({names}, {plies} plies), from ply {at}."),
+    "played": ("你走了 {move}。", "You played {move}."),
+    "last": ("上一步：{move}（{iccs}）。", "Last move: {move} ({iccs})."),
+    "offer_in": ("对手提和：同意请运行 `moddesk xiangqi draw accept`，拒绝请运行 `moddesk xiangqi draw decline`。", "The opponent offers a draw: `moddesk xiangqi draw accept` or `moddesk xiangqi draw decline`."),
+    "offer_out": ("你已提和，等待对手答复。", "You offered a draw; waiting for the answer."),
+    "written": ("{format} 棋谱已写入 {path}。", "The {format} record was written to {path}."),
+    "bytes": ("{format} 棋谱共 {n} 字节（用 --out 保存）。", "The {format} record has {n} bytes (save it with --out)."),
+    "engine": ("引擎：{engine}", "Engine: {engine}"),
+    "curve": ("评估曲线（红方期望得分 %，每 10 手）：{curve}", "Evaluation curve (Red's expected score %, every 10 plies): {curve}"),
+    "turning": ("转折点 {n} 个（共标出 {flagged} 步）：", "{n} turning points ({flagged} moves flagged):"),
+    "no_turning": ("没有转折点：没有哪一步比引擎的首选差 10 个百分点以上。", "No turning points: no move lost more than 10 points against the engine's choice."),
+    "legal": ("合法着法：{moves}", "Legal moves: {moves}"),
+    "red": ("红方", "Red"),
+    "black": ("黑方", "Black"),
+}  # fmt: skip
+HEADS = {
+    "hint": (("着法", "ICCS", "评分", "主要变化"), ("Move", "ICCS", "Score", "Line")),
+    "review": (
+        ("手", "着法", "胜率变化", "更优着法与变化"),
+        ("Ply", "Move", "Win chance", "Better move and line"),
+    ),
+}
+
+
+def say(key: str, lang: str, **values: Any) -> str:
+    zh, en = SAY[key]
+    return (en if lang == "en" else zh).format(**values)
+
+
+def show(value: dict[str, Any], as_json: bool, lang: str = "zh") -> None:
+    """Print a command's result for a person, in sentences (zh-CN, or English with --lang en)."""
     if as_json:
         console.print_json(json.dumps(value, ensure_ascii=False))
         return
     if "pgn" in value:
-        console.print(value["pgn"], end="")
+        console.print(value["pgn"], end="", markup=False, highlight=False)
         return
     if "format" in value:  # an exported record
         if value.get("written"):
-            console.print(f"{value['format']} 棋谱已写入 {value['written']}")
+            console.print(say("written", lang, format=value["format"], path=value["written"]), markup=False)
         elif "text" in value:
             console.print(value["text"], end="", markup=False, highlight=False)
         else:
-            console.print(f"{value['format']}: {len(value['base64']) * 3 // 4} 字节（用 --out 保存）")
+            size = len(value["base64"]) * 3 // 4
+            console.print(say("bytes", lang, format=value["format"], n=size), markup=False)
         return
     console.print(board_text(value))
-    status = value["status"]
-    turn = "红方" if value["turn"] == "r" else "黑方"
-    line = f"[bold]{status['reasonZh']}[/]" if value["phase"] == "over" else f"轮到{turn}走"
-    if value.get("pending") == "ai-thinking":
-        line += "（对手思考中）"
-    console.print(f"{line}   会话 {value['sessionId']}  第 {value['plies']} 手  revision {value['revision']}")
-    if value.get("record"):
-        rec = value["record"]
-        names = " 对 ".join(rec["tags"].get(k, "?") for k in ("Red", "Black"))
-        console.print(f"已载入棋谱（{names}，共 {rec['plies']} 手），从第 {rec['startedAt']} 手开始")
-        for note in rec["notes"]:
-            console.print(f"[dim]{note}[/]")
-    offer = value.get("drawOffer")
-    if offer and offer["by"] == "opponent":
-        console.print(
-            "对手提和：同意请运行 `moddesk xiangqi draw accept`，拒绝请运行 `moddesk xiangqi draw decline`。"
-        )
-    elif offer:
-        console.print("你已提和，等待对手答复。")
-    if value.get("played"):
-        console.print(f"你走了 {value['played']}")
-    if value.get("lastMove"):
-        console.print(f"上一步：{value['lastMove']['zh']} ({value['lastMove']['iccs']})")
-    if value.get("message"):
-        console.print(message_sentence(value["message"]["code"]), style="yellow", markup=False)
+    _show_state(value, lang)
     if value.get("candidates"):
-        table = Table("着法", "ICCS", "评分（兵）", "主要变化", title=f"引擎：{value.get('engine', '?')}")
+        table = Table(
+            *HEADS["hint"][lang == "en"], title=say("engine", lang, engine=value.get("engine", "?"))
+        )
         for c in value["candidates"]:
             table.add_row(c["zh"], c["iccs"], c.get("scoreZh", str(c["score"])), " ".join(c["pvZh"][:6]))
         console.print(table)
     if value.get("review"):
-        review = value["review"]
-        console.print(f"评估曲线：{' '.join(str(p['scoreRed']) for p in review['curve'])}")
-        table = Table("手", "着法", "之前", "之后", "最佳")
-        for tp in review["turningPoints"]:
-            table.add_row(
-                str(tp["ply"]),
-                tp["zh"],
-                str(tp["before"]),
-                str(tp["after"]),
-                tp["best"]["zh"] if tp["best"] else "-",
-            )
-        console.print(table)
+        _show_review(value["review"], lang)
 
 
-def show_error(exc: ServiceError, as_json: bool) -> None:
-    """Print a failed command's error: code, message, the legal moves and the hint."""
+def _show_state(value: dict[str, Any], lang: str) -> None:
+    status = value["status"]
+    if value["phase"] == "over":
+        console.print(say("over", lang, reason=status["reasonZh"]), style="bold", markup=False)
+    else:
+        side = say("red" if value["turn"] == "r" else "black", lang)
+        line = say("turn", lang, side=side)
+        if value.get("pending") == "ai-thinking":
+            line += say("thinking", lang)
+        console.print(line, markup=False)
+    console.print(
+        say("session", lang, session=value["sessionId"], plies=value["plies"], revision=value["revision"]),
+        markup=False,
+    )
+    if value.get("record"):
+        rec = value["record"]
+        names = " 对 ".join(rec["tags"].get(k, "?") for k in ("Red", "Black"))
+        console.print(say("loaded", lang, names=names, plies=rec["plies"], at=rec["startedAt"]), markup=False)
+        for note in rec["notes"]:
+            console.print(note, style="dim", markup=False)
+    offer = value.get("drawOffer")
+    if offer:
+        console.print(say("offer_in" if offer["by"] == "opponent" else "offer_out", lang), markup=False)
+    if value.get("played"):
+        console.print(say("played", lang, move=value["played"]), markup=False)
+    if value.get("lastMove"):
+        last = value["lastMove"]
+        console.print(say("last", lang, move=last["zh"], iccs=last["iccs"]), markup=False)
+    if value.get("message"):
+        console.print(message_sentence(value["message"]["code"], lang), style="yellow", markup=False)
+
+
+def _show_review(review: dict[str, Any], lang: str) -> None:
+    curve = " ".join(f"{p['ply']}:{p['winRed']}" for p in review["curve"][::10])
+    console.print(say("curve", lang, curve=curve), markup=False)
+    turning = review["turningPoints"]
+    if not turning:
+        console.print(say("no_turning", lang), markup=False)
+        return
+    console.print(
+        say("turning", lang, n=len(turning), flagged=review.get("flagged", len(turning))), markup=False
+    )
+    table = Table(*HEADS["review"][lang == "en"])
+    for tp in turning:
+        best = tp["best"]
+        better = f"{best['zh']}：{' '.join(best.get('lineZh') or [best['zh']])}" if best else "-"
+        judged = tp.get("judgementZh" if lang != "en" else "judgement", "")
+        table.add_row(
+            str(tp["ply"]),
+            f"{tp['zh']} {judged}".strip(),
+            f"{tp['winBefore']}% → {tp['winAfter']}% (−{tp['winLoss']})",
+            better,
+        )
+    console.print(table)
+
+
+def show_error(exc: ServiceError, as_json: bool, lang: str = "zh") -> None:
+    """Print a failed command's error: the Chinese sentence first (or English), the code, the legal moves, the hint."""
     body = error_body(exc)
     if as_json:
         console.print_json(json.dumps(body, ensure_ascii=False))
         return
     error = body["error"]
-    console.print(
-        f"[red]{exc.code}[/]: {exc.message}" + (f"  {error['messageZh']}" if error.get("messageZh") else "")
-    )
+    zh = error.get("errorZh")
+    first = exc.message if lang == "en" or not zh else zh
+    second = "" if lang == "en" or not zh else f"（{exc.message}）"
+    console.print(f"[red]{exc.code}[/]：{escape(first)}{escape(second)}")
     moves = error["details"].get("legalMoves")
     # NOT_YOUR_TURN: the moves of the side to move are the opponent's, not the person's to choose from
     if moves and exc.code != "NOT_YOUR_TURN":
-        console.print("合法着法：" + " ".join(f"{m['zh']}({m['iccs']})" for m in moves))
+        listed = " ".join(f"{m['zh']}({m['iccs']})" for m in moves)
+        console.print(say("legal", lang, moves=listed), markup=False)
     if exc.hint:
-        console.print(f"[dim]{exc.hint}[/]")
+        console.print(exc.hint, style="dim", markup=False)
 
 
 def _write_record(path: Path, value: dict[str, Any]) -> None:
@@ -364,6 +429,7 @@ SHARED_OPTIONS: dict[str, tuple[Any, Any]] = {
     "url": (UrlOpt, None),
     "local": (LocalOpt, False),
     "as_json": (JsonOpt, False),
+    "lang": (LangOpt, "zh"),
     "config": (ConfigOpt, None),
 }
 Payload = Callable[..., dict[str, Any]]
@@ -391,9 +457,9 @@ def person_command(*, session: bool = True) -> Callable[[Payload], Payload]:
                 if out is not None:
                     _write_record(Path(out), value)
             except ServiceError as exc:
-                show_error(exc, common["as_json"])
+                show_error(exc, common["as_json"], common["lang"])
                 raise typer.Exit(1) from None
-            show(value, common["as_json"])
+            show(value, common["as_json"], common["lang"])
 
         params = [
             *own.parameters.values(),

@@ -54,6 +54,10 @@ MESSAGE_TONES = {
     "draw.agreed": "info",
 }
 DrawAction = Literal["offer", "accept", "decline"]
+# when the local opponent takes the person's draw offer (centipawns from its own side)
+DRAW_WORSE_CP = 50
+DRAW_LATE_PLIES = 60
+DRAW_LEVEL_CP = 20
 
 
 def check_person_consent(actor: Actor, offer: dict[str, Any] | None) -> None:
@@ -767,7 +771,9 @@ class GameService:
         self._set_message(record, f"draw.offered.{actor}")
 
     def _local_answers_draw(self, session: str) -> None:
-        """The local engine accepts the person's offer when it stands no better than level."""
+        """The local engine accepts the person's offer when it stands worse (below -DRAW_WORSE_CP), or
+        after DRAW_LATE_PLIES when it is no better than level (+DRAW_LEVEL_CP): no draw in the opening
+        from an engine that is merely a few centipawns behind."""
         record = self._load(session)
         if record.opponent["kind"] != "local" or record.draw_offer is None:
             return
@@ -779,7 +785,7 @@ class GameService:
         with self._mutate(session) as rec:
             if rec.draw_offer is None or rec.revision != record.revision:
                 return  # the game moved on while the engine thought
-            if mine <= 0:
+            if mine < -DRAW_WORSE_CP or (len(rec.moves) >= DRAW_LATE_PLIES and mine <= DRAW_LEVEL_CP):
                 rec.draw_agreed = True
                 rec.pending = None
                 rec.pending_since = None
