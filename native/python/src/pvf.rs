@@ -1,9 +1,462 @@
-//! `moddesk_native.pvf`: the PVF functions Python calls (see `moddesk.pvf` for the reference).
+//! `moddesk_native.pvf`: the PVF functions Python calls (see `moddesk.pvf.format.native` for the
+//! wrapper and `moddesk.pvf` for the reference). Archive bytes come in as a buffer (the archive's
+//! mmap or bytes) for the length of one call; answers go out as a few bytes objects (one buffer
+//! plus offset arrays), never one Python object per entry. Long calls release the GIL.
 
+use std::collections::HashMap;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+use moddesk_pvf::batch::Batch;
+use moddesk_pvf::container::{self, Container};
+use moddesk_pvf::nkpi;
+use moddesk_pvf::render::{Links, Numbering, RenderOptions};
+use moddesk_pvf::strings::Strings;
+use moddesk_pvf::PvfError;
+
+create_exception!(
+    pvf,
+    NativeFormatError,
+    PyException,
+    "A PVF structure is malformed: args (code, message, offset)."
+);
+
+fn format_error(e: PvfError) -> PyErr {
+    NativeFormatError::new_err((e.code, e.message, e.offset))
+}
+
+fn error_tuple<'py>(
+    py: Python<'py>,
+    position: usize,
+    e: &PvfError,
+) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(
+        py,
+        [
+            position.into_pyobject(py)?.into_any(),
+            e.code.into_pyobject(py)?.into_any(),
+            e.message.clone().into_pyobject(py)?.into_any(),
+            e.offset.into_pyobject(py)?.into_any(),
+        ],
+    )
+}
+
+/// The bytes of a Python buffer (bytes, mmap, memoryview) for the length of `f`.
+fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -> PyResult<R> {
+    let buffer = PyBuffer::<u8>::get(obj)?;
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "the archive bytes must be one contiguous buffer",
+        ));
+    }
+    let len = buffer.len_bytes();
+    if len == 0 {
+        return f(&[]);
+    }
+    // SAFETY: `buffer` holds the exporter's buffer (PyObject_GetBuffer) until it is dropped at the
+    // end of this function, so the memory stays valid and unmoved for all of `f`: bytes are
+    // immutable, and an mmap (or bytearray) refuses to close or resize while a buffer is exported.
+    // It is C-contiguous (checked above) with `len` bytes of item size 1 (PyBuffer<u8> checked the
+    // format). We only read. The slice does not outlive `buffer`: `f` cannot keep it ('_ bound).
+    #[allow(unsafe_code)]
+    let bytes = unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, len) };
+    f(bytes)
+}
+
+fn u64_bytes<'py>(py: Python<'py>, values: &[u64]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(values.len() * 8);
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    PyBytes::new(py, &out)
+}
+
+fn i64_bytes<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(values.len() * 8);
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    PyBytes::new(py, &out)
+}
+
+fn u32_bytes<'py>(py: Python<'py>, values: &[u32]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(values.len() * 4);
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    PyBytes::new(py, &out)
+}
+
+fn u32_list(raw: &[u8]) -> PyResult<Vec<u32>> {
+    if raw.len() % 4 != 0 {
+        return Err(PyValueError::new_err(
+            "an index array is a whole number of uint32",
+        ));
+    }
+    Ok(raw
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+fn u64_list(raw: &[u8]) -> PyResult<Vec<u64>> {
+    if raw.len() % 8 != 0 {
+        return Err(PyValueError::new_err(
+            "an offset array is a whole number of uint64",
+        ));
+    }
+    Ok(raw
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect())
+}
+
+/// Pieces `blob[ends[k]..ends[k + 1]]` of a buffer + offsets pair, checked.
+fn pieces<'a>(blob: &'a [u8], ends: &[u64]) -> PyResult<Vec<&'a [u8]>> {
+    let mut out = Vec::with_capacity(ends.len().saturating_sub(1));
+    for w in ends.windows(2) {
+        if w[0] > w[1] || w[1] > blob.len() as u64 {
+            return Err(PyValueError::new_err(
+                "offsets out of order or past the buffer",
+            ));
+        }
+        out.push(&blob[w[0] as usize..w[1] as usize]);
+    }
+    Ok(out)
+}
+
+/// An open archive's directory held natively: the entry table (paths in one buffer), the
+/// container's arrays, and the string source for rendering.
+#[pyclass(module = "moddesk_native.pvf", name = "Archive")]
+pub struct NativeArchive {
+    container: Container,
+    paths: Vec<u8>,
+    path_ends: Vec<u64>,
+    legacy_rows: Vec<u64>,
+    strings: Option<Strings>,
+    links: Option<Links>,
+}
+
+impl NativeArchive {
+    fn path(&self, i: u32) -> &[u8] {
+        let i = i as usize;
+        if i + 1 >= self.path_ends.len() {
+            return &[];
+        }
+        &self.paths[self.path_ends[i] as usize..self.path_ends[i + 1] as usize]
+    }
+
+    fn numbering(&self) -> Numbering {
+        Numbering::new(self.container.is_classic())
+    }
+}
+
+/// Recognise the archive in `data` and read its directory (GIL released).
+#[pyfunction]
+fn open_archive(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<NativeArchive> {
+    with_bytes(data, |bytes| {
+        py.detach(|| -> Result<NativeArchive, PvfError> {
+            let container = container::open(bytes)?;
+            let (paths, path_ends, legacy_rows) = match &container {
+                Container::Classic(d) => {
+                    // the names as the reference keys them: trailing NULs stripped (decoded by the caller)
+                    let mut paths = Vec::with_capacity(d.names.len());
+                    let mut ends = Vec::with_capacity(d.count() + 1);
+                    ends.push(0u64);
+                    for i in 0..d.count() {
+                        let name = d.name(i);
+                        let end = name.iter().rposition(|&b| b != 0).map_or(0, |k| k + 1);
+                        paths.extend_from_slice(&name[..end]);
+                        ends.push(paths.len() as u64);
+                    }
+                    (paths, ends, Vec::new())
+                }
+                Container::Nkpi(d) => {
+                    let found = nkpi::entry_paths(d)?;
+                    (found.buffer, found.ends, found.legacy_rows)
+                }
+            };
+            Ok(NativeArchive {
+                container,
+                paths,
+                path_ends,
+                legacy_rows,
+                strings: None,
+                links: None,
+            })
+        })
+        .map_err(format_error)
+    })
+}
+
+#[pymethods]
+impl NativeArchive {
+    /// `classic`, `90US` or `90CN`.
+    #[getter]
+    fn format(&self) -> &'static str {
+        match &self.container {
+            Container::Classic(_) => "classic",
+            Container::Nkpi(d) => d.variant.name,
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.container.count()
+    }
+
+    /// (paths buffer, uint64 ends with a leading 0, uint64 rows whose path the caller decodes).
+    fn paths<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+    ) {
+        (
+            PyBytes::new(py, &self.paths),
+            u64_bytes(py, &self.path_ends),
+            u64_bytes(py, &self.legacy_rows),
+        )
+    }
+
+    /// The classic directory's fields (arrays as little-endian bytes), or None for NKPI.
+    fn classic_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Container::Classic(d) = &self.container else {
+            return Ok(None);
+        };
+        let out = PyDict::new(py);
+        out.set_item("guid", PyBytes::new(py, &d.guid))?;
+        out.set_item("version", d.version)?;
+        out.set_item("tree_len", d.tree_len)?;
+        out.set_item("tree_crc", d.tree_crc)?;
+        out.set_item("names", PyBytes::new(py, &d.names))?;
+        out.set_item("name_ends", u64_bytes(py, &d.name_ends))?;
+        out.set_item("hashes", u32_bytes(py, &d.hashes))?;
+        out.set_item("sizes", i64_bytes(py, &d.sizes))?;
+        out.set_item("crcs", u32_bytes(py, &d.crcs))?;
+        out.set_item("offsets", i64_bytes(py, &d.offsets))?;
+        out.set_item("base", d.base)?;
+        out.set_item("trailing_offset", d.trailing_offset)?;
+        out.set_item("problems", d.problems.clone())?;
+        Ok(Some(out))
+    }
+
+    /// The NKPI directory's fields (table, pools and chunk index as bytes), or None for classic.
+    fn nkpi_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Container::Nkpi(d) = &self.container else {
+            return Ok(None);
+        };
+        let out = PyDict::new(py);
+        let h = &d.header;
+        out.set_item("variant", d.variant.name)?;
+        out.set_item("magic", d.magic)?;
+        out.set_item("guard", d.guard)?;
+        out.set_item("guid", PyBytes::new(py, &h.guid))?;
+        out.set_item("count", h.count)?;
+        out.set_item("padding", h.padding)?;
+        out.set_item("body_size", h.body_size)?;
+        out.set_item("group_count", h.group_count)?;
+        out.set_item("hash_size", h.hash_size)?;
+        out.set_item("name_size", h.name_size)?;
+        out.set_item("rows", PyBytes::new(py, &d.rows))?;
+        out.set_item("pool_a", PyBytes::new(py, &d.pool_a))?;
+        out.set_item("pool_w", PyBytes::new(py, &d.pool_w))?;
+        out.set_item("prefix", PyBytes::new(py, &d.name_prefix))?;
+        out.set_item("tail", PyBytes::new(py, &d.name_tail))?;
+        out.set_item("cumulative", i64_bytes(py, &d.cumulative))?;
+        out.set_item("originals", i64_bytes(py, &d.original_sizes))?;
+        Ok(Some(out))
+    }
+
+    /// Directory indexes in storage order (uint32).
+    fn storage_order<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let order = py.detach(|| self.container.storage_order());
+        u32_bytes(py, &order)
+    }
+
+    /// The bytes of entry `index`.
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'_, PyAny>,
+        index: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        if index >= self.container.count() {
+            return Err(PyValueError::new_err("no entry with that index"));
+        }
+        let out = with_bytes(data, |bytes| {
+            py.detach(|| self.container.read(bytes, index))
+                .map_err(format_error)
+        })?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// The bytes of many entries (uint32 indexes): (buffer, uint64 ends, None or the first error
+    /// as (position, code, message, offset) — entries from that position on are left out).
+    fn read_many<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'_, PyAny>,
+        indexes: &[u8],
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let indexes = self.checked(u32_list(indexes)?)?;
+        let batch = with_bytes(data, |bytes| {
+            Ok(py.detach(|| Batch::read(&self.container, bytes, &indexes)))
+        })?;
+        let (blob, ends) = py.detach(|| batch.bytes());
+        let error = match &batch.error {
+            Some((k, e)) => Some(error_tuple(py, *k, e)?),
+            None => None,
+        };
+        PyTuple::new(
+            py,
+            [
+                PyBytes::new(py, &blob).into_any(),
+                u64_bytes(py, &ends).into_any(),
+                error.into_pyobject(py)?.into_any(),
+            ],
+        )
+    }
+
+    /// Use a classic `stringtable.bin` (its bytes) as the string source of `render_many`.
+    fn set_classic_strings(&mut self, py: Python<'_>, table: &[u8]) -> PyResult<()> {
+        self.strings = Some(
+            py.detach(|| Strings::classic(table))
+                .map_err(format_error)?,
+        );
+        Ok(())
+    }
+
+    /// Use NKPI pools (their current bytes) as the string source of `render_many`.
+    fn set_nkpi_strings(&mut self, pool_a: &[u8], pool_w: &[u8]) {
+        self.strings = Some(Strings::nkpi(pool_a.to_vec(), pool_w.to_vec()));
+    }
+
+    /// Classic string links resolved up front: parallel lists of link ids, keys, texts and folded texts.
+    fn set_links(
+        &mut self,
+        ids: Vec<i32>,
+        keys: Vec<Vec<u8>>,
+        texts: Vec<Vec<u8>>,
+        folded: Vec<Vec<u8>>,
+    ) -> PyResult<()> {
+        if ids.len() != keys.len() || keys.len() != texts.len() || texts.len() != folded.len() {
+            return Err(PyValueError::new_err(
+                "links: the four lists differ in length",
+            ));
+        }
+        let mut links: Links = HashMap::with_capacity(ids.len());
+        for (((id, key), text), fold) in ids.into_iter().zip(keys).zip(texts).zip(folded) {
+            links.insert((id, key), (text, fold));
+        }
+        self.links = Some(links);
+        Ok(())
+    }
+
+    /// Render many entries (uint32 indexes): scripts as text (case-folded with `fold`, each
+    /// followed by `terminator`), other entries as their raw bytes. `resolver(refs)` is called
+    /// with the uint32 string references only Python can decode or fold, and returns
+    /// (texts buffer, uint64 ends, folded buffer, uint64 ends) for them in that order.
+    /// Answers (buffer, uint64 ends, uint8 kinds: 0 text / 1 raw bytes, first error or None).
+    #[pyo3(signature = (data, indexes, fold, terminator, resolver))]
+    fn render_many<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'_, PyAny>,
+        indexes: &[u8],
+        fold: bool,
+        terminator: &[u8],
+        resolver: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let indexes = self.checked(u32_list(indexes)?)?;
+        if self.strings.is_none() {
+            return Err(PyValueError::new_err(
+                "set_classic_strings / set_nkpi_strings first",
+            ));
+        }
+        let numbering = self.numbering();
+        let batch = with_bytes(data, |bytes| {
+            Ok(py.detach(|| Batch::read(&self.container, bytes, &indexes)))
+        })?;
+        let needed = {
+            let strings = self
+                .strings
+                .as_ref()
+                .ok_or_else(|| PyValueError::new_err("no strings"))?;
+            py.detach(|| batch.refs_for_caller(strings, numbering, fold))
+        };
+        if !needed.is_empty() {
+            let answer = resolver.call1((u32_bytes(py, &needed),))?;
+            let (texts, text_ends, folded, folded_ends): (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) =
+                answer.extract()?;
+            let text_ends = u64_list(&text_ends)?;
+            let folded_ends = u64_list(&folded_ends)?;
+            let texts = pieces(&texts, &text_ends)?;
+            let folded = pieces(&folded, &folded_ends)?;
+            if texts.len() != needed.len() || folded.len() != needed.len() {
+                return Err(PyValueError::new_err(
+                    "resolver: one text and one folded text per reference",
+                ));
+            }
+            let strings = self
+                .strings
+                .as_mut()
+                .ok_or_else(|| PyValueError::new_err("no strings"))?;
+            for ((r, t), f) in needed.iter().zip(texts).zip(folded) {
+                strings.resolve(*r, t.to_vec(), f.to_vec());
+            }
+        }
+        let options = RenderOptions {
+            fold,
+            terminator: terminator.to_vec(),
+        };
+        let this = &*self;
+        let strings = this
+            .strings
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("no strings"))?;
+        let path_of = |i: u32| this.path(i);
+        let (blob, ends, kinds) =
+            py.detach(|| batch.render(strings, numbering, this.links.as_ref(), &options, &path_of));
+        let error = match &batch.error {
+            Some((k, e)) => Some(error_tuple(py, *k, e)?),
+            None => None,
+        };
+        PyTuple::new(
+            py,
+            [
+                PyBytes::new(py, &blob).into_any(),
+                u64_bytes(py, &ends).into_any(),
+                PyBytes::new(py, &kinds).into_any(),
+                error.into_pyobject(py)?.into_any(),
+            ],
+        )
+    }
+}
+
+impl NativeArchive {
+    fn checked(&self, indexes: Vec<u32>) -> PyResult<Vec<u32>> {
+        let n = self.container.count() as u32;
+        if indexes.iter().any(|&i| i >= n) {
+            return Err(PyValueError::new_err("an index is past the directory"));
+        }
+        Ok(indexes)
+    }
+}
 
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let module = crate::add_submodule(parent, "pvf")?;
     module.add("VERSION", moddesk_pvf::VERSION)?;
+    module.add(
+        "NativeFormatError",
+        parent.py().get_type::<NativeFormatError>(),
+    )?;
+    module.add_class::<NativeArchive>()?;
+    module.add_function(wrap_pyfunction!(open_archive, &module)?)?;
     Ok(())
 }

@@ -11,7 +11,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from moddesk.pvf.format.source import ByteSource
 class Edits:
     """An archive's entries and pending changes (shared with the Archive, not copied)."""
 
-    paths: list[str]  # every entry: the source's entries first, then added ones
+    paths: Sequence[str]  # every entry: the source's entries first, then added ones
     source_count: int
     overlay: dict[int, bytes]  # entry index -> new plaintext bytes
     deleted: set[int]

@@ -65,6 +65,13 @@ class ByteSource:
             raise PvfFormatError("CLOSED", "the archive is closed")
         return memoryview(self._data)
 
+    def buffer(self) -> bytes | mmap.mmap:
+        """The object holding the bytes (its mmap or bytes), for the native core to read through
+        the buffer protocol for the length of one call."""
+        if self._data is None:
+            raise PvfFormatError("CLOSED", "the archive is closed")
+        return self._data
+
     def close(self) -> None:
         """Release the mapping and the file handle."""
         data, self._data = self._data, None

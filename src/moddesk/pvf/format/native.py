@@ -1,0 +1,299 @@
+"""The native core's side of the format layer: open, read and render through ``moddesk_native.pvf``.
+
+``Archive`` decides once per archive which core it uses (``moddesk.kit.native.native_core``); when
+it is the native one, this module opens the directory natively and hands back the same
+``ClassicDirectory`` / ``NkpiDirectory`` the reference builds — their arrays are zero-copy views of
+the native answer — plus a :class:`PathTable` (every path in one buffer, a ``str`` made only for
+the path asked for). Bulk passes ask the native core for a buffer of many entries at once.
+
+Errors cross the boundary as ``NativeFormatError(code, message, offset)`` and leave here as the
+reference's :class:`PvfFormatError` with the same code. The Python modules stay the oracle: the
+differential tests (tests/pvf/format/test_native_core.py) compare both cores entry by entry.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, overload
+
+import numpy as np
+
+from moddesk.pvf.format import classic as classic_fmt
+from moddesk.pvf.format import nkpi as nkpi_fmt
+from moddesk.pvf.format.detect import PAGED110_SIDECAR
+from moddesk.pvf.format.encodings import NAME_ENCODING
+from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.source import ByteSource
+from moddesk.pvf.format.strings import StringPools, StringTable
+
+#: Entries per native bulk call (one buffer each): big enough to use both cores, small enough to stream.
+BATCH_FILES = 4096
+#: Stored bytes per native bulk call at most.
+BATCH_BYTES = 8 << 20
+
+
+def _offsets(raw: bytes) -> array[int]:
+    ends = array("Q")
+    ends.frombytes(raw)
+    return ends
+
+
+class PathTable(Sequence[str]):
+    """Every entry's path: the source's in one buffer (decoded on access), added ones in a list.
+
+    Classic names are CP949 bytes (``surrogateescape``, as the reference decodes them); NKPI paths
+    are UTF-8 made natively from the pools (``surrogatepass``), except rows whose pool bytes are
+    GB18030, which the reference's own decoder gives (``overrides``).
+    """
+
+    def __init__(
+        self, buffer: bytes, ends: array[int], encoding: str, errors: str, overrides: dict[int, str]
+    ) -> None:
+        self._buffer = buffer
+        self._ends = ends
+        self._count = len(ends) - 1
+        self._encoding = encoding
+        self._errors = errors
+        self._overrides = overrides
+        self._ascii = buffer.isascii()
+        self._text = buffer.decode("ascii") if self._ascii else None
+        self._extra: list[str] = []
+
+    def __len__(self) -> int:
+        return self._count + len(self._extra)
+
+    def _source(self, i: int) -> str:
+        if self._text is not None:
+            return self._text[self._ends[i] : self._ends[i + 1]]
+        found = self._overrides.get(i)
+        if found is not None:
+            return found
+        return self._buffer[self._ends[i] : self._ends[i + 1]].decode(self._encoding, self._errors)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if 0 <= i < self._count:
+            return self._source(i)
+        if self._count <= i < len(self):
+            return self._extra[i - self._count]
+        raise IndexError("path index out of range")
+
+    def __iter__(self) -> Iterator[str]:
+        if self._text is not None:
+            text, ends = self._text, self._ends
+            yield from (text[ends[k] : ends[k + 1]] for k in range(self._count))
+        else:
+            yield from (self._source(k) for k in range(self._count))
+        yield from self._extra
+
+    def append(self, path: str) -> None:
+        """Add the path of a new entry."""
+        self._extra.append(path)
+
+
+@dataclass
+class NativeOpened:
+    """What a native open gives ``Archive``: the native handle, the reference's directory, the paths."""
+
+    handle: Any
+    format: str
+    classic: classic_fmt.ClassicDirectory | None
+    nkpi: nkpi_fmt.NkpiDirectory | None
+    paths: PathTable
+
+
+class RawNames(Sequence[bytes]):
+    """The classic directory's raw names (trailing NULs kept) as views of one buffer."""
+
+    def __init__(self, buffer: bytes, ends: array[int]) -> None:
+        self._buffer = buffer
+        self._ends = ends
+
+    def __len__(self) -> int:
+        return len(self._ends) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("name index out of range")
+        return self._buffer[self._ends[i] : self._ends[i + 1]]
+
+
+def format_error(exc: BaseException) -> PvfFormatError:
+    """The reference's error for a ``NativeFormatError(code, message, offset)``."""
+    code, message, offset = exc.args
+    return PvfFormatError(str(code), str(message), offset=offset)
+
+
+def source_buffer(src: ByteSource) -> Any:
+    """The object whose buffer holds the archive's bytes (its mmap or bytes)."""
+    return src.buffer()
+
+
+def open_native(core: ModuleType, src: ByteSource, path: Path | None) -> NativeOpened:
+    """Detect and read the directory natively; the same errors as ``detect`` + ``read_*_directory``."""
+    pvf = core.pvf
+    try:
+        handle = pvf.open_archive(source_buffer(src))
+    except pvf.NativeFormatError as exc:
+        error = format_error(exc)
+        if error.code == "UNKNOWN_FORMAT" and path is not None and (path.parent / PAGED110_SIDECAR).exists():
+            raise nkpi_fmt.unsupported_paged110() from None
+        raise error from None
+    buffer, ends_raw, legacy_raw = handle.paths()
+    ends = _offsets(ends_raw)
+    info = handle.classic_info()
+    if info is not None:
+        directory = _classic_directory(info)
+        paths = PathTable(buffer, ends, NAME_ENCODING, "surrogateescape", {})
+        return NativeOpened(handle, handle.format, directory, None, paths)
+    nd = _nkpi_directory(handle.nkpi_info())
+    overrides = {row: _reference_path(nd, row) for row in _offsets(legacy_raw)}
+    paths = PathTable(buffer, ends, "utf-8", "surrogatepass", overrides)
+    return NativeOpened(handle, handle.format, None, nd, paths)
+
+
+def _classic_directory(info: dict[str, Any]) -> classic_fmt.ClassicDirectory:
+    return classic_fmt.ClassicDirectory(
+        info["guid"],
+        info["version"],
+        info["tree_len"],
+        info["tree_crc"],
+        RawNames(info["names"], _offsets(info["name_ends"])),  # type: ignore[arg-type]
+        np.frombuffer(info["hashes"], dtype="<u4"),
+        np.frombuffer(info["sizes"], dtype="<i8"),
+        np.frombuffer(info["crcs"], dtype="<u4"),
+        np.frombuffer(info["offsets"], dtype="<i8"),
+        info["base"],
+        info["trailing_offset"],
+        list(info["problems"]),
+    )
+
+
+def _nkpi_directory(info: dict[str, Any]) -> nkpi_fmt.NkpiDirectory:
+    header = nkpi_fmt.NkpiHeader(
+        info["guid"],
+        info["count"],
+        info["padding"],
+        info["body_size"],
+        info["group_count"],
+        info["hash_size"],
+        info["name_size"],
+    )
+    return nkpi_fmt.NkpiDirectory(
+        nkpi_fmt.VARIANTS[info["variant"]],
+        info["magic"],
+        info["guard"],
+        header,
+        np.frombuffer(info["rows"], dtype=nkpi_fmt.ROW_DTYPE),
+        StringPools(info["pool_a"], info["pool_w"]),
+        info["prefix"],
+        info["tail"],
+        np.frombuffer(info["cumulative"], dtype="<i8"),
+        np.frombuffer(info["originals"], dtype="<i8"),
+    )
+
+
+def _reference_path(d: nkpi_fmt.NkpiDirectory, row: int) -> str:
+    """One row's path decoded by the reference (a GB18030 name or folder in a 90CN UTF-8 pool)."""
+    name_magic, folder_magic = int(d.rows["name"][row]), int(d.rows["path"][row])
+    folder = "" if folder_magic == nkpi_fmt.ROOT_PATH else d.pools.string_at(folder_magic) or ""
+    name = "" if name_magic == nkpi_fmt.ROOT_PATH else d.pools.string_at(name_magic) or ""
+    return f"{folder}/{name}" if folder else name
+
+
+def batches(indexes: list[int], sizes: Sequence[int]) -> Iterator[list[int]]:
+    """``indexes`` cut into runs of at most BATCH_FILES entries / about BATCH_BYTES stored bytes."""
+    run: list[int] = []
+    size = 0
+    for i in indexes:
+        run.append(i)
+        size += sizes[i]
+        if len(run) >= BATCH_FILES or size >= BATCH_BYTES:
+            yield run
+            run, size = [], 0
+    if run:
+        yield run
+
+
+def split(blob: bytes, ends_raw: bytes) -> list[bytes]:
+    """The pieces of a native answer (buffer + uint64 ends)."""
+    ends = _offsets(ends_raw)
+    return [blob[ends[k] : ends[k + 1]] for k in range(len(ends) - 1)]
+
+
+def raise_batch_error(error: tuple[int, str, str, int | None] | None) -> None:
+    """Raise the first error of a bulk answer, if any (the entries before it were answered)."""
+    if error is not None:
+        _position, code, message, offset = error
+        raise PvfFormatError(code, message, offset=offset)
+
+
+def index_bytes(indexes: list[int]) -> bytes:
+    """uint32 little-endian bytes of directory indexes."""
+    return np.asarray(indexes, dtype="<u4").tobytes()
+
+
+class StringResolver:
+    """Decodes (and case-folds) the strings only Python's codecs can: asked by the native renderer."""
+
+    def __init__(self, strings: StringTable | StringPools) -> None:
+        self.strings = strings
+
+    def __call__(self, refs_raw: bytes) -> tuple[bytes, bytes, bytes, bytes]:
+        refs = np.frombuffer(refs_raw, dtype="<u4").tolist()
+        string_at = self.strings.string_at
+        texts = [string_at(r) or "" for r in refs]
+        encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+        folded = [t.casefold().encode("utf-8", "surrogatepass") for t in texts]
+        return b"".join(encoded), _ends(encoded), b"".join(folded), _ends(folded)
+
+
+def _ends(parts: list[bytes]) -> bytes:
+    ends = np.zeros(len(parts) + 1, dtype="<u8")
+    if parts:
+        ends[1:] = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
+    return ends.tobytes()
+
+
+def set_strings(handle: Any, strings: StringTable | StringPools) -> None:
+    """Give the native renderer the archive's current strings."""
+    if isinstance(strings, StringPools):
+        handle.set_nkpi_strings(bytes(strings.pool_a), bytes(strings.pool_w))
+    else:
+        handle.set_classic_strings(strings.to_bytes())
+
+
+def set_links(handle: Any, tables: dict[int, dict[str, str]]) -> None:
+    """Give the native renderer the classic string links (``Archive._link_tables``)."""
+    ids: list[int] = []
+    keys: list[bytes] = []
+    texts: list[bytes] = []
+    folded: list[bytes] = []
+    for link_id, table in tables.items():
+        if not -(2**31) <= link_id < 2**31:
+            continue  # a unit value is 32 bits: no script can name this id
+        for key, text in table.items():
+            ids.append(link_id)
+            keys.append(key.encode("utf-8", "surrogatepass"))
+            texts.append(text.encode("utf-8", "surrogatepass"))
+            folded.append(text.casefold().encode("utf-8", "surrogatepass"))
+    handle.set_links(ids, keys, texts, folded)
