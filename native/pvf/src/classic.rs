@@ -116,6 +116,44 @@ pub fn classic_plausible(data: &[u8]) -> bool {
         || first_entry_verifies(data, guid_len, tree_len, crc, count)
 }
 
+/// TRUNCATED when a real classic header (a plausible GUID) announces a directory past the end
+/// (`detect._raise_if_classic_cut`).
+pub fn check_classic_cut(data: &[u8]) -> Result<()> {
+    let size = data.len() as i64;
+    if size < 8 {
+        return Ok(());
+    }
+    let guid_len = i32_at(data, 0) as i64;
+    let real = 0 < guid_len
+        && guid_len <= MAX_GUID_LEN
+        && guid_plausible(&data[4..4 + guid_len.min(size - 4) as usize]);
+    if !real {
+        return Ok(());
+    }
+    if 20 + guid_len > size {
+        let missing = 20 + guid_len - size;
+        return Err(PvfError::at(
+            "TRUNCATED",
+            format!("this classic archive is cut short inside its header ({missing} bytes missing); copy or download it again"),
+            size as u64,
+        ));
+    }
+    let tree_len = i32_at(data, 8 + guid_len as usize) as i64;
+    let directory_end = 20 + guid_len + tree_len;
+    if tree_len > 0 && tree_len % 4 == 0 && directory_end > size {
+        return Err(PvfError::at(
+            "TRUNCATED",
+            format!(
+                "this classic archive is cut short: {} bytes of its directory and all of its data area are missing \
+                 (the file has {size} bytes); copy or download it again",
+                directory_end - size
+            ),
+            size as u64,
+        ));
+    }
+    Ok(())
+}
+
 /// Parse header and tree; every size is checked against the file before anything is allocated.
 pub fn read_classic_directory(data: &[u8]) -> Result<ClassicDirectory> {
     let size = data.len() as i64;
@@ -158,7 +196,8 @@ pub fn read_classic_directory(data: &[u8]) -> Result<ClassicDirectory> {
         slice(data, (20 + guid_len) as u64, tree_len as u64, "directory")?,
         tree_crc,
     );
-    if crc32_seeded(&tree, count as u32) != tree_crc {
+    let tree_ok = crc32_seeded(&tree, count as u32) == tree_crc;
+    if !tree_ok {
         problems.push("directory checksum does not match crc32(tree, count)".to_string());
     }
     let n = count as usize;
@@ -179,6 +218,7 @@ pub fn read_classic_directory(data: &[u8]) -> Result<ClassicDirectory> {
     d.name_ends.push(0);
     let data_area = size - base;
     let mut p: i64 = 0;
+    let mut cut_end: i64 = 0; // the furthest end of an entry whose data lies past the end of the file
     let entry_at = |p: i64| (20 + guid_len + p) as u64;
     for i in 0..n {
         if p + 8 > tree_len {
@@ -206,17 +246,29 @@ pub fn read_classic_directory(data: &[u8]) -> Result<ClassicDirectory> {
         let crc = u32_at(&tree, p as usize + 4);
         let off = i32_at(&tree, p as usize + 8) as i64;
         p += 12;
-        if dlen < 0 || off < 0 || off + align4(dlen) > data_area {
+        if dlen < 0 || off < 0 || (off + align4(dlen) > data_area && !tree_ok) {
             return Err(PvfError::at(
                 "BAD_OFFSET",
                 format!("entry {i} data ({dlen} bytes at {off}) is outside the data area"),
                 (base + off.max(0)) as u64,
             ));
         }
+        cut_end = cut_end.max(off + align4(dlen) - data_area);
         d.hashes.push(h);
         d.sizes.push(dlen);
         d.crcs.push(crc);
         d.offsets.push(off);
+    }
+    if cut_end > 0 {
+        // the directory verified, so its offsets are true: the file itself is short
+        return Err(PvfError::at(
+            "TRUNCATED",
+            format!(
+                "this classic archive is cut short: {cut_end} bytes missing from the data area \
+                 (the file has {size} bytes); copy or download it again"
+            ),
+            size as u64,
+        ));
     }
     let end = d
         .offsets

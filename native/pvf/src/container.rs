@@ -18,7 +18,7 @@ pub enum Container {
 /// refused with UNSUPPORTED_FORMAT; unknown bytes give UNKNOWN_FORMAT (the caller adds the
 /// sidecar check, which needs the file's folder).
 pub fn open(data: &[u8]) -> Result<Container> {
-    if let Some(probe) = nkpi::probe_header(data) {
+    if let Some(probe) = nkpi::probe_header(data)? {
         if probe.variant.name == "110US" {
             return Err(nkpi::unsupported_paged110());
         }
@@ -27,6 +27,7 @@ pub fn open(data: &[u8]) -> Result<Container> {
     if classic::classic_plausible(data) {
         return Ok(Container::Classic(classic::read_classic_directory(data)?));
     }
+    classic::check_classic_cut(data)?;
     Err(PvfError::at(
         "UNKNOWN_FORMAT",
         "not a classic (GUID header) or NKPI (90US/90CN) archive; a Paged110 (110US) archive is recognised \

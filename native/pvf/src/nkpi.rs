@@ -119,11 +119,15 @@ fn decrypt_header(raw: &[u8], variant: &Variant, magic: u32, guard: bool) -> Opt
     })
 }
 
-/// Find the keys under which the header decrypts and whose sections sum to the file size.
-pub fn probe_header(data: &[u8]) -> Option<Probe> {
+/// Find the keys under which the header decrypts and whose sections sum to the file size; a
+/// header that decrypts under real keys but does not add up is a cut (TRUNCATED) or appended-to
+/// (BAD_HEADER) archive (`nkpi.probe_header` / `_size_mismatch`).
+pub fn probe_header(data: &[u8]) -> Result<Option<Probe>> {
     if (data.len() as u64) < HEADER_SIZE {
-        return None;
+        return Ok(None);
     }
+    let size = data.len() as i64;
+    let mut mismatched: Option<(Variant, Header, i64)> = None;
     for variant in [standard(), protected(), paged110()] {
         for magic in [MAGIC_MAIN, MAGIC_POOL] {
             let guards: &[bool] = if variant.guardable {
@@ -147,18 +151,57 @@ pub fn probe_header(data: &[u8]) -> Option<Probe> {
                     .min(h.name_size)
                     .min(h.group_count)
                     .min(h.body_size);
-                if least >= 0 && total == data.len() as i64 {
-                    return Some(Probe {
+                if least < 0 {
+                    continue;
+                }
+                if total == size {
+                    return Ok(Some(Probe {
                         variant,
                         magic,
                         guard,
                         header: h,
-                    });
+                    }));
+                }
+                if mismatched.is_none() && variant.name != "110US" {
+                    mismatched = Some((variant, h, total)); // other keys may still fit exactly: try them first
                 }
             }
         }
     }
-    None
+    match mismatched {
+        Some((variant, h, total)) => Err(size_mismatch(&variant, &h, total, size)),
+        None => Ok(None),
+    }
+}
+
+fn size_mismatch(variant: &Variant, h: &Header, total: i64, size: i64) -> PvfError {
+    let name = variant.name;
+    let directory_end = total - h.body_size as i64;
+    if size < total {
+        let place = if size >= directory_end {
+            "the data area"
+        } else {
+            "the directory"
+        };
+        return PvfError::at(
+            "TRUNCATED",
+            format!(
+                "this {name} archive is cut short: {} bytes missing from {place} (the header announces {total} bytes, \
+                 the file has {size}); copy or download it again",
+                total - size
+            ),
+            size as u64,
+        );
+    }
+    PvfError::at(
+        "BAD_HEADER",
+        format!(
+            "this {name} archive has {} bytes after the end its header announces ({total} bytes); \
+             the file may have been appended to or damaged",
+            size - total
+        ),
+        total as u64,
+    )
 }
 
 /// The refusal for Paged110 archives, naming the key material they need.

@@ -251,7 +251,8 @@ def test_damaged_archives_fail_or_read_alike(
 @pytest.mark.parametrize("blob", [b"", b"\0" * 19, b"\x24\0\0\0" + b"x" * 60, b"nkpi" * 40])
 def test_garbage_is_refused_alike(blob: bytes) -> None:
     got = _both(lambda: Archive.from_bytes(blob))
-    assert got["python"] == got["native"] == ("error", "UNKNOWN_FORMAT")
+    assert got["python"] == got["native"]
+    assert got["python"][0] == "error" and got["python"][1] in ("UNKNOWN_FORMAT", "TRUNCATED")
 
 
 def test_native_asked_without_the_module_is_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
