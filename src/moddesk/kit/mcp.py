@@ -31,7 +31,16 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    ServerCapabilities,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
@@ -65,6 +74,33 @@ class ToolServer(MCPServer):
     result_pages: ResultPages | None = None
     # publish outputSchemas (add_tool's default); False for servers whose text blocks carry everything
     output_schemas: bool = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        lowlevel = self._lowlevel_server
+        advertised = lowlevel.get_capabilities
+
+        def served_capabilities(*a: Any, **kw: Any) -> ServerCapabilities:
+            """The SDK's capabilities less prompts/resources when nothing is behind them (asked at
+            each ``initialize``, so prompts added after the server was built still count)."""
+            capabilities = advertised(*a, **kw)
+            hidden: dict[str, None] = {}
+            if not self._prompt_manager.list_prompts():
+                hidden["prompts"] = None
+            if not self._resource_manager.list_resources() and not self._resource_manager.list_templates():
+                hidden["resources"] = None
+            return capabilities.model_copy(update=hidden)
+
+        lowlevel.get_capabilities = served_capabilities  # type: ignore[method-assign]
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        # the SDK answers an unknown name with a bare ValueError (error code 0); the spec says -32602
+        if self._prompt_manager.get_prompt(name) is None:
+            known = [prompt.name for prompt in self._prompt_manager.list_prompts()]
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name, "prompts": known})
+        return await super().get_prompt(name, arguments, context)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
