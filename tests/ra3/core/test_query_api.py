@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from moddesk.kit.errors import ServiceError
@@ -123,3 +125,29 @@ def test_forward_max_edges_is_exact_and_edges_never_repeat(api: QueryApi, depth:
         assert len(sites) == len(set(sites)), "a written reference listed twice"
         unlimited = api.get_asset_references("GameObject", asset, depth=depth, max_edges=2000)
         assert out["truncated"] == (unlimited["edgeCount"] > max_edges)
+
+
+def test_outside_paths_answer_the_same_whether_they_exist(api: QueryApi, tmp_path: Path) -> None:
+    """No existence oracle: a path outside the project and its roots is never looked up."""
+    real = tmp_path / "secret.xml"
+    real.write_text("<x/>")
+    answers = []
+    for path in [
+        str(real),
+        str(tmp_path / "missing.xml"),
+        "/etc/passwd",
+        "/etc/nonexistent",
+        "../../../../etc/passwd",
+    ]:
+        answer = api.is_file_active(path)
+        answer.pop("index")
+        assert answer["active"] is False and "exists" not in answer
+        assert answer["error"].startswith("INCLUDE_OUTSIDE_ROOTS")
+        answers.append({k: v.replace(path, "<path>") if isinstance(v, str) else v for k, v in answer.items()})
+    assert all(a == answers[0] for a in answers)
+    for source in [str(real), str(tmp_path / "missing.xml")]:
+        resolved = api.resolve_include(source)
+        assert resolved["resolved"] is None and "INCLUDE_OUTSIDE_ROOTS" in resolved["error"]
+    inside = api.is_file_active("Data/Mod.xml")
+    assert inside["active"] is True
+    assert api.is_file_active("Data/NotThere.xml")["exists"] is False  # inside the project: told

@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.http import MAX_JSON_DEPTH, json_depth
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.web.ops import Args, call
 from moddesk.pvf.web.settings import settings_ops
@@ -71,6 +72,12 @@ def web_routes(
         if len(raw) > MAX_BODY:
             return _error(ServiceError("INVALID_ARGUMENT", "the request body is too large"), 413)
         try:
+            # the depth first: json.loads of 100,000 nested [ raises RecursionError (it was a 500)
+            if json_depth(raw.decode("utf-8")) > MAX_JSON_DEPTH:
+                return _error(
+                    ServiceError("INVALID_ARGUMENT", f"the JSON nests deeper than {MAX_JSON_DEPTH} levels"),
+                    400,
+                )
             body = json.loads(raw or b"{}")
         except (ValueError, UnicodeDecodeError):
             return _error(ServiceError("INVALID_ARGUMENT", "the request body is not JSON"), 400)

@@ -460,6 +460,14 @@ def _resolve_within(roots: list[str], base: str, rel: str) -> tuple[Path | None,
     return hit, False
 
 
+def locate_in_roots(cfg: ProjectConfig, path: str) -> tuple[Path | None, bool]:
+    """A path a client names (absolute, or relative to the project): ``(file, outside)``.
+
+    An outside path is never looked up, so it answers the same whether it exists or not.
+    """
+    return _resolve_within(containment_roots(cfg), str(cfg.project_dir), path)
+
+
 def _outside(source: str, tried: list[str]) -> Resolution:
     return Resolution(
         None,

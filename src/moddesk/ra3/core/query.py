@@ -35,7 +35,7 @@ from moddesk.ra3.core.model import (
     IndexData,
 )
 from moddesk.ra3.core.parse import RefSite
-from moddesk.ra3.core.project import ProjectConfig, resolve_source
+from moddesk.ra3.core.project import OUTSIDE_ROOTS, ProjectConfig, locate_in_roots, resolve_source
 from moddesk.ra3.core.resolved import DEFAULT_MAX_NODES, TextReader, disk_reader, resolved_asset
 from moddesk.ra3.core.schema import FILE, INHERIT
 from moddesk.ra3.core.triage import SEVERITY_RANK, triage
@@ -632,8 +632,16 @@ class QueryApi:
                 "external": "reached only through reference includes: provided by another compiled stream",
             }[MODE_NAMES[mode]]
             return out
-        full = Path(path) if os.path.isabs(path) else Path(data.project_dir) / path
-        exists = full.exists()
+        found, outside = locate_in_roots(self._config(data), path)
+        if outside:  # never looked up: no existence bit for a path outside the roots
+            out.update(
+                active=False,
+                error=f"{OUTSIDE_ROOTS}: {path!r} lies outside the project, the SDK and the configured "
+                "data paths (not read)",
+                note="only files inside the project and its configured roots are checked",
+            )
+            return out
+        exists = found is not None and found.is_file()
         out.update(active=False, exists=exists)
         commented = self._inactive(data).why_inactive(shown, self._config(data)) if exists else []
         if commented:

@@ -31,6 +31,7 @@ from moddesk.ra3.lsp.context import context_in_file
 from moddesk.ra3.lsp.diagnostics import SOURCE, DiagnosticTable, file_diagnostics
 from moddesk.ra3.lsp.host import EditorHost
 from moddesk.ra3.lsp.positions import Lines
+from moddesk.ra3.lsp.protocol import ANSWERED, AnsweringProtocol
 from moddesk.ra3.lsp.sites import Hit, hit_at
 from moddesk.ra3.lsp.xsd_info import XsdInfo
 
@@ -47,7 +48,7 @@ class Ra3LanguageServer(LanguageServer):
     """The server object: pygls plus the project host, open documents and caches."""
 
     def __init__(self, project: Path | None, options: ProjectOptions, publish_live: bool) -> None:
-        super().__init__("moddesk-ra3", __version__)
+        super().__init__("moddesk-ra3", __version__, protocol_cls=AnsweringProtocol)
         self.project_arg = project
         self.options = options
         self.publish_live = publish_live
@@ -229,6 +230,10 @@ def build_server(
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: Ra3LanguageServer, params: lsp.InitializedParams) -> None:
         await ls.begin_progress()
+
+    @server.feature(ANSWERED)
+    def answered(ls: Ra3LanguageServer, params: Any) -> None:
+        """A request whose params did not decode: its error response is already sent."""
 
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: Ra3LanguageServer, params: None) -> None:
