@@ -286,10 +286,16 @@ SAY: dict[str, tuple[str, str]] = {
     "turning": ("转折点 {n} 个（共标出 {flagged} 步）：", "{n} turning points ({flagged} moves flagged):"),
     "no_turning": ("没有转折点：没有哪一步比引擎的首选差 10 个百分点以上。", "No turning points: no move lost more than 10 points against the engine's choice."),
     "legal": ("合法着法：{moves}", "Legal moves: {moves}"),
+    "warning": ("注意：{text}", "Note: {text}"),
+    "games": ("文件中的 {n} 局", "The {n} games of the file"),
     "red": ("红方", "Red"),
     "black": ("黑方", "Black"),
 }  # fmt: skip
 HEADS = {
+    "games": (
+        ("局", "对局", "赛事", "日期", "结果", "手数"),
+        ("Game", "Players", "Event", "Date", "Result", "Plies"),
+    ),
     "hint": (("着法", "ICCS", "评分", "主要变化"), ("Move", "ICCS", "Score", "Line")),
     "review": (
         ("手", "着法", "胜率变化", "更优着法与变化"),
@@ -312,6 +318,8 @@ def show(value: dict[str, Any], as_json: bool, lang: str = "zh") -> None:
         console.print(value["pgn"], end="", markup=False, highlight=False)
         return
     if "format" in value:  # an exported record
+        for warning in value.get("warnings") or []:
+            console.print(say("warning", lang, text=warning), style="yellow", markup=False)
         if value.get("written"):
             console.print(say("written", lang, format=value["format"], path=value["written"]), markup=False)
         elif "text" in value:
@@ -353,6 +361,8 @@ def _show_state(value: dict[str, Any], lang: str) -> None:
         console.print(say("loaded", lang, names=names, plies=rec["plies"], at=rec["startedAt"]), markup=False)
         for note in rec["notes"]:
             console.print(note, style="dim", markup=False)
+        if rec.get("count", 1) > 1:
+            _show_games(rec["games"], rec["game"], lang)
     offer = value.get("drawOffer")
     if offer:
         console.print(say("offer_in" if offer["by"] == "opponent" else "offer_out", lang), markup=False)
@@ -363,6 +373,24 @@ def _show_state(value: dict[str, Any], lang: str) -> None:
         console.print(say("last", lang, move=last["zh"], iccs=last["iccs"]), markup=False)
     if value.get("message"):
         console.print(message_sentence(value["message"]["code"], lang), style="yellow", markup=False)
+
+
+def _show_games(games: list[dict[str, Any]], chosen: int, lang: str) -> None:
+    table = Table(*HEADS["games"][lang == "en"], title=say("games", lang, n=len(games)))
+    for g in games:
+        mark = "▶ " if g["game"] == chosen else ""
+        if "error" in g:
+            table.add_row(f"{mark}{g['game']}", "", "", "", "", str(g.get("errorZh") or g["error"]))
+            continue
+        table.add_row(
+            f"{mark}{g['game']}",
+            f"{g['red']} – {g['black']}",
+            g["event"],
+            g["date"],
+            g["result"],
+            str(g["plies"]),
+        )
+    console.print(table)
 
 
 def _show_review(review: dict[str, Any], lang: str) -> None:
@@ -568,6 +596,9 @@ def load(
     level: Annotated[
         int | None,
         typer.Option("--level", min=1, max=10, help="Local opponent: 1 beginner .. 10 full strength."),
+    ] = None,
+    game: Annotated[
+        int | None, typer.Option("--game", min=1, help="Which game of a file that holds several (default 1).")
     ] = None,
 ) -> dict[str, Any]:
     """Load a game record (PGN, XQF, UBB/DhtmlXQ): play on from any move, or review it."""

@@ -60,6 +60,10 @@ DRAW_LATE_PLIES = 60
 DRAW_LEVEL_CP = 20
 
 
+def _tag_text(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")[:200]
+
+
 def check_person_consent(actor: Actor, offer: dict[str, Any] | None) -> None:
     """The one place for the draw's person-only rule (#27: register it in the kit's person-only
     action registry when that lands): accepting the model's offer is the person's action alone."""
@@ -863,6 +867,29 @@ class GameService:
             )
         return value
 
+    def _export_tags(self, record: GameRecord, status: dict[str, Any], plies: int) -> dict[str, str]:
+        """The record's tags as loaded (event, site, date, round, players), else ours; the result of the
+        game as played, or the loaded record's own result while the game stands where the record ended."""
+        loaded = dict(record.opponent.get("record") or {})
+        red, black = ("人", "对手") if record.hero == "r" else ("对手", "人")
+        tags = {
+            "Event": loaded.get("Event") or f"moddesk {record.session_id}",
+            "Date": loaded.get("Date") or time.strftime("%Y.%m.%d", time.localtime(record.created)),
+            "Red": loaded.get("Red") or red,
+            "Black": loaded.get("Black") or black,
+        }
+        for key in ("Site", "Round"):
+            if loaded.get(key):
+                tags[key] = loaded[key]
+        played = {"r": "1-0", "b": "0-1"}.get(status["winner"] or "", "1/2-1/2")
+        if status["state"] != "playing":
+            tags["Result"] = played
+        elif loaded.get("Result") in ("1-0", "0-1", "1/2-1/2") and loaded.get("PlyCount") == str(plies):
+            tags["Result"] = loaded["Result"]
+        else:
+            tags["Result"] = "*"
+        return tags
+
     def export(self, session_id: str | None = None) -> dict[str, Any]:
         """The game as ICCS and Chinese move lists, FEN, and a PGN-style record with Chinese moves."""
         session = self.resolve(session_id)
@@ -870,18 +897,15 @@ class GameService:
         value = self.view(session)
         history = value["history"]
         status = value["status"]
-        result = {"r": "1-0", "b": "0-1"}.get(
-            status["winner"] or "", "1/2-1/2" if status["state"] != "playing" else "*"
-        )
-        created = time.strftime("%Y.%m.%d", time.localtime(record.created))
-        red, black = ("人", "对手") if record.hero == "r" else ("对手", "人")
+        tags = self._export_tags(record, status, len(history))
+        result = tags["Result"]
         lines = [
             '[Game "Chinese Chess"]',
-            f'[Event "moddesk {record.session_id}"]',
-            f'[Date "{created}"]',
-            f'[Red "{red}"]',
-            f'[Black "{black}"]',
-            f'[Result "{result}"]',
+            *(
+                f'[{key} "{_tag_text(tags[key])}"]'
+                for key in ("Event", "Site", "Date", "Round", "Red", "Black", "Result")
+                if key in tags
+            ),
             f'[FEN "{record.start_fen}"]',
             '[Format "Chinese"]',
             "",
@@ -908,6 +932,7 @@ class GameService:
             "iccs": [h["iccs"] for h in history],
             "chinese": [h["zh"] for h in history],
             "result": result,
+            "tags": tags,
             "status": status,
             "pgn": "\n".join(lines) + "\n",
         }

@@ -155,6 +155,7 @@ def dispatch(service: GameService, endpoint: str, payload: dict[str, Any]) -> di
             _opt_str(payload, "opponent", ("model", "local")),  # type: ignore[arg-type]
             _opt_int(payload, "level", 1, 10),
             _opt_bool(payload, "review", False),
+            _opt_int(payload, "game", 1, 1000),
         )
     raise ServiceError("NOT_FOUND", f"no RPC endpoint {endpoint!r}", hint=f"one of {', '.join(ENDPOINTS)}")
 

@@ -267,3 +267,128 @@ def test_rpc_load_and_bad_upload(service: GameService) -> None:
     with pytest.raises(ServiceError) as info:
         dispatch(service, "load", {"data": base64.b64encode(b"\x00\x01binary").decode()})
     assert info.value.code == "UNSUPPORTED_RECORD"
+
+
+def _two_game_pgn() -> bytes:
+    """Two real games from another program, one after the other in one file (as collections are written)."""
+    first = (HERE / "cchess-test2.pgn").read_text(encoding="utf-8")
+    second = (HERE / "cchess-zhongpao-liepao.pgn").read_text(encoding="utf-8")
+    return (first.rstrip() + "\n\n" + second).encode("utf-8")
+
+
+def test_a_pgn_with_two_games_lists_both_and_loads_the_one_asked_for(tmp_path: Path) -> None:
+    data = _two_game_pgn()
+    games = records.read_games(data, "two.pgn")
+    assert [len(g.moves) for g in games if isinstance(g, model.Record)] == [102, 23]
+    service = GameService(Settings(db_path=tmp_path / "games.db", engine="builtin"))
+    try:
+        first = load_record(service, data, "two.pgn")  # default: the first game, and the count said
+        rec = first["record"]
+        assert rec["game"] == 1 and rec["count"] == 2 and rec["plies"] == 102
+        assert rec["notes"][0].startswith("文件里共有 2 局，已载入第 1 局")
+        assert [g["plies"] for g in rec["games"]] == [102, 23]
+        assert rec["games"][0]["red"] == "永远在路上(北斗)" and rec["games"][0]["result"] == "1/2-1/2"
+        second = dispatch(
+            service, "load", {"data": base64.b64encode(data).decode(), "name": "two.pgn", "game": 2}
+        )
+        assert second["record"]["game"] == 2 and second["plies"] == 23
+        missing = dispatch_error(service, {"data": base64.b64encode(data).decode(), "game": 3})
+        assert missing.code == "BAD_RECORD" and "共有 2 局" in missing.details["errorZh"]
+    finally:
+        service.close()
+
+
+def dispatch_error(service: GameService, payload: dict[str, object]) -> ServiceError:
+    with pytest.raises(ServiceError) as caught:
+        dispatch(service, "load", payload)
+    return caught.value
+
+
+def test_a_damaged_game_in_a_collection_does_not_hide_the_others() -> None:
+    good = '[Red "甲"]\n[Black "乙"]\n1. 炮二平五 马8进7 *\n'
+    bad = '[Red "丙"]\n[Black "丁"]\n1. 炮二平五 车1进5 *\n'  # the rook runs into its own pawn
+    games = records.read_games((good + "\n" + bad + "\n" + good).encode(), "three.pgn")
+    assert isinstance(games[0], model.Record) and isinstance(games[2], model.Record)
+    assert isinstance(games[1], model.RecordError) and games[1].message.startswith("game 2: move 2")
+    assert records.game_summary(2, games[1])["errorZh"].startswith("第 2 局：第 2 步")
+    assert records.read_record((good + bad).encode(), "two.pgn", 1).tags["Red"] == "甲"
+
+
+def test_ubb_with_several_blocks() -> None:
+    one = records.write_ubb(model.Record(moves=["h2e2", "h9g7"], tags={"Red": "甲", "Black": "乙"}))
+    two = records.write_ubb(model.Record(moves=["b0c2"], tags={"Red": "丙", "Black": "丁", "Result": "0-1"}))
+    games = records.read_games((one + "\n" + two).encode(), "x.txt")
+    assert [g.tags["Red"] for g in games if isinstance(g, model.Record)] == ["甲", "丙"]
+    assert records.read_record((one + two).encode(), "", 2).result == "0-1"
+
+
+def test_result_event_date_players_round_trip_through_a_loaded_game(tmp_path: Path) -> None:
+    pgn = (
+        '[Event "全国象棋个人赛"]\n[Site "北京"]\n[Date "1991.11.02"]\n[Round "7"]\n[Red "刘大华"]\n'
+        '[Black "黄勇"]\n[Result "1/2-1/2"]\n1. 炮二平五 马8进7 2. 马二进三 车9平8 1/2-1/2\n'
+    ).encode("utf-8")
+    service = GameService(Settings(db_path=tmp_path / "games.db", engine="builtin"))
+    try:
+        session = load_record(service, pgn, "g.pgn", opponent="model")["sessionId"]
+        for fmt in ("pgn", "pgn-wxf", "ubb"):
+            text = export_record(service, session, fmt)["text"]
+            back = records.read_record(text.encode("utf-8"), f"x.{fmt}")
+            for key in ("Event", "Date", "Red", "Black", "Result"):
+                assert back.tags.get(key) == records.read_pgn(pgn.decode()).tags[key], (fmt, key)
+        plain = service.export(session)
+        assert plain["result"] == "1/2-1/2" and '[Result "1/2-1/2"]' in plain["pgn"]
+        assert '[Event "全国象棋个人赛"]' in plain["pgn"] and '[Red "刘大华"]' in plain["pgn"]
+        assert plain["pgn"].rstrip().endswith("1/2-1/2")
+        # play on past the record's end: the record's result no longer describes the game
+        service.move("hero", "b0c2", session)  # the person plays the side to move at the record's end
+        assert service.export(session)["result"] == "*"
+    finally:
+        service.close()
+
+
+def test_xqf_says_what_does_not_fit(tmp_path: Path) -> None:
+    long_name = "一位名字很长很长的象棋特级大师"  # 15 characters = 30 GB18030 bytes: XQF keeps 15
+    record = model.Record(
+        moves=["h2e2"],
+        tags={"Red": long_name, "Black": "乙", "Round": "3", "Event": "e" * 80, "Result": "1-0"},
+    )
+    warnings = xqf.lost_in_xqf(record)
+    assert len(warnings) == 3
+    assert any("超过 XQF 的 15 字节" in w and "一位名字很长很" in w for w in warnings)
+    assert any("Round" in w for w in warnings) and any("63 字节" in w for w in warnings)
+    back = xqf.read_xqf(xqf.write_xqf(record))
+    assert back.tags["Red"] == "一位名字很长很" and back.result == "1-0"
+    assert xqf.lost_in_xqf(model.Record(moves=["h2e2"], tags={"Red": "甲"})) == []
+    service = GameService(Settings(db_path=tmp_path / "games.db", engine="builtin"))
+    try:
+        pgn = f'[Red "{long_name}"]\n[Black "乙"]\n1. 炮二平五 *\n'.encode()
+        session = load_record(service, pgn, "g.pgn", opponent="model")["sessionId"]
+        exported = export_record(service, session, "xqf")
+        assert exported["warnings"] and "15 字节" in exported["warnings"][0]
+    finally:
+        service.close()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.text(alphabet='1. 炮马车二五八平进退{}()[]"Red FEN 2h7e0*\n', max_size=60)
+        | st.sampled_from(['[Red "甲"]\n', "[DhtmlXQ]", "[/DhtmlXQ]", "1. 炮二平五 马8进7 *\n"]),
+        max_size=8,
+    ),
+    st.integers(1, 4),
+)
+def test_fuzz_collections(parts: list[str], game: int) -> None:
+    data = "".join(parts).encode("utf-8")
+    try:
+        games = records.read_games(data, "c.pgn")
+    except ServiceError as exc:
+        assert exc.code in ("BAD_RECORD", "UNSUPPORTED_RECORD", "BAD_FEN")
+        return
+    assert games and all(isinstance(g, model.Record | model.RecordError) for g in games)
+    summaries = [records.game_summary(n, g) for n, g in enumerate(games, 1)]
+    assert [s["game"] for s in summaries] == list(range(1, len(games) + 1))
+    try:
+        records.read_record(data, "c.pgn", game)
+    except ServiceError as exc:
+        assert exc.code in ("BAD_RECORD", "UNSUPPORTED_RECORD", "BAD_FEN")

@@ -37,12 +37,17 @@ def load_record(
     opponent: OpponentKind | None = None,
     level: int | None = None,
     review: bool = False,
+    game: int | None = None,
 ) -> dict[str, Any]:
-    """Start a game at move ``ply`` of the record (default: its end); ``review`` adds the game review.
+    """Start a game at move ``ply`` of game ``game`` of the file (default: the first game, at its end);
+    ``review`` adds the game review.
 
-    The person plays the side to move there unless ``side`` says otherwise.
+    The person plays the side to move there unless ``side`` says otherwise. A file with several games
+    lists them all (``record.games``) and says which one was loaded.
     """
-    record = records.read_record(data, name)
+    collection = records.read_games(data, name)
+    number = game or 1
+    record = records.read_record(data, name, number) if len(collection) == 1 else _pick(collection, number)
     total = len(record.moves)
     at = total if ply is None else max(0, min(ply, total))
     to_move: Side = "r" if (record.positions()[at].turn == 0) else "b"
@@ -52,7 +57,7 @@ def load_record(
         opponent or "local",
         fen=record.start_fen,
         moves=record.moves[:at],
-        tags={k: v for k, v in record.tags.items() if k in model.TAGS},
+        tags={k: v for k, v in record.tags.items() if k in model.TAGS} | {"PlyCount": str(total)},
         level=level,
     )
     if review:
@@ -64,8 +69,31 @@ def load_record(
         "moves": record.moves,
         "comments": {str(k): v for k, v in record.comments.items()},
         "notes": record.notes,
+        "game": number,
+        "count": len(collection),
+        "games": [records.game_summary(n, g) for n, g in enumerate(collection, 1)],
     }
+    if len(collection) > 1:
+        value["record"]["notes"] = [
+            f"文件里共有 {len(collection)} 局，已载入第 {number} 局（用 --game N 或 game 选择其他局）。",
+            *record.notes,
+        ]
     return value
+
+
+def _pick(collection: list[model.Record | model.RecordError], number: int) -> model.Record:
+    if not 1 <= number <= len(collection):
+        raise model.RecordError(
+            "BAD_RECORD",
+            f"the file holds {len(collection)} games; there is no game {number}",
+            f"文件里共有 {len(collection)} 局，没有第 {number} 局",
+            hint=f"Pick a game from 1 to {len(collection)}.",
+            games=[records.game_summary(n, g) for n, g in enumerate(collection, 1)],
+        )
+    chosen = collection[number - 1]
+    if isinstance(chosen, model.RecordError):
+        raise chosen
+    return chosen
 
 
 def export_record(service: GameService, session_id: str | None, fmt: str = "pgn") -> dict[str, Any]:
@@ -76,13 +104,7 @@ def export_record(service: GameService, session_id: str | None, fmt: str = "pgn"
         )
     value = service.export(session_id)
     session = value["sessionId"]
-    stored = service.store.get(session)
-    tags = dict((stored.opponent.get("record") or {}) if stored else {})
-    red, black = ("人", "对手") if stored is None or stored.hero == "r" else ("对手", "人")
-    tags.setdefault("Red", red)
-    tags.setdefault("Black", black)
-    tags.setdefault("Event", f"moddesk {session}")
-    tags["Result"] = value["result"]
+    tags = {k: v for k, v in value["tags"].items() if k in model.TAGS}
     record = model.Record(start_fen=value["startFen"], moves=list(value["iccs"]), tags=tags)
     out: dict[str, Any] = {
         "ok": True,
@@ -92,6 +114,7 @@ def export_record(service: GameService, session_id: str | None, fmt: str = "pgn"
     }
     if fmt == "xqf":
         out["base64"] = base64.b64encode(xqf.write_xqf(record)).decode("ascii")
+        out["warnings"] = xqf.lost_in_xqf(record)
     elif fmt == "ubb":
         out["text"] = records.write_ubb(record)
     else:

@@ -270,18 +270,96 @@ def _ubb_digits(name: str) -> str:
 # ----------------------------------------------------------------------------------- any format
 
 
-def read_record(data: bytes, name: str = "") -> Record:
-    """Sniff and read XQF (binary, starts with ``XQ``), UBB/DhtmlXQ or PGN (UTF-8 or GB18030 text)."""
+MAX_GAMES = 1000  # games listed from one file; a collection bigger than that is read up to here
+
+
+def read_games(data: bytes, name: str = "") -> list[Record | RecordError]:
+    """Every game of a file, each read on its own: a damaged game is its error, the others still load.
+
+    XQF holds one game; a PGN or UBB text may hold many.
+    """
     if len(data) > MAX_RECORD_BYTES:
         raise RecordError(
             "UNSUPPORTED_RECORD", f"{len(data)} bytes is too big for a game record", "文件过大，不是棋谱",
         )  # fmt: skip
     if data[:2] == b"XQ" or name.lower().endswith(".xqf"):
-        return xqf.read_xqf(data)
+        return [xqf.read_xqf(data)]
     text = decode_text(data)
-    if "[DhtmlXQ" in text:
-        return read_ubb(text)
-    return read_pgn(text)
+    read, parts = (read_ubb, split_ubb(text)) if "[DhtmlXQ" in text else (read_pgn, split_pgn(text))
+    if len(parts) == 1:
+        return [read(parts[0])]
+    games: list[Record | RecordError] = []
+    for number, part in enumerate(parts, 1):
+        try:
+            games.append(read(part))
+        except RecordError as exc:
+            zh = str(exc.details.get("errorZh") or exc.message)
+            games.append(
+                RecordError(
+                    exc.code,
+                    f"game {number}: {exc.message}",
+                    f"第 {number} 局：{zh}",
+                    hint=exc.hint,
+                    game=number,
+                )
+            )
+    return games
+
+
+def read_record(data: bytes, name: str = "", game: int = 1) -> Record:
+    """Game ``game`` (from 1) of a file; see ``read_games``."""
+    games = read_games(data, name)
+    if not 1 <= game <= len(games):
+        raise RecordError(
+            "BAD_RECORD",
+            f"the file holds {len(games)} game(s); there is no game {game}",
+            f"文件里共有 {len(games)} 局，没有第 {game} 局",
+            hint=f"Pick a game from 1 to {len(games)}.",
+            games=len(games),
+        )
+    chosen = games[game - 1]
+    if isinstance(chosen, RecordError):
+        raise chosen
+    return chosen
+
+
+def split_pgn(text: str) -> list[str]:
+    """The games of a PGN collection: a tag line after a game's moves starts the next game."""
+    games: list[list[str]] = [[]]
+    in_moves = False
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if _TAG.match(line):
+            if in_moves:
+                games.append([])
+                in_moves = False
+                if len(games) > MAX_GAMES:
+                    break
+        elif line.strip() and not line.lstrip().startswith("="):
+            in_moves = True
+        games[-1].append(line)
+    return ["\n".join(g) for g in games if "\n".join(g).strip()] or [text]
+
+
+def split_ubb(text: str) -> list[str]:
+    """The games of a text with several ``[DhtmlXQ]…[/DhtmlXQ]`` blocks (one block: the text itself)."""
+    blocks = re.findall(r"\[DhtmlXQ\].*?\[/DhtmlXQ\]", text, re.S)
+    return blocks[:MAX_GAMES] if len(blocks) > 1 else [text]
+
+
+def game_summary(number: int, record: Record | RecordError) -> dict[str, object]:
+    """One line of a collection's list: number, players, event, date, result, plies (or its error)."""
+    if isinstance(record, RecordError):
+        return {"game": number, "error": record.message, "errorZh": record.details.get("errorZh")}
+    tags = record.tags
+    return {
+        "game": number,
+        "red": tags.get("Red", ""),
+        "black": tags.get("Black", ""),
+        "event": tags.get("Event", ""),
+        "date": tags.get("Date", ""),
+        "result": record.result,
+        "plies": len(record.moves),
+    }
 
 
 def decode_text(data: bytes) -> str:

@@ -212,6 +212,27 @@ def write_xqf(record: Record) -> bytes:
     return bytes(out)
 
 
+def lost_in_xqf(record: Record) -> list[str]:
+    """What of the record an XQF file cannot hold, one sentence each (Chinese, English in brackets):
+    names longer than their fields (15 bytes; the event 63), tags XQF has no field for, and the side
+    to move of a set-up with Black to move and no move (XQF has no such field)."""
+    lost: list[str] = []
+    for tag, offset in STRINGS.items():
+        value = record.tags.get(tag, "")
+        limit = 63 if offset == 0xD0 else 15
+        kept = _fit(value, limit).decode("gb18030")
+        if kept != value:
+            lost.append(
+                f"{tag}「{value}」超过 XQF 的 {limit} 字节，只保留「{kept}」"
+                f"({tag} {value!r} is over XQF's {limit} bytes; kept {kept!r})"
+            )
+    if record.tags.get("Round"):
+        lost.append(f"XQF 没有轮次字段，Round「{record.tags['Round']}」未保存 (XQF has no field for Round)")
+    if not record.moves and record.start_fen.split()[1:2] == ["b"]:
+        lost.append("XQF 不记录走子方：黑方先走的残局读回时会变成红方先走 (XQF keeps no side to move)")
+    return lost
+
+
 def _fit(text: str, limit: int) -> bytes:
     """GB18030 bytes of ``text`` cut to ``limit`` at a character boundary (XQF names hold 15 bytes)."""
     out = b""

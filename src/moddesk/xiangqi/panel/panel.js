@@ -35,7 +35,7 @@ const TEXT = {
     offline: "连接已断开（{time}），{n} 秒后重试", offlineRetrying: "连接已断开（{time}），正在重试…",
     offlineFrozen: "连接断开，倒计时暂停", reconnected: "连接已恢复，棋局已重新读取",
     offlineBlocked: "连接已断开，这一步没有发出；连接恢复后再走",
-    httpError: "服务器拒绝了请求（HTTP {status}）", winLoss: "胜率 {a}% → {b}%（−{d}%）", better: "更优",
+    httpError: "服务器拒绝了请求（HTTP {status}）", ofGames: "（文件共 {count} 局，载入第 {k} 局）", winLoss: "胜率 {a}% → {b}%（−{d}%）", better: "更优",
   },
   en: {
     title: "Xiangqi", new: "New game", sideRed: "Play red", sideBlack: "Play black", oppModel: "vs model",
@@ -61,7 +61,7 @@ const TEXT = {
     offline: "Connection lost ({time}); retrying in {n} s", offlineRetrying: "Connection lost ({time}); retrying…",
     offlineFrozen: "Connection lost; countdown paused", reconnected: "Connection restored; the game was read again",
     offlineBlocked: "Connection lost: nothing was sent; move again once it is back",
-    httpError: "The server refused the request (HTTP {status})", winLoss: "win {a}% → {b}% (−{d}%)", better: "better",
+    httpError: "The server refused the request (HTTP {status})", ofGames: " (game {k} of {count} in the file)", winLoss: "win {a}% → {b}% (−{d}%)", better: "better",
   },
 };
 
@@ -587,11 +587,13 @@ $("load-file").addEventListener("change", async () => {
   history.replaceState(null, "", `?session=${value.sessionId}`);
   const rec = value.record;
   const names = `${rec.tags.Red || "?"} / ${rec.tags.Black || "?"}`;
-  $("record-info").textContent = t("loaded").replace("{names}", names).replace("{n}", rec.plies).replace("{at}", rec.startedAt);
+  $("record-info").textContent = t("loaded").replace("{names}", names).replace("{n}", rec.plies).replace("{at}", rec.startedAt) +
+    (rec.count > 1 ? t("ofGames").replace("{count}", rec.count).replace("{k}", rec.game) : "");
 });
 $("btn-export").addEventListener("click", async () => {
   const value = await rpc("export", { format: $("export-format").value });
   if (!value) return;
+  if (value.warnings && value.warnings.length) showMessage(value.warnings.join("；"), "warn");
   const data = value.base64 ? Uint8Array.from(atob(value.base64), (c) => c.charCodeAt(0)) : value.text;
   const url = URL.createObjectURL(new Blob([data], { type: value.base64 ? "application/octet-stream" : "text/plain;charset=utf-8" }));
   const a = document.createElement("a");
