@@ -326,7 +326,7 @@ def test_result_event_date_players_round_trip_through_a_loaded_game(tmp_path: Pa
     pgn = (
         '[Event "全国象棋个人赛"]\n[Site "北京"]\n[Date "1991.11.02"]\n[Round "7"]\n[Red "刘大华"]\n'
         '[Black "黄勇"]\n[Result "1/2-1/2"]\n1. 炮二平五 马8进7 2. 马二进三 车9平8 1/2-1/2\n'
-    ).encode("utf-8")
+    ).encode()
     service = GameService(Settings(db_path=tmp_path / "games.db", engine="builtin"))
     try:
         session = load_record(service, pgn, "g.pgn", opponent="model")["sessionId"]
