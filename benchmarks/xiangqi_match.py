@@ -28,9 +28,9 @@ from concurrent.futures import ProcessPoolExecutor
 from moddesk.xiangqi.core import notation
 from moddesk.xiangqi.core.board import START_FEN, Move, Position, parse_square
 from moddesk.xiangqi.core.book import book_move
+from moddesk.xiangqi.core.engine import engine_name, new_searcher
 from moddesk.xiangqi.core.levels import choose_move
 from moddesk.xiangqi.core.rules import game_status
-from moddesk.xiangqi.core.search import Searcher
 from moddesk.xiangqi.engines import open_engine
 
 # Short starts of the common openings (Chinese notation from the start position). Game i of a
@@ -79,7 +79,7 @@ def play_game(
     for iccs in start or []:
         pos.push(Move(parse_square(iccs[:2]), parse_square(iccs[2:4])))
         moves.append(iccs)
-    searcher = Searcher()
+    searcher = new_searcher()
     with open_engine(engine_path, options={"UCI_LimitStrength": "true", "UCI_Elo": elo}) as peer:
         for _ in range(max_plies):
             status = game_status(pos)
@@ -175,7 +175,7 @@ def play_hoixiangqi(path: str, ours_red: bool, game_seconds: int, max_plies: int
     """One sudden-death game (``game_seconds`` per side) against hoixiangqi; our score."""
     pos = Position(START_FEN)
     peer = XboardPeer(path, game_seconds)
-    searcher = Searcher()
+    searcher = new_searcher()
     clocks = {True: game_seconds * 1.0, False: game_seconds * 1.0}  # keyed by "is ours"
     try:
         for _ in range(max_plies):
@@ -304,6 +304,7 @@ def main() -> None:
     if args.quick:
         levels, games, movetime = levels[:1], 2, 0.05
     print(load_average(), flush=True)
+    print(f"our engine: {engine_name()} (MODDESK_CORE picks it: python = the reference)", flush=True)
     if args.levels:
         level_table(path, parse_levels(args.levels), levels, games, movetime, args.max_plies, args.jobs)
         print(load_average())

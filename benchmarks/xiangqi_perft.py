@@ -1,7 +1,9 @@
 """Perft speed: our move generator beside cchess (pure-Python peer) and fairy-stockfish (native).
 
-Run: .venv/bin/python benchmarks/xiangqi_perft.py [--quick]
-Targets (design/xiangqi.md): perft(3) >= 50x cchess; start-position perft(4) <= 10 s.
+Run: .venv/bin/python benchmarks/xiangqi_perft.py [--quick] [--native-depth 5] [--rounds 2]
+Targets (design/xiangqi.md): perft(3) >= 50x cchess; start-position perft(4) <= 10 s; the native
+core's perft(5) >= 1.0x fairy-stockfish's ``go perft 5`` (issue #29), the two run alternately
+``--rounds`` times and the best time of each counted (the box is shared: load hits both).
 """
 
 from __future__ import annotations
@@ -64,6 +66,44 @@ def fairy_perft(depth: int) -> tuple[int, float] | None:
         return nodes, time.perf_counter() - start
 
 
+def native_perft(depth: int) -> tuple[int, float] | None:
+    """perft of the Rust core (moddesk_native), or None when its wheel is not installed."""
+    try:
+        from moddesk_native import xiangqi as nx
+    except ImportError:
+        return None
+    start = time.perf_counter()
+    nodes = nx.perft(START_FEN, depth)
+    return nodes, time.perf_counter() - start
+
+
+def native_versus_fairy(depth: int, rounds: int) -> None:
+    """The native core's perft(depth) beside fairy-stockfish's, alternating, best of ``rounds``."""
+    ours_best: float | None = None
+    fairy_best: float | None = None
+    for _ in range(rounds):
+        mine = native_perft(depth)
+        if mine is None:
+            print("moddesk_native not installed (make native): no native perft")
+            return
+        assert mine[0] == EXPECTED[depth], mine
+        ours_best = mine[1] if ours_best is None else min(ours_best, mine[1])
+        peer = fairy_perft(depth)
+        if peer is not None:
+            assert peer[0] == mine[0], (peer, mine)
+            fairy_best = peer[1] if fairy_best is None else min(fairy_best, peer[1])
+    assert ours_best is not None
+    n = EXPECTED[depth]
+    print(
+        f"native perft({depth}) start: {n:>11,} in {ours_best:6.2f} s  {rate(n, ours_best)}  (best of {rounds})"
+    )
+    if fairy_best is None:
+        print("fairy-stockfish not installed: no peer for the native perft")
+        return
+    print(f"fairy-stockfish perft({depth}) start: {n:>11,} in {fairy_best:6.2f} s  {rate(n, fairy_best)}")
+    print(f"ratio native/fairy-stockfish: {fairy_best / ours_best:.2f}x  (target >= 1.0x)")
+
+
 def rate(nodes: int, seconds: float) -> str:
     return f"{nodes / seconds:,.0f} leaves/s"
 
@@ -73,7 +113,14 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="smaller depths (cchess perft(2), ours perft(3))"
     )
+    parser.add_argument("--native-depth", type=int, default=5, help="depth of the native-vs-fairy perft")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating runs of native and fairy perft")
+    parser.add_argument("--native-only", action="store_true", help="only the native-vs-fairy perft")
     args = parser.parse_args()
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    native_versus_fairy(args.native_depth if not args.quick else 4, args.rounds)
+    if args.native_only:
+        return
     peer_depth = 2 if args.quick else 3
     deep = 3 if args.quick else 4
     print(f"machine: {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}")

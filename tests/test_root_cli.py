@@ -35,7 +35,16 @@ def test_version(tmp_path: Path) -> None:
 def test_doctor_lists_what_a_bug_report_needs(tmp_path: Path) -> None:
     done = moddesk("doctor", home=tmp_path)
     assert done.returncode == 0, done.stderr
-    for row in ("python", "extra [pvf]", "extra [ra3]", "mcp SDK", "chromium", "fairy-stockfish", "data dir"):
+    for row in (
+        "python",
+        "extra [pvf]",
+        "extra [ra3]",
+        "mcp SDK",
+        "chromium",
+        "fairy-stockfish",
+        "data dir",
+        "xiangqi engine",
+    ):
         assert row in done.stdout, row
     assert sys.version.split()[0] in done.stdout
     assert "MODDESK_HOME" in done.stdout and "MCP launcher" in done.stdout

@@ -233,6 +233,7 @@ def doctor(
         table.add_row(escape(f"extra [{extra}]"), f"{state} {' '.join(present)}".strip())
     table.add_row("mcp SDK", _module_version("mcp") or "missing")
     table.add_row("core", core_description())
+    table.add_row("xiangqi engine", _xiangqi_engine())
     for program, names in EXTERNAL_PROGRAMS.items():
         table.add_row(program, find_program(names) or "not found")
     table.add_row("config dir", platformdirs.user_config_dir("moddesk"))
@@ -245,6 +246,13 @@ def doctor(
     table.add_row("ra3 home", os.environ.get("RA3MODXML_HOME", os.path.expanduser("~/.ra3modxml")))
     table.add_row("leftovers", _leftover_summary())
     console.print(table)
+
+
+def _xiangqi_engine() -> str:
+    """Which engine answers xiangqi hints and reviews (the strongest found) and the built-in one."""
+    from moddesk.xiangqi.detect import engine_summary
+
+    return engine_summary()
 
 
 def _leftover_summary() -> str:

@@ -45,6 +45,25 @@ def find_engines(path: str | None = None) -> list[FoundEngine]:
     return sorted(found.values(), key=lambda e: -e.strength)
 
 
+def engine_summary(path: str | None = None) -> str:
+    """The ``xiangqi engine`` row of ``moddesk doctor``: the strongest engine hints and reviews use
+    (``engine = "auto"``) and which built-in engine answers without one."""
+    from moddesk.kit.errors import ServiceError
+    from moddesk.xiangqi.core.engine import engine_name
+
+    try:
+        builtin = engine_name()
+    except ServiceError as exc:
+        builtin = exc.code
+    builtin_text = {"native": "native (Rust, moddesk_native)", "reference": "reference (pure Python)"}.get(
+        builtin, builtin
+    )
+    engines = find_engines(path)
+    if engines:
+        return f"{engines[0].name} ({engines[0].path}), the strongest found; built-in: {builtin_text}"
+    return f"{builtin_text}, the strongest found (no Pikafish or Fairy-Stockfish installed)"
+
+
 def resolve_engine(spec: str, path: str | None = None) -> str:
     """``auto`` → the strongest installed engine's ``uci:PATH`` (or ``builtin``); other specs unchanged."""
     if spec != "auto":

@@ -24,7 +24,8 @@ from typing import IO, Any
 
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.xiangqi.core.board import START_FEN, Move, Position, XiangqiError, parse_square
-from moddesk.xiangqi.core.search import Searcher, SearchInfo
+from moddesk.xiangqi.core.engine import engine_name, new_searcher
+from moddesk.xiangqi.core.search_defs import SearchInfo
 
 register_codes({"ENGINE_FAILED": "The engine could not produce a move or an analysis."})
 
@@ -41,7 +42,7 @@ class UciServer:
     def __init__(self, write: Callable[[str], None]) -> None:
         self._write_raw = write
         self._write_lock = threading.Lock()
-        self.searcher = Searcher()
+        self.searcher = new_searcher()  # the native engine when the core is native
         self.multipv = 1
         self.protocol = "uci"
         self.pos = Position()
@@ -66,6 +67,7 @@ class UciServer:
             self.write(f"id author {ENGINE_AUTHOR}")
             self.write("option name Hash type spin default 64 min 1 max 1024")
             self.write("option name MultiPV type spin default 1 min 1 max 10")
+            self.write(f"info string core {engine_name()}")  # native (Rust) or reference (Python)
             self.write(f"{cmd}ok")
         elif cmd == "isready":
             self.write("readyok")
@@ -73,7 +75,7 @@ class UciServer:
             self._setoption(args)
         elif cmd in ("ucinewgame", "uccinewgame"):
             self._halt()
-            self.searcher.tt.clear()
+            self.searcher.clear()
         elif cmd == "position":
             self._halt()  # a GUI may send a new position without stopping an infinite search
             self._position(args)
@@ -115,7 +117,8 @@ class UciServer:
             self.write(f"info string bad value for {name}")
             return
         if name in ("hash", "hashsize"):
-            # ~100 bytes per Python dict entry: the MB figure bounds the table size
+            # ~100 bytes per Python dict entry: the MB figure bounds the table size (the native
+            # searcher turns the entry count back into megabytes)
             self.searcher.resize(max(1, number) * 10_000)
         elif name == "multipv":
             self.multipv = max(1, min(10, number))

@@ -106,9 +106,9 @@ class Analyst:
         if self._external is not None:
             with self._lock:
                 return self._external_lines(game, seconds, multipv, depth)
-        from moddesk.xiangqi.core import search
+        from moddesk.xiangqi.core import engine
 
-        result = search.search(
+        result = engine.search(
             game.pos.copy(), time_limit=seconds, depth=depth, multipv=multipv, stop=stop, history=game.keys()
         )
         return [

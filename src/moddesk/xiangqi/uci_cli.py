@@ -13,8 +13,9 @@ from rich.table import Table
 from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi import engines
 from moddesk.xiangqi.core.board import Move, Position, parse_square, perft, perft_divide
+from moddesk.xiangqi.core.engine import native_xiangqi, search
 from moddesk.xiangqi.core.notation import to_chinese
-from moddesk.xiangqi.core.search import SearchInfo, search
+from moddesk.xiangqi.core.search_defs import SearchInfo
 
 console = Console()
 
@@ -44,7 +45,7 @@ def _pv_text(pos: Position, pv: list[str]) -> str:
 
 
 def uci() -> None:
-    """Serve the builtin engine over UCI/UCCI on stdin/stdout (for xiangqi GUIs)."""
+    """Serve the builtin engine over UCI/UCCI on stdin/stdout (for xiangqi GUIs; native when the core is)."""
     engines.serve(sys.stdin, sys.stdout)
 
 
@@ -56,11 +57,14 @@ def perft_command(
     """Count the leaf nodes of the legal move tree (checks move generation against published tables)."""
     pos = _position(Position().fen() if fen == "startpos" else fen)
     start = time.perf_counter()
+    native = native_xiangqi()
     if divide:
         counts = perft_divide(pos, depth)
         for iccs in sorted(counts):
             console.print(f"{iccs}: {counts[iccs]}")
         total = sum(counts.values())
+    elif native is not None:
+        total = native.perft(pos.fen(), depth)
     else:
         total = perft(pos, depth)
     elapsed = time.perf_counter() - start

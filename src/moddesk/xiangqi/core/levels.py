@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from moddesk.kit.errors import ServiceError
-from moddesk.xiangqi.core import book, search
+from moddesk.xiangqi.core import book, engine
 from moddesk.xiangqi.core.board import Position
 
 MIN_LEVEL, MAX_LEVEL = 1, 10
@@ -72,7 +72,7 @@ def choose_move(
         opening = book.book_move(pos, rng)
         if opening is not None:
             return opening
-    result = search.search(
+    result = engine.search(
         pos.copy(),
         depth=plan.depth,
         time_limit=max(0.02, think_time * plan.time_share),
