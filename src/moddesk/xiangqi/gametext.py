@@ -34,6 +34,19 @@ MESSAGES: dict[str, tuple[str, str]] = {
 }  # fmt: skip
 
 
+# the same notices as the model reads them ("you" is the model there, not the person)
+FOR_THE_MODEL: dict[str, str] = {
+    "ai.fallback.local": "The local engine moved for you.",
+    "ai.timeout": "You timed out; the local engine moved for you.",
+    "ai.budget": "Your move budget is used up; the local engine plays on for you.",
+    "game.resigned": "The person resigned; the game is over.",
+    "draw.offered.hero": "The person offers a draw: accept or decline it.",
+    "draw.offered.opponent": "You offered a draw; the person decides.",
+    "draw.declined": "The draw offer was declined; play on.",
+    "draw.agreed": "The person agreed to a draw; the game is over.",
+}
+
+
 def message_sentence(code: str, lang: str = "zh") -> str:
     """A service notice as a sentence; an unknown code is shown as it is rather than hidden."""
     zh, en = MESSAGES.get(code, (code, code))

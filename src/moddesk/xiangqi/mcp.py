@@ -203,7 +203,7 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         ascii: Annotated[bool, Field(description="draw the board as text")] = True,
         sessionId: SessionArg = None,
     ) -> dict[str, Any]:
-        """Read the game: FEN, ASCII board, legal moves (ICCS + Chinese), optional evaluation, move record. Read-only."""
+        """Read the game: whose turn, clock, wait, the board (Chinese pieces), the whole record, legal moves, next steps. Read-only."""
         value = service.board(sessionId, include_moves=includeMoves, include_eval=includeEval)
         if ascii:
             value["ascii"] = ascii_board(value)
