@@ -139,7 +139,9 @@ def assert_review_text(review: dict[str, Any], text: str) -> None:
     """Every turning point with its loss and the better line, and the whole curve."""
     curve = field(text, "curve (Red's expected score %, by ply)").split(" ")
     assert curve == [f"{p['ply']}:{p['winRed']}" for p in review["curve"]]
-    for tp in review["turningPoints"]:
+    assert len(review["mistakes"]) == review["flagged"] >= len(review["turningPoints"])
+    assert all(tp in review["mistakes"] for tp in review["turningPoints"])
+    for tp in review["mistakes"]:  # every flagged move, turning point or not, with its better line
         line = next(x for x in text.split("\n") if x.startswith(f"  ply {tp['ply']} "))
         assert f"{tp['zh']} ({tp['iccs']})" in line and f"(-{tp['winLoss']}%)" in line
         assert f"better {tp['best']['zh']} ({tp['best']['iccs']}): {' '.join(tp['best']['lineZh'])}" in line

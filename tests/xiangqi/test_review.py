@@ -115,3 +115,5 @@ def test_flags_only_losing_moves_that_differ_from_the_best_and_caps_them() -> No
     review = review_game(Scripted(wild), START, moves, 0.01, "turning")
     plies = [tp["ply"] for tp in review["turningPoints"]]
     assert review["flagged"] > len(plies) == MAX_TURNING and plies == sorted(plies)
+    assert len(review["mistakes"]) == review["flagged"]
+    assert sum(m["turningPoint"] for m in review["mistakes"]) == MAX_TURNING

@@ -287,6 +287,7 @@ SAY: dict[str, tuple[str, str]] = {
     "no_turning": ("没有转折点：没有哪一步比引擎的首选差 10 个百分点以上。", "No turning points: no move lost more than 10 points against the engine's choice."),
     "legal": ("合法着法：{moves}", "Legal moves: {moves}"),
     "warning": ("注意：{text}", "Note: {text}"),
+    "star": ("★ 为转折点（损失最大的几步）。", "★ marks the turning points (the largest losses)."),
     "games": ("文件中的 {n} 局", "The {n} games of the file"),
     "red": ("红方", "Red"),
     "black": ("黑方", "Black"),
@@ -403,13 +404,13 @@ def _show_review(review: dict[str, Any], lang: str) -> None:
     console.print(
         say("turning", lang, n=len(turning), flagged=review.get("flagged", len(turning))), markup=False
     )
-    table = Table(*HEADS["review"][lang == "en"])
-    for tp in turning:
+    table = Table(*HEADS["review"][lang == "en"], caption=say("star", lang))
+    for tp in review.get("mistakes") or turning:
         best = tp["best"]
         better = f"{best['zh']}：{' '.join(best.get('lineZh') or [best['zh']])}" if best else "-"
         judged = tp.get("judgementZh" if lang != "en" else "judgement", "")
         table.add_row(
-            str(tp["ply"]),
+            f"{'★' if tp.get('turningPoint', True) else ''}{tp['ply']}",
             f"{tp['zh']} {judged}".strip(),
             f"{tp['winBefore']}% → {tp['winAfter']}% (−{tp['winLoss']})",
             better,

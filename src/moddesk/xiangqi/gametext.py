@@ -179,12 +179,17 @@ def _review_lines(review: dict[str, Any]) -> list[str]:
     plies = len(review["curve"]) - 1
     lines = [
         f"review: {plies} plies by {review['engine']}, {review['secondsPerPosition']} s a position; "
-        f"{len(turning)} turning points ({review.get('rule', '')})",
+        f"{review.get('flagged', len(turning))} moves flagged, {len(turning)} of them turning points "
+        f"({review.get('rule', '')}):",
         "curve (Red's expected score %, by ply): "
         + " ".join(f"{p['ply']}:{p['winRed']}" for p in review["curve"]),
     ]
     for tp in turning:
         lines.append("  " + review_move_line(tp))
+    others = [m for m in review.get("mistakes", []) if not m.get("turningPoint")]
+    if others:
+        lines.append(f"other flagged moves ({len(others)}):")
+        lines.extend("  " + review_move_line(m) for m in others)
     for entry in review.get("moves", []):
         lines.append("  move " + review_move_line(entry))
     return lines

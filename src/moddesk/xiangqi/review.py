@@ -311,12 +311,15 @@ def review_game(
             entry["judgement"], entry["judgementZh"] = _judgement(loss)
             flagged.append(entry)
     turning = sorted(sorted(flagged, key=lambda e: -e["winLoss"])[:MAX_TURNING], key=lambda e: e["ply"])
+    for entry in flagged:
+        entry["turningPoint"] = entry in turning
     result: dict[str, Any] = {
         "curve": [
             {"ply": i, "scoreRed": s, "winRed": round(expected_score(s), 1)} for i, s in enumerate(red_scores)
         ],
         "turningPoints": turning,
         "flagged": len(flagged),
+        "mistakes": flagged,  # every flagged move, in game order; the turning points are among them
         "rule": f"moves losing > {MISTAKE_LOSS:g}% expected score that are not the engine's best; "
         f"the {MAX_TURNING} largest",
         "secondsPerPosition": round(per_position, 3),
