@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -108,17 +109,17 @@ def served(archive: Path, config_dir: Path) -> Iterator[tuple[subprocess.Popen[s
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**env, "COLUMNS": "200"},
+        env={**env, "COLUMNS": "40"},  # narrow: a wrapped link would show
     )
     assert proc.stdout is not None
     url = None
-    lines = []
+    lines: list[str] = []
     for _ in range(40):
         line = proc.stdout.readline()
-        lines.append(line)
-        found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", line)
-        if found and "MCP endpoint" in line:
+        found = re.fullmatch(r"(http://127\.0\.0\.1:\d+/mcp)\n", line)
+        if found and lines and "MCP endpoint" in lines[-1]:
             url = found.group(1)
+        lines.append(line)
         if "Ctrl+C" in line:
             break
     assert url is not None, lines
@@ -129,9 +130,22 @@ def served(archive: Path, config_dir: Path) -> Iterator[tuple[subprocess.Popen[s
         proc.wait(20)
 
 
+def test_serve_links_are_whole_lines_in_a_narrow_log(served: tuple[subprocess.Popen[str], str]) -> None:
+    """Piped at 40 columns: every URL is alone on its line and whole, the config is valid JSON."""
+    _proc, banner = served
+    links = [line for line in banner.splitlines() if "http" in line and not line.lstrip().startswith('"')]
+    assert len(links) == 2 and all(re.fullmatch(r"http://127\.0\.0\.1:\d+/\S+", line) for line in links)
+    page = next(line for line in links if "/mcp" not in line)
+    token = json.loads((Path(os.environ["MODDESK_CONFIG_DIR"]) / "endpoints" / "pvf.json").read_text())
+    assert "Workbench page" in banner.splitlines()[banner.splitlines().index(page) - 1]
+    assert len(page) > 40 and httpx.get(page, follow_redirects=False).status_code in (200, 302, 303)
+    config = json.loads(banner[banner.index("{") : banner.rindex("}") + 1])
+    assert config["mcpServers"]["moddesk-pvf"]["headers"]["Authorization"] == f"Bearer {token['token']}"
+
+
 def test_serve_prints_config_and_answers_cli_mirrors(served: tuple[subprocess.Popen[str], str]) -> None:
     _proc, banner = served
-    url = re.search(r"MCP endpoint: (\S+)", banner)
+    url = re.search(r"MCP endpoint[^\n]*\n(\S+)\n", banner)
     assert url is not None
     config = json.loads(banner[banner.index("{") : banner.rindex("}") + 1])
     assert config["mcpServers"]["moddesk-pvf"]["url"] == url.group(1)

@@ -243,3 +243,17 @@ def test_cli_load_and_export_records(tmp_path: Path) -> None:
     refused = runner.invoke(app, ["load", str(damaged), "--local"])
     text = refused.output.replace("\n", "")  # rich wraps long lines
     assert refused.exit_code == 1 and "BAD_RECORD" in text and "棋谱损坏" in text
+
+
+def test_serve_log_has_the_panel_link_whole_on_its_own_line(tmp_path: Path) -> None:
+    """`moddesk xiangqi serve > log` at 40 columns: the panel link is one line and logs the browser in."""
+    port = free_port()
+    server = start_serve(tmp_path, port, COLUMNS="40", PYTHONUNBUFFERED="1")
+    endpoint = json.loads((tmp_path / "data dir" / "serve.json").read_text())
+    stop(server)
+    log = server.communicate()[0].decode()
+    lines = log.splitlines()
+    links = [line for line in lines if "http" in line]
+    panel = f"http://127.0.0.1:{port}/xiangqi/?token={endpoint['token']}"
+    assert links == [panel, f"http://127.0.0.1:{port}/mcp"], log
+    assert "panel" in lines[lines.index(panel) - 1]

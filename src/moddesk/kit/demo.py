@@ -9,6 +9,7 @@ import httpx
 from mcp import Client
 from rich.console import Console
 
+from moddesk.kit.links import print_link
 from moddesk.kit.mcp import result_payload, serve_http
 from moddesk.kit.selftest import build_server
 
@@ -49,7 +50,7 @@ def run(console: Console) -> None:
     """Serve the self-test MCP server on 127.0.0.1, talk to it with the SDK client, check guards."""
     with serve_http(build_server(), 0) as server:
         url = f"{server.url}/mcp"
-        console.print(f"MCP server on {url}")
+        print_link(console, "MCP server:", url)
         anyio.run(_exercise, url, console)
     console.print("[green]kit: MCP over Streamable HTTP, errors, ledger, cursors, tasks, guard — ok")
     from moddesk.kit.agents.demo import run as run_agents_demo

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from moddesk.kit.errors import ServiceError, person_message
+from moddesk.kit.links import print_link, print_unwrapped
 
 app = typer.Typer(help="Dungeon & Fighter Script.pvf workbench.", no_args_is_help=True)
 history_app = typer.Typer(
@@ -157,8 +158,8 @@ def serve(
             console.print(
                 f"opened {escape(opened['sourcePath'])} ({opened['fileCount']} files, {opened['format']})"
             )
-        console.print(f"MCP endpoint: [bold]{bench.url}[/bold] (loopback only, bearer token required)")
-        console.print(f"Workbench page: [bold]{bench.page_login_url}[/bold] (the link logs the browser in)")
+        print_link(console, "MCP endpoint (loopback only, bearer token required):", bench.url)
+        print_link(console, "Workbench page (the link logs the browser in):", bench.page_login_url)
         console.print(f"token and url for clients: {escape(str(endpoint))} (readable by you only)")
         for granted in bench.service.access_roots().describe():
             console.print(f"agents may use: {escape(granted['path'])} ({escape(granted['label'])})")
@@ -170,7 +171,7 @@ def serve(
 
             webbrowser.open(bench.page_login_url)
         console.print("Client config to copy:")
-        console.print(client_config(bench.url, bench.token), markup=False, highlight=False)
+        print_unwrapped(console, client_config(bench.url, bench.token))
         console.print("Ctrl+C stops the server.")
 
     with _errors():
@@ -217,7 +218,7 @@ def mcp(
     state = "enabled" if settings.enabled else "disabled"
     console.print(f"MCP endpoint {state}, port {settings.port}, toolsets {','.join(settings.toolsets)}")
     if settings.enabled:
-        console.print(client_config(f"http://127.0.0.1:{settings.port}/mcp"), markup=False, highlight=False)
+        print_unwrapped(console, client_config(f"http://127.0.0.1:{settings.port}/mcp"))
 
 
 @app.command()

@@ -23,6 +23,7 @@ from rich.text import Text
 from moddesk.kit import local_service
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.leftovers import owner_alive, pid_alive, sweep_stale
+from moddesk.kit.links import print_link
 from moddesk.xiangqi import uci_cli
 from moddesk.xiangqi.core.diagram import styled_rows
 from moddesk.xiangqi.game import GameService
@@ -138,8 +139,12 @@ def _serve(port: int, open_browser: bool, config: Path | None) -> None:
         )
         holder["url"] = http.url
         with _advertised(settings, http.url, token, has_mcp=True) as endpoint:
-            console.print(f"[bold]xiangqi[/] panel  {http.url}/xiangqi/?token={token}")
-            console.print(f"[bold]xiangqi[/] MCP    {http.url}/mcp (bearer token required)")
+            print_link(
+                console,
+                "[bold]xiangqi[/] 棋盘面板 panel (the link logs the browser in):",
+                f"{http.url}/xiangqi/?token={token}",
+            )
+            print_link(console, "[bold]xiangqi[/] MCP (bearer token required):", f"{http.url}/mcp")
             console.print(f"token and url for clients: {endpoint} (readable by you only)")
             console.print("stdio clients: `moddesk xiangqi connect` bridges to this service")
             console.print(f"games in {settings.database()}")
@@ -181,7 +186,8 @@ def mcp(
             panel = LoopbackServer(lambda port: panel_app(service, port, token), panel_port).start()
             running.callback(panel.stop)
             running.enter_context(_advertised(settings, panel.url, token, has_mcp=False))
-            print(f"xiangqi panel: {panel.url}/xiangqi/?token={token}", file=sys.stderr)
+            # on a line of its own: a client's log view must not wrap it
+            print(f"xiangqi 棋盘面板 panel:\n{panel.url}/xiangqi/?token={token}", file=sys.stderr)
         serve_stdio(build_server(service, panel_link(panel.url, token) if panel else None))
 
 

@@ -12,6 +12,7 @@ import httpx
 from mcp import Client
 from rich.console import Console
 
+from moddesk.kit.links import print_link
 from moddesk.kit.mcp import result_payload, serve_http
 from moddesk.xiangqi.cli import board_text
 from moddesk.xiangqi.game import GameService
@@ -40,7 +41,8 @@ async def _play(url: str, console: Console) -> dict[str, Any]:
         new = await model.call_tool("xiangqi_new", {"side": "r"})
         game = result_payload(new)
         session = game["sessionId"]
-        console.print(f"model: xiangqi_new → session {session}, panel {game['panelUrl']}")
+        console.print(f"model: xiangqi_new → session {session}")
+        print_link(console, "panel:", game["panelUrl"])
 
         refused = await model.call_tool("xiangqi_move", {"move": "h7e7"})
         payload = result_payload(refused)
@@ -105,7 +107,7 @@ def run(console: Console) -> None:
         holder["url"] = http.url
         try:
             with http:
-                console.print(f"service on {http.url} (MCP at /mcp, panel at /xiangqi/)")
+                print_link(console, "service (MCP at /mcp, panel at /xiangqi/):", http.url)
                 try:
                     anyio.run(_play, http.url, console)
                 except BaseExceptionGroup as group:  # the MCP client wraps failures in task groups

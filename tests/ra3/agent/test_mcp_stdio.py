@@ -247,7 +247,7 @@ def test_sigterm_cleans_up_and_saves_a_snapshot(
     assert watch.stop(signal.SIGTERM) == 0
     assert not endpoint_path_for_project(project).exists() and not global_endpoint_path().exists()
     assert snapshot_path(str(project)).exists()
-    assert "live query API: http://127.0.0.1:" in watch.captured
+    assert "live query API (token in the endpoint files):\nhttp://127.0.0.1:" in watch.captured
     assert "moddesk ra3 enable" in watch.captured  # the one-time offer of agent access (seed §4.7)
     assert "stopped; removed 2 endpoint file(s)" in watch.captured
 

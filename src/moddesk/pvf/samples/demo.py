@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from rich.console import Console
 
+from moddesk.kit.links import print_link
 from moddesk.kit.mcp import result_payload
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.service import PvfService
@@ -197,7 +198,7 @@ def run(console: Console) -> None:
         copy = Path(folder) / "Script copy.pvf"
         console.print(f"generated {archive}")
         with Workbench(PvfService(), port=0, roots=[folder]) as bench:
-            console.print(f"serving MCP at {bench.url}")
+            print_link(console, "serving MCP at:", bench.url)
             anyio.run(_walk, bench, archive, copy, console)
         with Archive.open(copy) as reread:
             if len(reread.namelist()) < 120:

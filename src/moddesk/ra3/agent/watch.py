@@ -28,6 +28,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.leftovers import sweep_stale
+from moddesk.kit.links import print_link
 from moddesk.ra3.agent.endpoints import EndpointPublisher, normalize_project_dir, project_root, ra3_home
 from moddesk.ra3.agent.live import LiveServer, ProjectRegistry, dispatch, query_verbs
 from moddesk.ra3.agent.setup import is_enabled
@@ -597,7 +598,7 @@ def run_watch(
     )
     with progress:
         watcher.start()
-        console.print(f"live query API: {watcher.server.url} (token in the endpoint files)", highlight=False)
+        print_link(console, "live query API (token in the endpoint files):", watcher.server.url)
         for path in sorted(watcher.publisher.written):
             console.print(f"endpoint file: {path}", highlight=False, soft_wrap=True)
         for project in watcher.projects:
