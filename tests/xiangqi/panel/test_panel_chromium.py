@@ -470,3 +470,26 @@ def test_a_refused_upload_is_shown(served: tuple[GameService, LoopbackServer], p
     assert "请求内容超过" in said and "棋谱文件最大约 1.5 MB" in said
     assert page.locator("#connection").is_hidden()  # a refusal is not a lost connection
     assert errors == []
+
+
+def test_a_file_with_two_games_lists_them_and_loads_the_one_picked(
+    served: tuple[GameService, LoopbackServer], page: Any
+) -> None:
+    _service, http = served
+    here = Path(__file__).resolve().parents[1] / "records"
+    two = (here / "cchess-test2.pgn").read_text(encoding="utf-8").rstrip() + "\n\n"
+    two += (here / "cchess-zhongpao-liepao.pgn").read_text(encoding="utf-8")
+    page.goto(f"{http.url}/xiangqi/")
+    page.wait_for_function("document.getElementById('status').textContent !== ''")
+    page.set_input_files(
+        "#load-file", files=[{"name": "two.pgn", "mimeType": "text/plain", "buffer": two.encode("utf-8")}]
+    )
+    page.wait_for_function(
+        "document.getElementById('record-info').textContent.includes('文件共 2 局，载入第 1 局')"
+    )
+    assert page.locator("#movelist .mv").count() == 102
+    assert page.locator("#record-game option").count() == 2 and page.locator("#record-game").is_visible()
+    page.select_option("#record-game", "2")
+    page.wait_for_function("document.getElementById('record-info').textContent.includes('载入第 2 局')")
+    page.wait_for_function("document.querySelectorAll('#movelist .mv').length === 23")
+    assert _moves(page)[0] == "炮二平五"

@@ -301,6 +301,7 @@ function renderSide(v) {
   $("btn-resign").disabled = offline || !playing;
   for (const id of ["btn-new", "btn-review", "btn-export", "btn-fallback"]) $(id).disabled = offline;
   $("load-file").disabled = offline;
+  $("record-game").disabled = offline;
   const offer = playing ? v.drawOffer : null;
   $("btn-draw").disabled = offline || !playing || (offer && offer.by === "hero");
   $("drawbox").hidden = !(offer && offer.by === "opponent");
@@ -578,18 +579,35 @@ $("load-file").addEventListener("change", async () => {
   const bytes = new Uint8Array(await file.arrayBuffer());
   let binary = "";
   for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  state.upload = { data: btoa(binary), name: file.name };
+  $("load-file").value = "";
+  await loadGame(1);
+});
+// A file with several games: the list to pick from; picking one loads it from the same upload.
+async function loadGame(number) {
   state.session = null;
-  const payload = { data: btoa(binary), name: file.name, opponent: $("new-opponent").value };
+  const payload = Object.assign({ opponent: $("new-opponent").value, game: number }, state.upload);
   if (payload.opponent === "local") payload.level = Number($("new-level").value);
   const value = await act("load", payload);
-  $("load-file").value = "";
   if (!value) return;
   history.replaceState(null, "", `?session=${value.sessionId}`);
   const rec = value.record;
+  const pick = $("record-game");
+  pick.replaceChildren();
+  pick.hidden = rec.count < 2;
+  for (const g of rec.games || []) {
+    const opt = document.createElement("option");
+    opt.value = g.game;
+    opt.textContent = g.error ? `${g.game}. ${g.errorZh || g.error}` : `${g.game}. ${g.red || "?"} – ${g.black || "?"}  ${g.result}  ${g.plies} ${state.lang === "zh" ? "手" : "plies"}`;
+    opt.disabled = !!g.error;
+    opt.selected = g.game === rec.game;
+    pick.appendChild(opt);
+  }
   const names = `${rec.tags.Red || "?"} / ${rec.tags.Black || "?"}`;
   $("record-info").textContent = t("loaded").replace("{names}", names).replace("{n}", rec.plies).replace("{at}", rec.startedAt) +
     (rec.count > 1 ? t("ofGames").replace("{count}", rec.count).replace("{k}", rec.game) : "");
-});
+}
+$("record-game").addEventListener("change", () => { if (state.upload) loadGame(Number($("record-game").value)); });
 $("btn-export").addEventListener("click", async () => {
   const value = await rpc("export", { format: $("export-format").value });
   if (!value) return;
