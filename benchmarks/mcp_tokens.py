@@ -156,7 +156,12 @@ async def pvf_flow(meter: Meter, root: Path) -> None:
             prepared = await meter.call(
                 client,
                 "pvf_export_prepare",
-                {"workspaceId": ws, "expectedRevision": revision, "paths": ["equipment"]},
+                {
+                    "workspaceId": ws,
+                    "expectedRevision": revision,
+                    "paths": ["equipment"],
+                    "includeDependencies": False,
+                },
             )
             preview = await meter.call(client, "pvf_export_preview", {"planId": prepared["planId"]})
             warnings = [w["warningId"] for w in preview.get("warnings") or [] if "warningId" in w]

@@ -154,6 +154,7 @@ async def pvf_client(
                                 "expectedRevision": rev,
                                 "source": "selection",
                                 "paths": ["equipment"],
+                                "includeDependencies": False,
                             },
                         )
                         plan = (result.structured_content or {}).get("planId")

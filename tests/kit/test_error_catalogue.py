@@ -87,3 +87,10 @@ def test_error_payloads_carry_the_catalogue_chinese() -> None:
     assert own["errorZh"] == "第 3 行无法编译"
     catalogue = error_catalogue()
     assert catalogue["SECRET_REFUSED"]["zh"] and catalogue["SECRET_REFUSED"]["en"]
+
+
+def test_every_invalid_argument_says_how_to_recover() -> None:
+    # a raiser that gave no hint still hands the caller a recovery step (seed: code, message, hint)
+    bare = ServiceError("INVALID_ARGUMENT", "limit must be 1..100")
+    assert bare.hint and bare.to_payload()["hint"] == bare.hint
+    assert ServiceError("INVALID_ARGUMENT", "x", hint="Pass a number.").hint == "Pass a number."

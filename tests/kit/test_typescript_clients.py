@@ -149,6 +149,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
             "ra3": f"{ra3.url}/mcp",
             "xiangqi": f"{xiangqi.url}/mcp",
             "pvfWorkspace": str(pvf_service.info()["workspaceId"]),
+            "pvfRevision": str(pvf_service.info()["revision"]),
             "root": str(root),
         }
 
@@ -229,7 +230,7 @@ def test_ra3_families(tools: NodeTools, servers: dict[str, str]) -> None:
 
 @pytest.mark.external
 def test_pvf_families(tools: NodeTools, servers: dict[str, str]) -> None:
-    url, ws = servers["pvf"], servers["pvfWorkspace"]
+    url, ws, rev = servers["pvf"], servers["pvfWorkspace"], int(servers["pvfRevision"])
     info = _ok(_call(tools, url, "pvf_workspace_info"), "pvf_workspace_info")
     assert ws in info["content"][0]["text"]
     _ok(_call(tools, url, "pvf_search", workspaceId=ws, query="grade"), "pvf_search")
@@ -248,7 +249,9 @@ def test_pvf_families(tools: NodeTools, servers: dict[str, str]) -> None:
         "STALE_WORKSPACE",
     )
     _refused(
-        _call(tools, url, "pvf_import_prepare", workspaceId=ws, sourcePaths=["relative/x"]),
+        _call(
+            tools, url, "pvf_import_prepare", workspaceId=ws, expectedRevision=rev, sourcePaths=["relative/x"]
+        ),
         "pvf_import_prepare",
         "INVALID_PATH",
     )
@@ -257,7 +260,14 @@ def test_pvf_families(tools: NodeTools, servers: dict[str, str]) -> None:
     incoming.mkdir(exist_ok=True)
     (incoming / "new.equ").write_text("#PVF_File\n[name]\n`New`\n", encoding="utf-8")
     prepared = _ok(
-        _call(tools, url, "pvf_import_prepare", workspaceId=ws, sourcePaths=[str(incoming)]),
+        _call(
+            tools,
+            url,
+            "pvf_import_prepare",
+            workspaceId=ws,
+            expectedRevision=rev,
+            sourcePaths=[str(incoming)],
+        ),
         "pvf_import_prepare",
     )
     plan = prepared["structuredContent"]

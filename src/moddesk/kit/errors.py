@@ -85,6 +85,12 @@ ERROR_ZH: dict[str, str] = {
 }
 
 
+# the recovery step of a code whose raiser gave none (seed: every error carries an actionable hint)
+DEFAULT_HINTS: dict[str, str] = {
+    "INVALID_ARGUMENT": "Fix the argument the message names (see the tool's input schema) and call again.",
+}
+
+
 def register_codes(codes: Mapping[str, str], zh: Mapping[str, str] | None = None) -> None:
     """Add a system's codes (English) and their Chinese messages; a code keeps one meaning everywhere."""
     for code, description in codes.items():
@@ -116,7 +122,8 @@ class ServiceError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-        self.hint = hint
+        # every error says how to recover: a raiser without its own hint gets the code's default
+        self.hint = hint if hint is not None else DEFAULT_HINTS.get(code)
         self.details: dict[str, Any] = details
 
     def to_payload(self) -> dict[str, Any]:

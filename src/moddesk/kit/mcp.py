@@ -345,12 +345,13 @@ def add_tool(
     ``outputSchema`` (results still carry ``structuredContent``): where the schema costs more tokens
     in every tools/list than it gives, since the text block already has everything.
     """
-    # idempotentHint when it is the default (false) and the title (it is
-    # the tool's own title) are left out: tools/list is paid for in every conversation
+    # tools/list is paid for in every conversation: idempotentHint is left out when it is the
+    # default (false), and a read-only tool carries neither destructiveHint nor idempotentHint (the
+    # MCP spec gives them meaning only when readOnlyHint is false)
     annotations = ToolAnnotations(
         read_only_hint=read_only,
-        destructive_hint=False if read_only else destructive,
-        idempotent_hint=True if read_only or idempotent else None,
+        destructive_hint=None if read_only else destructive,
+        idempotent_hint=True if idempotent and not read_only else None,
         open_world_hint=open_world,
     )
     tool_name = name or fn.__name__

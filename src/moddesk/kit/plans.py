@@ -55,12 +55,28 @@ class PlanRegistry:
         self._expire_listeners: list[Callable[[Plan], None]] = [on_expire] if on_expire else []
         self._plans: dict[str, Plan] = {}
         self._ended: OrderedDict[str, str] = OrderedDict()  # plan id -> "expired" | "discarded" | "applied"
+        # plan id -> how it ended, who ended it ("person" on the page or CLI, "agent"), the revision after
+        self._outcomes: dict[str, dict[str, Any]] = {}
         self._lock = threading.RLock()
 
-    def _remember(self, plan_id: str, how: str) -> None:
+    def _remember(self, plan_id: str, how: str, by: str | None = None, revision: int | None = None) -> None:
         self._ended[plan_id] = how
+        self._outcomes[plan_id] = {"state": how, "by": by, "revision": revision}
         while len(self._ended) > _TOMBSTONES:
-            self._ended.popitem(last=False)
+            old, _ = self._ended.popitem(last=False)
+            self._outcomes.pop(old, None)
+
+    def outcome(self, plan_id: str) -> dict[str, Any]:
+        """What became of a plan: ``{"state": pending|applied|discarded|expired|unknown, "by", "revision"}``.
+
+        So whoever made the plan learns what the other principal did with it (the agent, that the
+        person applied or discarded its plan on the page, and at which revision).
+        """
+        self.sweep()
+        with self._lock:
+            if plan_id in self._plans:
+                return {"state": "pending", "by": None, "revision": None}
+            return dict(self._outcomes.get(plan_id) or {"state": "unknown", "by": None, "revision": None})
 
     def sweep(self) -> list[Plan]:
         """Drop expired plans and return them (their ``on_expire`` cleanup has run)."""
@@ -136,20 +152,20 @@ class PlanRegistry:
             hint="Prepare a new plan; ids are valid only until applied, discarded or expired.",
         )
 
-    def _end(self, kind: str, plan_id: str, how: str) -> Plan:
+    def _end(self, kind: str, plan_id: str, how: str, by: str, revision: int | None) -> Plan:
         plan = self.get(kind, plan_id)
         with self._lock:
             self._plans.pop(plan.plan_id, None)
-            self._remember(plan.plan_id, how)
+            self._remember(plan.plan_id, how, by, revision)
         return plan
 
-    def discard(self, kind: str, plan_id: str) -> Plan:
-        """Remove a pending plan (the caller cleans what its payload holds)."""
-        return self._end(kind, plan_id, "discarded")
+    def discard(self, kind: str, plan_id: str, by: str = "agent", revision: int | None = None) -> Plan:
+        """Remove a pending plan (the caller cleans what its payload holds); ``by`` person or agent."""
+        return self._end(kind, plan_id, "discarded", by, revision)
 
-    def complete(self, kind: str, plan_id: str) -> Plan:
-        """Mark a plan applied: it leaves the registry and its id answers PLAN_NOT_FOUND after."""
-        return self._end(kind, plan_id, "applied")
+    def complete(self, kind: str, plan_id: str, by: str = "agent", revision: int | None = None) -> Plan:
+        """Mark a plan applied at ``revision``: it leaves the registry; its id answers PLAN_NOT_FOUND after."""
+        return self._end(kind, plan_id, "applied", by, revision)
 
     def clear(self) -> list[Plan]:
         """Drop every plan (e.g. when the workspace they refer to goes away)."""
@@ -159,3 +175,31 @@ class PlanRegistry:
                 self._remember(plan.plan_id, "discarded")
             self._plans.clear()
         return plans
+
+
+def plan_outcome(outcome: dict[str, Any]) -> dict[str, Any]:
+    """The fields a task status adds about the plan it made: ``planState``, ``appliedByPerson``,
+    ``discardedByPerson`` and ``resultingRevision`` (the workspace revision after that end)."""
+    state, by = outcome.get("state"), outcome.get("by")
+    return {
+        "planState": state,
+        "appliedByPerson": state == "applied" and by == "person",
+        "discardedByPerson": state == "discarded" and by == "person",
+        "resultingRevision": outcome.get("revision"),
+    }
+
+
+def plan_outcome_lines(status: dict[str, Any]) -> list[str]:
+    """The plan's end in a status's text block (the model may see only the text)."""
+    state = status.get("planState")
+    if state is None or state == "pending":
+        return [f"plan state: {state}"] if state else []
+    who = "the person" if status.get("appliedByPerson") or status.get("discardedByPerson") else "an agent"
+    if state in ("applied", "discarded"):
+        after = (
+            f", workspace revision now {status.get('resultingRevision')}"
+            if status.get("resultingRevision") is not None
+            else ""
+        )
+        return [f"plan state: {state} by {who}{after}"]
+    return [f"plan state: {state}"]

@@ -354,31 +354,53 @@ class Roots:
             os.close(parent)
         return placed
 
-    def walk_files(self, where: Placed | str, max_files: int) -> list[Placed]:
-        """Regular files below a checked folder (links and special files skipped, never followed)."""
+    def walk_files(
+        self, where: Placed | str, max_files: int, skipped: list[tuple[Placed, str]] | None = None
+    ) -> list[Placed]:
+        """Regular files below a checked folder (links and special files skipped, never followed).
+
+        ``skipped`` (when given) receives each link and special file passed over, with why, so a
+        caller can say what it left out instead of dropping it without a word.
+        """
         placed = where if isinstance(where, Placed) else self.place(where)
         found: list[Placed] = []
+
+        def skip(below: tuple[str, ...], name: str, why: str) -> None:
+            if skipped is not None:
+                skipped.append((Placed(placed.root, (*placed.parts, *below, name)), why))
+
         if _IS_WINDOWS:
             for folder, dirs, files in os.walk(placed.path, followlinks=False):
                 below = Path(folder).relative_to(placed.path).parts
+                for d in dirs:
+                    if os.path.islink(os.path.join(folder, d)):
+                        skip(below, d, "symbolic link")
                 dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
                 for name in sorted(files):
-                    if os.path.isfile(os.path.join(folder, name)) and not os.path.islink(
-                        os.path.join(folder, name)
-                    ):
+                    full = os.path.join(folder, name)
+                    if os.path.islink(full):
+                        skip(below, name, "symbolic link")
+                    elif not os.path.isfile(full):
+                        skip(below, name, "special file")
+                    else:
                         found.append(Placed(placed.root, (*placed.parts, *below, name)))
                         if len(found) > max_files:
                             return found
             return found
         with self.open_dir(placed) as top:
-            for folder, _dirs, files, dir_fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
+            for folder, dirs, files, dir_fd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
                 below = tuple(p for p in folder.split("/") if p not in ("", "."))
+                for name in sorted(dirs):  # fwalk lists a link to a folder among dirs, never enters it
+                    if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                        skip(below, name, "symbolic link")
                 for name in sorted(files):
                     info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                     if stat.S_ISREG(info.st_mode):
                         found.append(Placed(placed.root, (*placed.parts, *below, name)))
                         if len(found) > max_files:
                             return found
+                    else:
+                        skip(below, name, "symbolic link" if stat.S_ISLNK(info.st_mode) else "special file")
         return found
 
 

@@ -25,7 +25,7 @@ SERVER_NAME = "moddesk-pvf"
 # Toolsets the person enables (like the GitHub MCP server's --toolsets): every tool costs tokens in
 # each conversation, so rarely used families stay off until asked for. "core" is always on.
 TOOLSETS = ("core", "scripts", "export", "import", "annotations", "mods")
-DEFAULT_TOOLSETS = ("core", "scripts", "export")
+DEFAULT_TOOLSETS = ("core", "scripts", "export", "annotations")
 
 
 def parse_toolsets(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:

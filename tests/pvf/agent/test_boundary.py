@@ -91,12 +91,14 @@ def test_import_refuses_everything_outside_the_roots(bench: Workbench, env: dict
 
     async def flow() -> None:
         async with bench.client() as client:
-            ws, _ = await ws_rev(client)
+            ws, rev = await ws_rev(client)
             _, info = await call(client, "pvf_workspace_info", {})
             assert str(env["mods"].resolve()) in {r["path"] for r in info["roots"]}
             for path, code in refused.items():
                 failed, payload = await call(
-                    client, "pvf_import_prepare", {"workspaceId": ws, "sourcePaths": [path]}
+                    client,
+                    "pvf_import_prepare",
+                    {"workspaceId": ws, "expectedRevision": rev, "sourcePaths": [path]},
                 )
                 assert failed and payload["error"] == code, (path, payload)
                 assert "do-not-leak" not in str(payload) and "root:x:0" not in str(payload)
@@ -107,9 +109,14 @@ def test_import_refuses_everything_outside_the_roots(bench: Workbench, env: dict
             (env["mods"] / "pack" / "real.equ").write_text("#PVF_File\n[name]\n`ok`\n")
             (env["mods"] / "pack" / "creds.equ").symlink_to(env["outside"] / "credentials")
             ok_failed, prepared = await call(
-                client, "pvf_import_prepare", {"workspaceId": ws, "sourcePaths": [str(env["mods"] / "pack")]}
+                client,
+                "pvf_import_prepare",
+                {"workspaceId": ws, "expectedRevision": rev, "sourcePaths": [str(env["mods"] / "pack")]},
             )
             assert not ok_failed and prepared["files"] == 1
+            # the skipped link is listed, not dropped without a word (its target is never named)
+            assert prepared["skippedCount"] == 1 and prepared["skipped"][0]["source"].endswith("creds.equ")
+            assert prepared["skipped"][0]["reason"] == "symbolic link"
             await call(client, "pvf_import_discard", {"planId": prepared["planId"]})
 
     anyio.run(flow)
@@ -140,11 +147,13 @@ def test_symlink_swapped_in_by_a_racing_thread_is_never_read(bench: Workbench, e
     async def flow() -> None:
         nonlocal leaks
         async with bench.client() as client:
-            ws, _ = await ws_rev(client)
+            ws, rev = await ws_rev(client)
             racer.start()
             for _ in range(300):
                 failed, payload = await call(
-                    client, "pvf_import_prepare", {"workspaceId": ws, "sourcePaths": [str(victim)]}
+                    client,
+                    "pvf_import_prepare",
+                    {"workspaceId": ws, "expectedRevision": rev, "sourcePaths": [str(victim)]},
                 )
                 if failed:
                     outcomes[payload["error"]] = outcomes.get(payload["error"], 0) + 1
@@ -174,11 +183,16 @@ def test_key_scripts_and_dotfiles_inside_a_root_import_like_any_file(
 
     async def flow() -> None:
         async with bench.client() as client:
-            ws, _ = await ws_rev(client)
+            ws, rev = await ws_rev(client)
             failed, prepared = await call(
                 client,
                 "pvf_import_prepare",
-                {"workspaceId": ws, "sourcePaths": [str(env["mods"] / "aicharacter")], "targetDir": ""},
+                {
+                    "workspaceId": ws,
+                    "expectedRevision": rev,
+                    "sourcePaths": [str(env["mods"] / "aicharacter")],
+                    "targetDir": "",
+                },
             )
             assert not failed, prepared
             _, preview = await call(client, "pvf_import_preview", {"planId": prepared["planId"]})
@@ -251,6 +265,7 @@ def test_save_as_and_export_stay_inside_and_overwrite_only_an_observed_archive(
                     "source": "selection",
                     "paths": [""],
                     "mode": "direct",
+                    "includeDependencies": False,
                 },
             )
             assert plan.get("planId"), plan
@@ -406,7 +421,11 @@ def test_connect_bridges_a_stdio_client_to_the_running_serve(bench: Workbench, e
             failed, refused = await call(
                 client,
                 "pvf_import_prepare",
-                {"workspaceId": info["workspaceId"], "sourcePaths": ["/etc/passwd"]},
+                {
+                    "workspaceId": info["workspaceId"],
+                    "expectedRevision": info["revision"],
+                    "sourcePaths": ["/etc/passwd"],
+                },
             )
             assert failed and refused["error"] == "OUTSIDE_ROOTS"
 

@@ -102,6 +102,17 @@ def test_typical_flow(bench: Workbench, archive: Path, folder: Path) -> None:
                 "equipment/weapon/spear/00106.equ",
             ]
             assert hits["hits"][0]["snippet"].strip() == "`Spear of Trial 10`"
+            # a glob without / is a file name in any folder; zero hits say why and what would match
+            equ = await ok(client, "pvf_search", {"workspaceId": ws, "query": "*.equ", "mode": "path"})
+            assert equ["hits"] and all(h["path"].endswith(".equ") for h in equ["hits"])
+            result = await client.call_tool(
+                "pvf_search", {"workspaceId": ws, "query": "equipment/*.equ", "mode": "path"}
+            )
+            none = dict(result.structured_content or {})
+            assert none["hits"] == [] and none["noHits"]["tryInstead"][0]["query"] == "equipment/**/*.equ"
+            text_block = result.content[0].text  # type: ignore[union-attr]
+            assert "no hits: no archive path matches the glob" in text_block
+            assert "would match (** so the glob also matches in subfolders)" in text_block
 
             text = await ok(
                 client, "pvf_read_file", {"workspaceId": ws, "path": hits["hits"][0]["path"], "lineCount": 4}

@@ -206,3 +206,28 @@ def test_logs_dropped_counts_every_line(opened: tuple[PvfService, ScriptService,
     assert status["state"] == "succeeded", status.get("error")
     assert status["logsTotal"] == 101  # 100 lines and the note saying how many were dropped
     assert status["logsDropped"] == 15000
+
+
+def test_the_agent_learns_what_the_person_did_with_its_plan(
+    opened: tuple[PvfService, ScriptService, str, int, Path],
+) -> None:
+    _, scripts, ws, rev, _ = opened
+    status = run_to_plan(scripts, ws, rev, RAISE)
+    assert status["planState"] == "pending" and not status["appliedByPerson"]
+    # the person applies it on the page (caller "ui"): the agent's status says so, with the revision
+    keys = [i["changeKey"] for i in scripts.preview(status["planId"])["items"]]
+    applied = scripts.apply(status["planId"], rev, keys, caller="ui")
+    after = scripts.status(status["taskId"])
+    assert after["planState"] == "applied" and after["appliedByPerson"] is True
+    assert after["discardedByPerson"] is False and after["resultingRevision"] == applied["revision"]
+    # the next plan is discarded by the person: discardedByPerson, at the revision it was dropped at
+    second = run_to_plan(scripts, ws, applied["revision"], RAISE.replace("< 10", "< 999"))
+    scripts.discard(second["planId"], by="person")
+    dropped = scripts.status(second["taskId"])
+    assert dropped["planState"] == "discarded" and dropped["discardedByPerson"] is True
+    assert dropped["resultingRevision"] == applied["revision"]
+    # an agent's own discard is not reported as the person's
+    third = run_to_plan(scripts, ws, applied["revision"], RAISE.replace("< 10", "< 999"))
+    scripts.discard(third["planId"])
+    mine = scripts.status(third["taskId"])
+    assert mine["planState"] == "discarded" and mine["discardedByPerson"] is False

@@ -98,7 +98,7 @@ def test_import_of_text_that_does_not_compile_is_refused_before_applying(tmp_pat
     before = archive.read_bytes()
     folder = tmp_path / "creds"
     folder.mkdir()
-    (folder / "keys.equ").write_text("[default]\naws_secret_access_key = AKIA\n")
+    (folder / "keys.equ").write_text("[default]\nregion = north\n")
     done = moddesk("import", str(archive), str(folder), "--yes")
     assert done.returncode == 1
     assert "TEXT_INVALID" in done.stdout and "creds/keys.equ" in done.stdout and "--mode raw" in done.stdout

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from moddesk.kit.errors import ServiceError
+from moddesk.pvf.transfer.writers import warning_id
 
 from .conftest import Bench
 
@@ -67,12 +68,24 @@ def test_memory_source_110usextend_layout(bench: Bench, tmp_path: Path) -> None:
         "pvf/equipment/weapon/w9.equ",
         "merge/equipment/equipment.lst",
     }
-    assert preview["skippedDeletes"] == [
-        {"path": "equipment/weapon/w5.equ", "reason": "110USextend cannot express deleting a file"}
-    ]
+    [skipped] = preview["skippedDeletes"]
+    assert skipped["path"] == "equipment/weapon/w5.equ"
+    assert skipped["reason"] == "110USextend cannot express deleting a file"
+    # the skipped delete is a warning with a stable id that execute must be given back
+    [warning] = [w for w in preview["warnings"] if w["code"] == "skipped-delete"]
+    assert warning["warningId"] == skipped["warningId"] and "w5.equ" in warning["path"]
+    assert skipped["warningId"] == warning_id(
+        "skipped-delete", "equipment/weapon/w5.equ"
+    )  # stable: by content
     lst_entry = next(e for e in preview["entries"] if e["entryKey"].startswith("merge/"))
     assert lst_entry["dependsOn"] == ["pvf/equipment/weapon/w9.equ"]
-    result = bench.exports.execute(plan["planId"], str(out_dir(tmp_path)))
+    with pytest.raises(ServiceError) as caught:
+        bench.exports.execute(plan["planId"], str(out_dir(tmp_path)))
+    assert caught.value.code == "WARNINGS_NOT_ACKNOWLEDGED"
+    assert [w["warningId"] for w in caught.value.details["warnings"]] == [skipped["warningId"]]
+    result = bench.exports.execute(
+        plan["planId"], str(out_dir(tmp_path)), acknowledged_warning_ids=[skipped["warningId"]]
+    )
     root = Path(result["outputPath"])
     assert root.name == "MyMod-2.1"
     pack = json.loads((root / "pack.json").read_text())
@@ -98,13 +111,13 @@ def test_deselecting_a_dependency_needs_acknowledgement(bench: Bench, tmp_path: 
     with pytest.raises(ServiceError) as caught:
         bench.exports.execute(plan["planId"], str(out_dir(tmp_path)), selected_entry_keys=keys)
     assert caught.value.code == "WARNINGS_NOT_ACKNOWLEDGED"
-    warning = caught.value.details["warnings"][0]
-    assert warning["code"] == "dependency-removed"
+    by_code = {w["code"]: w["warningId"] for w in caught.value.details["warnings"]}
+    assert set(by_code) == {"dependency-removed", "skipped-delete"}  # the deleted w5 is skipped too
     result = bench.exports.execute(
         plan["planId"],
         str(out_dir(tmp_path)),
         selected_entry_keys=keys,
-        acknowledged_warning_ids=[warning["warningId"]],
+        acknowledged_warning_ids=list(by_code.values()),
     )
     pack = json.loads((Path(result["outputPath"]) / "pack.json").read_text())
     assert pack["types"] == {"equipment/weapon/w2.equ": 1}, "metadata is rebuilt for the chosen entries"
@@ -138,7 +151,8 @@ def test_115cn_mod_zip(bench: Bench, tmp_path: Path) -> None:
     plan = bench.exports.prepare(
         bench.ws, bench.revision, "memory", mode="mod", fmt="115CN-mod", name="Zip", mod_id="com.example.zip"
     )
-    result = bench.exports.execute(plan["planId"], str(out_dir(tmp_path)))
+    skipped = [d["warningId"] for d in bench.exports.preview(plan["planId"])["skippedDeletes"]]
+    result = bench.exports.execute(plan["planId"], str(out_dir(tmp_path)), acknowledged_warning_ids=skipped)
     path = Path(result["outputPath"])
     assert path.name == "Zip-1.0.zip"
     with zipfile.ZipFile(path) as archive:
@@ -192,13 +206,22 @@ def test_only_deletions_is_refused(bench: Bench) -> None:
     assert caught.value.details["skippedDeletes"][0]["path"] == "equipment/weapon/w5.equ"
 
 
-def test_bad_names_are_refused(bench: Bench) -> None:
-    for name in ("", ".hidden", "con", "a/b", "x:y"):
+def test_bad_names_are_refused(bench: Bench, tmp_path: Path) -> None:
+    for name in ("", ".hidden", "con", "CON", "a/b", "x:y", "bad name/..", "../x"):
         with pytest.raises(ServiceError) as caught:
             bench.exports.prepare(
                 bench.ws, bench.revision, "selection", ["etc"], mode="mod", fmt="110USextend", name=name
             )
         assert caught.value.code == "INVALID_ARGUMENT", name
+        assert caught.value.hint and "folder name" in caught.value.hint, name  # says what would do
+        assert caught.value.to_payload()["errorZh"]
+    # a direct export's outputName is checked the same way, with the same hint
+    plan = bench.exports.prepare(bench.ws, bench.revision, "selection", ["etc"])
+    for name in ("../x", "CON", "a/b"):
+        with pytest.raises(ServiceError) as caught:
+            bench.exports.execute(plan["planId"], str(out_dir(tmp_path)), name)
+        assert caught.value.code == "INVALID_ARGUMENT" and caught.value.hint, name
+    bench.exports.discard(plan["planId"])
 
 
 def _export_fails(bench: Bench, parent: Path) -> ServiceError:

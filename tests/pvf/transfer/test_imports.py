@@ -173,7 +173,7 @@ def test_failure_in_the_middle_writes_nothing(bench: Bench, tmp_path: Path) -> N
 
 def test_text_that_does_not_compile_is_shown_per_file_and_never_applied(bench: Bench, tmp_path: Path) -> None:
     folder = make_tree(tmp_path)
-    (folder / "weapon" / "creds.equ").write_text("[default]\naws_secret_access_key = AKIA\n")
+    (folder / "weapon" / "creds.equ").write_text("[default]\nregion = north\n")
     prepared = bench.imports.prepare(bench.ws, [str(folder)], "")
     assert prepared["invalid"] == 1
     (bad,) = prepared["invalidItems"]

@@ -41,7 +41,12 @@ async def flow(url: str, bench: Bench, source_dir: Path, out: Path) -> None:
         prepared = await call(
             client,
             "pvf_import_prepare",
-            {"workspaceId": bench.ws, "sourcePaths": [str(source_dir)], "requestId": "p1"},
+            {
+                "workspaceId": bench.ws,
+                "expectedRevision": bench.revision,
+                "sourcePaths": [str(source_dir)],
+                "requestId": "p1",
+            },
         )
         preview = await call(client, "pvf_import_preview", {"planId": prepared["planId"]})
         keys = [i["key"] for i in preview["items"]]
@@ -62,6 +67,7 @@ async def flow(url: str, bench: Bench, source_dir: Path, out: Path) -> None:
                 "mode": "mod",
                 "format": "110USextend",
                 "name": "FromMCP",
+                "includeDependencies": False,
             },
         )
         page = await call(client, "pvf_export_preview", {"planId": plan["planId"]})
@@ -199,6 +205,7 @@ def test_a_refusal_naming_another_task_is_an_error_result_not_a_crash(bench: Ben
                     "expectedRevision": bench.revision,
                     "source": "selection",
                     "paths": [""],
+                    "includeDependencies": False,
                 },
             )
             assert result.is_error

@@ -57,7 +57,12 @@ def test_quick_work_answers_directly_with_progress(bench: Bench, tmp_path: Path)
             prepared = await _call(
                 client,
                 "pvf_export_prepare",
-                {"workspaceId": bench.ws, "expectedRevision": bench.revision, "paths": ["equipment"]},
+                {
+                    "workspaceId": bench.ws,
+                    "expectedRevision": bench.revision,
+                    "paths": ["equipment"],
+                    "includeDependencies": False,
+                },
                 progress_callback=on_progress,
             )
             assert prepared["planId"] and prepared["taskId"]  # done within the wait: the answer itself
@@ -98,7 +103,12 @@ def test_long_work_returns_a_task_to_poll(
             handle = await _call(
                 client,
                 "pvf_import_prepare",
-                {"workspaceId": bench.ws, "sourcePaths": [str(source)], "targetDir": "equipment"},
+                {
+                    "workspaceId": bench.ws,
+                    "expectedRevision": bench.revision,
+                    "sourcePaths": [str(source)],
+                    "targetDir": "equipment",
+                },
             )
             assert time.monotonic() - started < 1.0
             assert handle["state"] in ("queued", "running") and "pvf_task_status" in handle["next"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from moddesk.kit.errors import ServiceError
 from moddesk.pvf.workbench.search import ContentIndex, Matcher, Searcher, SearchQuery, check_regex, glob_match
+from moddesk.pvf.workbench.searchadvice import advice
 from moddesk.pvf.workbench.searchindex import fold_text, in_chunks, normalize_path
 
 TEXTS: dict[str, str | None] = {
@@ -98,9 +100,51 @@ def test_path_glob_and_substring() -> None:
         "equipment/weapon/axe.equ",
         "equipment/weapon/sword.equ",
     ]
-    assert [p for p, _ in all_hits(searcher(), SearchQuery("path", "*.equ"))] == []  # * stays in one folder
+    assert [
+        p for p, _ in all_hits(searcher(), SearchQuery("path", "equipment/*.equ"))
+    ] == []  # * stays in one folder
     assert [p for p, _ in all_hits(searcher(), SearchQuery("path", "POTION"))] == ["stackable/potion.stk"]
     assert glob_match("**/sword.equ", "equipment/weapon/sword.equ")
+
+
+def test_a_glob_without_a_slash_matches_file_names_in_any_folder() -> None:
+    # as people type it (and as .gitignore reads it): *.equ is every .equ, wherever it lives
+    equ = [p for p, _ in all_hits(searcher(), SearchQuery("path", "*.equ"))]
+    assert equ == ["equipment/armor/mail.equ", "equipment/weapon/axe.equ", "equipment/weapon/sword.equ"]
+    assert [p for p, _ in all_hits(searcher(), SearchQuery("path", "s*.equ"))] == [
+        "equipment/weapon/sword.equ"
+    ]
+    assert [p for p, _ in all_hits(searcher(), SearchQuery("path", "*.EQU", scope="equipment/armor"))] == [
+        "equipment/armor/mail.equ"
+    ]
+    # a leading / anchors a name glob to the root; a glob with / still matches the whole path
+    assert all_hits(searcher({**TEXTS, "top.lst": "x"}), SearchQuery("path", "/*.lst")) == [("top.lst", None)]
+    assert all_hits(searcher(), SearchQuery("path", "/*.equ")) == []
+    assert glob_match("*.stk", "stackable/potion.stk") and not glob_match("*.stk", "stackable/potion.stk.bak")
+
+
+def test_zero_hits_say_why_and_what_would_match() -> None:
+    s = searcher()
+
+    def advise(query: SearchQuery) -> dict[str, Any]:
+        assert not s.page(query, None).hits
+        return advice(query, lambda alt: s.page(alt, None, limit=1), content_ready=True)
+
+    one_level = advise(SearchQuery("path", "equipment/*.equ"))
+    assert "whole path" in one_level["reason"] and "通配符" in one_level["reasonZh"]
+    assert one_level["tryInstead"][0]["query"] == "equipment/**/*.equ"
+    assert one_level["tryInstead"][0]["example"] == "equipment/armor/mail.equ"
+    wrong_scope = advise(SearchQuery("content", "Potion", scope="equipment"))
+    assert "under equipment/" in wrong_scope["reason"]
+    assert [(a["change"], a["example"]) for a in wrong_scope["tryInstead"]] == [
+        ("without the scope and extension filters", "stackable/potion.stk")
+    ]
+    as_content = advise(SearchQuery("path", "strasse"))
+    assert [(a["mode"], a["example"]) for a in as_content["tryInstead"]] == [
+        ("content", "equipment/armor/mail.equ")
+    ]
+    nothing = advise(SearchQuery("content", "no such words"))
+    assert nothing["tryInstead"] == [] and "no file text contains" in nothing["reason"]
 
 
 def test_regex_and_bounds() -> None:

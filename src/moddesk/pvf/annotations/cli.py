@@ -230,7 +230,9 @@ def register(app: typer.Typer) -> None:
             if source.is_dir():
                 if path is None:
                     raise ServiceError(
-                        "INVALID_ARGUMENT", "give the archive PATH of the file inside the folder"
+                        "INVALID_ARGUMENT",
+                        "give the archive PATH of the file inside the folder",
+                        hint="Add the file's archive path, e.g. equipment/weapon/sword.equ.",
                     )
                 lookup = DirectoryLookup(source)
                 text = lookup.read_text(path)

@@ -173,6 +173,7 @@ async def _script_and_export(
             "mode": "mod",
             "format": "110USextend",
             "name": "CheapGear",
+            "includeDependencies": False,
         },
     )
     exported = await call(

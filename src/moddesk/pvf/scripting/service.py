@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.memory import return_freed_memory
+from moddesk.kit.plans import plan_outcome
 from moddesk.kit.tasks import TaskContext
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.bulk import BulkRenderer
@@ -329,6 +330,8 @@ class ScriptService:
             run = self._runs.get(task_id)
         status["planId"] = run.plan_id if run else None
         status["diagnostics"] = run.diagnostics if run else []
+        if run is not None and run.plan_id:
+            status.update(plan_outcome(self.service.plans.outcome(run.plan_id)))
         return {"ok": True, **status}
 
     def cancel(self, task_id: str, scope: str = LOCAL_SCOPE) -> dict[str, Any]:
@@ -397,8 +400,9 @@ class ScriptService:
             "truncated": truncated,
         }
 
-    def discard(self, plan_id: str) -> dict[str, Any]:
-        self.service.plans.discard("script", plan_id)
+    def discard(self, plan_id: str, by: str = "agent") -> dict[str, Any]:
+        ws = self.service.workspace
+        self.service.plans.discard("script", plan_id, by, ws.revision if ws is not None else None)
         return_freed_memory()  # a big plan's texts go back to the OS, not only to Python's heap
         return {"ok": True, "planId": plan_id, "discarded": True}
 
@@ -460,7 +464,7 @@ class ScriptService:
                     assert change.copy_from is not None
                     writes[change.path] = plan.snapshot.read_bytes(change.copy_from)
             revision = ws.apply(writes)
-        service.plans.complete("script", plan_id)
+        service.plans.complete("script", plan_id, "person" if caller in ("ui", "cli") else "agent", revision)
         service._emit(
             "archive:changed", {"workspaceId": plan.workspace_id, "revision": revision, "source": "script"}
         )

@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel, ConfigDict, Field
 
 from moddesk.kit.mcp import add_tool, caller_scope, compact_json
+from moddesk.kit.plans import plan_outcome_lines
 from moddesk.pvf.entrypaths import label, one_line
 from moddesk.pvf.scripting.runtime import MAX_SOURCE_BYTES
 from moddesk.pvf.scripting.service import ScriptService
@@ -16,9 +17,7 @@ from moddesk.pvf.scripting.service import ScriptService
 Source = Annotated[
     str, Field(max_length=MAX_SOURCE_BYTES, description=".pvf.js source (JavaScript; see pvf_script_help)")
 ]
-RequestId = Annotated[
-    str | None, Field(max_length=128, description="your unique id; a retry with the same id is safe")
-]
+RequestId = Annotated[str | None, Field(max_length=128)]
 
 
 class _Open(BaseModel):
@@ -83,6 +82,7 @@ def _status_text(status: ScriptStatus) -> str:
     lines = [f"script task {status.taskId}: {status.state}, phase {status.phase}"]
     if status.planId:
         lines.append(f"planId {status.planId}")
+    lines.extend(plan_outcome_lines(status.model_dump()))
     if status.result is not None:
         lines.append("result: " + compact_json(status.result))
     if status.error is not None:
@@ -120,13 +120,13 @@ def register_script_tools(server: MCPServer, scripts: ScriptService) -> None:
     def pvf_script_help(
         topic: Annotated[str | None, Field(description="a topic name; omit to list the topics")] = None,
     ) -> HelpResult:
-        """Documentation of the .pvf.js API by topic (overview, pvf, files, documents, sections,
-        values, lists, filesets, examples, types). Read overview and examples before writing a script."""
+        """Documentation of the .pvf.js API by topic (omit topic to list them). Read overview and
+        examples before writing a script."""
         return HelpResult(**scripts.help(topic))
 
     def pvf_script_validate(source: Source) -> ValidateResult:
-        """Check a script's syntax (line and column of errors) without running it. It does not
-        check what the script means or does to the game."""
+        """Check a script's syntax (errors with line and column) without running it; not what it
+        does to the game."""
         return ValidateResult(**scripts.validate(source))
 
     def pvf_script_run(
@@ -137,20 +137,21 @@ def register_script_tools(server: MCPServer, scripts: ScriptService) -> None:
         label: Annotated[str, Field(max_length=200)] = "",
         requestId: RequestId = None,
     ) -> RunStarted:
-        """Run a .pvf.js script on a frozen snapshot of the open archive; returns a taskId at once.
-        Its edits become a plan (nothing is written). Query-only scripts just pvf.log. One run and one
-        pending plan at a time (TASK_BUSY / PLAN_PENDING). Poll pvf_script_status."""
+        """Run a .pvf.js script on a frozen snapshot; returns a taskId at once. Edits become a plan,
+        nothing is written; query-only scripts just pvf.log. One run and one pending plan at a time
+        (TASK_BUSY / PLAN_PENDING)."""
         return RunStarted(
             **scripts.run(workspaceId, expectedRevision, source, label, requestId, scope=caller_scope(ctx))
         )
 
     def pvf_script_status(
         taskId: str,
-        logCursor: Annotated[str | None, Field(description="nextLogCursor of the previous call")] = None,
+        logCursor: str | None = None,
         logLimit: Annotated[int, Field(ge=1, le=500)] = 100,
     ) -> ScriptStatus:
         """State, progress, paged logs and error diagnostics (message, line, column) of a script run;
-        when it succeeded with changes, the planId and change counts to preview."""
+        when it succeeded with changes, the planId and change counts to preview, then whether the
+        person applied or discarded the plan on the page (appliedByPerson / discardedByPerson)."""
         return ScriptStatus(**scripts.status(taskId, logCursor, logLimit))
 
     def pvf_script_preview(
@@ -171,9 +172,8 @@ def register_script_tools(server: MCPServer, scripts: ScriptService) -> None:
         changeKeys: Annotated[list[str], Field(min_length=1, max_length=100_000)],
         requestId: RequestId = None,
     ) -> ApplyResult:
-        """Apply the chosen changes of a plan to the workspace in one step (all or nothing); returns
-        the new revision. The archive file changes only when it is saved. STALE_PLAN if the workspace
-        moved since the run; DEPENDENCY_MISSING names changes that must be chosen too."""
+        """Apply the chosen changeKeys of a plan in one step (all or nothing); returns the new
+        revision (on disk only after a save). STALE_PLAN: run again; DEPENDENCY_MISSING names keys to add."""
         return ApplyResult(
             **scripts.apply(planId, expectedRevision, changeKeys, requestId, scope=caller_scope(ctx))
         )

@@ -346,8 +346,9 @@ class ExportService:
             "dependenciesAdded": plan.dependencies_added,
         }
 
-    def discard(self, plan_id: str) -> dict[str, Any]:
-        self.service.plans.discard("export", plan_id)
+    def discard(self, plan_id: str, by: str = "agent") -> dict[str, Any]:
+        ws = self.service.workspace
+        self.service.plans.discard("export", plan_id, by, ws.revision if ws is not None else None)
         return {"ok": True, "planId": plan_id, "discarded": True}
 
     # ------------------------------------------------------------------ execute
@@ -360,6 +361,7 @@ class ExportService:
         acknowledged_warning_ids: list[str] | None = None,
         request_id: str | None = None,
         scope: str = LOCAL_SCOPE,
+        by: str = "agent",
     ) -> dict[str, Any]:
         """Write the chosen entries and publish them under a new name; never overwrites."""
         params = {
@@ -375,7 +377,12 @@ class ExportService:
             request_id,
             params,
             lambda: self._execute(
-                plan_id, output_parent, output_name, selected_entry_keys, set(acknowledged_warning_ids or [])
+                plan_id,
+                output_parent,
+                output_name,
+                selected_entry_keys,
+                set(acknowledged_warning_ids or []),
+                by,
             ),
         )
 
@@ -433,6 +440,7 @@ class ExportService:
         output_name: str | None,
         keys: list[str] | None,
         acknowledged: set[str],
+        by: str = "agent",
     ) -> dict[str, Any]:
         plan = self._plan(plan_id)
         # the folder must lie inside the granted roots (OUTSIDE_ROOTS names them); the writers
@@ -467,7 +475,7 @@ class ExportService:
         written = rebuild_meta(plan.output, chosen, plan.fmt)
         with service.begin_write("export", plan.workspace_id, plan.revision):
             files = self._publish(plan, final, written)
-        service.plans.complete("export", plan_id)
+        service.plans.complete("export", plan_id, by, plan.revision)
         return {
             "ok": True,
             "planId": plan_id,

@@ -27,6 +27,7 @@ from moddesk.kit.tasks import report_progress
 from moddesk.pvf.archive import normalize_path
 from moddesk.pvf.entrypaths import check_entry_path
 from moddesk.pvf.errors import pvf_error
+from moddesk.pvf.transfer.secretfiles import secret_by_content, secret_by_name
 from moddesk.pvf.workbench.localfiles import place
 from moddesk.pvf.workbench.occupancy import editors_prepared, ensure_free_for_write_plan
 
@@ -98,6 +99,8 @@ class ImportPlan:
     mode: ImportMode
     items: list[ImportItem]
     spill_dir: Path | None = None
+    # links and special files found in the chosen folders and left out, with why
+    skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def cleanup(self) -> None:
@@ -109,6 +112,14 @@ class ImportPlan:
 
 def _refuse(message: str, **details: Any) -> ServiceError:
     return ServiceError("IMPORT_REFUSED", message, hint="Remove that source from the selection.", **details)
+
+
+def _secret(source: Placed | str, why: str) -> ServiceError:
+    return pvf_error(
+        "SECRET_REFUSED",
+        f"{source} is refused: {why}; moddesk never reads secrets into a plan",
+        path=str(source),
+    )
 
 
 def _archive_target(target_dir: str, relative: PurePosixPath) -> str:
@@ -125,11 +136,14 @@ def _archive_target(target_dir: str, relative: PurePosixPath) -> str:
     return normalize_path(joined)
 
 
-def collect(roots: Roots, source_paths: list[str], target_dir: str) -> list[tuple[Placed, str]]:
+def collect(
+    roots: Roots, source_paths: list[str], target_dir: str, skipped: list[tuple[Placed, str]] | None = None
+) -> list[tuple[Placed, str]]:
     """(checked local file, archive path) pairs: a file keeps its name, a folder keeps its own name.
 
-    Every source must lie inside the granted roots (``OUTSIDE_ROOTS`` otherwise); links inside a
-    folder are skipped, a link named directly is refused, and nothing is opened through a link.
+    Every source must lie inside the granted roots (``OUTSIDE_ROOTS`` otherwise); links and special
+    files inside a folder are skipped (listed in ``skipped``), a link named directly is refused,
+    and nothing is opened through a link. A secret by its name is ``SECRET_REFUSED``.
     """
     pairs: list[tuple[Placed, str]] = []
     for raw in source_paths:
@@ -141,12 +155,16 @@ def collect(roots: Roots, source_paths: list[str], target_dir: str) -> list[tupl
         except FileNotFoundError as exc:
             raise pvf_error("INVALID_PATH", f"{raw} does not exist", path=raw) from exc
         if stat.S_ISREG(info.st_mode):
+            if (why := secret_by_name(source.path)) is not None:
+                raise _secret(source, why)
             pairs.append((source, _archive_target(target_dir, PurePosixPath(source.path.name))))
             continue
         if not stat.S_ISDIR(info.st_mode):
             raise _refuse(f"{raw} is not a regular file or folder", path=raw)
         top = source.path.name
-        for file in roots.walk_files(source, MAX_FILES):
+        for file in roots.walk_files(source, MAX_FILES, skipped):
+            if (why := secret_by_name(file.path)) is not None:
+                raise _secret(file, why)
             relative = PurePosixPath(top, *file.parts[len(source.parts) :])
             pairs.append((file, _archive_target(target_dir, relative)))
             if len(pairs) > MAX_FILES:
@@ -195,11 +213,17 @@ class ImportService:
         mode: ImportMode = "text",
         request_id: str | None = None,
         scope: str = LOCAL_SCOPE,
+        expected_revision: int | None = None,
     ) -> dict[str, Any]:
-        """Read and freeze the sources; returns the plan id and a summary (nothing is written)."""
+        """Read and freeze the sources; returns the plan id and a summary (nothing is written).
+
+        ``expected_revision``: the revision the caller last read; a moved workspace is
+        ``STALE_WORKSPACE`` before anything is read.
+        """
         params = {
             "op": "import_prepare",
             "ws": workspace_id,
+            "rev": expected_revision,
             "src": source_paths,
             "dir": target_dir,
             "mode": mode,
@@ -208,19 +232,33 @@ class ImportService:
             scope,
             request_id,
             params,
-            lambda: self._prepare(workspace_id, source_paths, target_dir, mode, scope),
+            lambda: self._prepare(workspace_id, source_paths, target_dir, mode, scope, expected_revision),
         )
 
     def _prepare(
-        self, workspace_id: str, source_paths: list[str], target_dir: str, mode: ImportMode, scope: str
+        self,
+        workspace_id: str,
+        source_paths: list[str],
+        target_dir: str,
+        mode: ImportMode,
+        scope: str,
+        expected_revision: int | None = None,
     ) -> dict[str, Any]:
         if not source_paths:
             raise ServiceError("INVALID_ARGUMENT", "no sourcePaths given", hint="Pass absolute local paths.")
         service = self.service
         with service._state:
             ws = service._require_workspace(workspace_id)
+            if expected_revision is not None and expected_revision != ws.revision:
+                raise pvf_error(
+                    "STALE_WORKSPACE",
+                    f"the workspace is at revision {ws.revision}, not {expected_revision}",
+                    revision=ws.revision,
+                )
             ensure_free_for_write_plan(service)
-        pairs = collect(service.access_roots(), source_paths, target_dir)
+        passed_over: list[tuple[Placed, str]] = []
+        pairs = collect(service.access_roots(), source_paths, target_dir, passed_over)
+        skipped = [{"source": str(placed), "reason": why} for placed, why in passed_over]
         clashes = conflicts(pairs)
         if clashes:
             raise ServiceError(
@@ -230,7 +268,7 @@ class ImportService:
                 conflicts=[{"target": t, "sources": s} for t, s in sorted(clashes.items())[:100]],
             )
         items, spill_dir = self._freeze(pairs, mode, ws)
-        plan_payload = ImportPlan(ws.workspace_id, ws.revision, mode, items, spill_dir)
+        plan_payload = ImportPlan(ws.workspace_id, ws.revision, mode, items, spill_dir, skipped)
         try:
             plan = service.plans.create("import", plan_payload, owner=scope, source="import")
         except ServiceError:
@@ -257,6 +295,9 @@ class ImportService:
             # text that would not compile: the first few here, every item's error in the preview
             "invalid": len(invalid),
             "invalidItems": invalid[:20],
+            # links and special files in the chosen folders that were left out (never followed)
+            "skipped": skipped[:100],
+            "skippedCount": len(skipped),
             "expiresInSeconds": plan.describe()["expiresInSeconds"],
         }
 
@@ -287,6 +328,8 @@ class ImportService:
                         f"the selection is over {MAX_TOTAL_BYTES} bytes",
                         hint="Import a smaller folder at a time.",
                     )
+                if (why := secret_by_content(data)) is not None:
+                    raise _secret(source, why)
                 if mode == "text":
                     try:
                         data.decode("utf-8")
@@ -363,6 +406,7 @@ class ImportService:
             "planId": plan_id,
             "mode": plan.mode,
             "total": len(plan.items),
+            "skipped": plan.skipped[:100],
             "items": out,
             "nextCursor": self.service.cursors.encode(query, index, plan.base_revision) if more else None,
         }
@@ -375,8 +419,12 @@ class ImportService:
         overwrite_keys: list[str] | None = None,
         request_id: str | None = None,
         scope: str = LOCAL_SCOPE,
+        by: str = "agent",
     ) -> dict[str, Any]:
-        """Write the chosen items in one step; overwriting needs the item's key in ``overwrite_keys``."""
+        """Write the chosen items in one step; overwriting needs the item's key in ``overwrite_keys``.
+
+        ``by``: "person" (the page, the CLI) or "agent"; the plan's status reports it.
+        """
         params = {
             "op": "import_apply",
             "plan": plan_id,
@@ -388,11 +436,16 @@ class ImportService:
             scope,
             request_id,
             params,
-            lambda: self._apply(plan_id, expected_revision, selected_keys, set(overwrite_keys or [])),
+            lambda: self._apply(plan_id, expected_revision, selected_keys, set(overwrite_keys or []), by),
         )
 
     def _apply(
-        self, plan_id: str, expected_revision: int, selected: list[str], overwrite: set[str]
+        self,
+        plan_id: str,
+        expected_revision: int,
+        selected: list[str],
+        overwrite: set[str],
+        by: str = "agent",
     ) -> dict[str, Any]:
         plan = self._plan(plan_id)
         by_key = {item.key: item for item in plan.items}
@@ -437,7 +490,7 @@ class ImportService:
                 data = item.payload()
                 writes[item.target] = data.decode("utf-8") if item.kind == "text" else data
             revision = ws.apply(writes)
-        service.plans.complete("import", plan_id)
+        service.plans.complete("import", plan_id, by, revision)
         plan.cleanup()
         service._emit(
             "archive:changed", {"workspaceId": plan.workspace_id, "revision": revision, "source": "import"}
@@ -452,8 +505,9 @@ class ImportService:
             "workspaceCommitted": True,
         }
 
-    def discard(self, plan_id: str) -> dict[str, Any]:
-        plan = self.service.plans.discard("import", plan_id)
+    def discard(self, plan_id: str, by: str = "agent") -> dict[str, Any]:
+        ws = self.service.workspace
+        plan = self.service.plans.discard("import", plan_id, by, ws.revision if ws is not None else None)
         if isinstance(plan.payload, ImportPlan):
             plan.payload.cleanup()
         return {"ok": True, "planId": plan_id, "discarded": True}

@@ -12,9 +12,7 @@ from moddesk.kit.mcp import add_tool, caller_scope
 from moddesk.pvf.transfer.mods import ModService
 from moddesk.pvf.workflows.service import WorkflowService
 
-RequestId = Annotated[
-    str | None, Field(max_length=128, description="your unique id; a retry with the same id is safe")
-]
+RequestId = Annotated[str | None, Field(max_length=128)]
 Limit = Annotated[int, Field(ge=1, le=200)]
 
 

@@ -175,6 +175,7 @@ class ModService:
         resolutions: dict[str, str] | None = None,
         request_id: str | None = None,
         scope: str = LOCAL_SCOPE,
+        by: str = "agent",
     ) -> dict[str, Any]:
         """Write the MOD with every conflict resolved, in one revision step."""
         params = {
@@ -184,10 +185,12 @@ class ModService:
             "res": dict(sorted((resolutions or {}).items())),
         }
         return self.service.ledger.run(
-            scope, request_id, params, lambda: self._apply(plan_id, expected_revision, resolutions or {})
+            scope, request_id, params, lambda: self._apply(plan_id, expected_revision, resolutions or {}, by)
         )
 
-    def _apply(self, plan_id: str, expected_revision: int, resolutions: dict[str, str]) -> dict[str, Any]:
+    def _apply(
+        self, plan_id: str, expected_revision: int, resolutions: dict[str, str], by: str = "agent"
+    ) -> dict[str, Any]:
         mod_plan = self._plan(plan_id)
         chosen = check_resolutions(mod_plan.conflicts, resolutions)
         service = self.service
@@ -203,7 +206,7 @@ class ModService:
         ):
             final = writes(mod_plan.package, reader(ws), mod_plan.conflicts, chosen)
             revision = ws.apply(dict(final)) if final else ws.revision
-        service.plans.complete("mod", plan_id)
+        service.plans.complete("mod", plan_id, by, revision)
         service._emit(
             "archive:changed", {"workspaceId": mod_plan.workspace_id, "revision": revision, "source": "mod"}
         )
@@ -217,6 +220,7 @@ class ModService:
             "workspaceCommitted": True,
         }
 
-    def discard(self, plan_id: str) -> dict[str, Any]:
-        self.service.plans.discard("mod", plan_id)
+    def discard(self, plan_id: str, by: str = "agent") -> dict[str, Any]:
+        ws = self.service.workspace
+        self.service.plans.discard("mod", plan_id, by, ws.revision if ws is not None else None)
         return {"ok": True, "planId": plan_id, "discarded": True}

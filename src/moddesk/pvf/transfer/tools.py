@@ -15,9 +15,7 @@ from moddesk.kit.tasks import TaskContext, TaskManager
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService
 
-RequestId = Annotated[
-    str | None, Field(max_length=128, description="your unique id; a retry with the same id is safe")
-]
+RequestId = Annotated[str | None, Field(max_length=128)]
 
 
 class Result(BaseModel):
@@ -83,6 +81,7 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
     async def pvf_import_prepare(
         ctx: Context[Any],
         workspaceId: str,
+        expectedRevision: Annotated[int, Field(ge=0)],
         sourcePaths: Annotated[
             list[str], Field(min_length=1, max_length=100, description="absolute local paths")
         ],
@@ -94,14 +93,18 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         requestId: RequestId = None,
     ) -> Result:
         """Read local files/folders once and freeze them into an import plan (nothing is written).
-        A folder keeps its own name under targetDir. Symlinks, special and secret-looking files are
-        refused; limits 10,000 files, 8 MiB each, 64 MiB in all. Then preview and apply."""
+        A folder keeps its own name under targetDir; links and special files in it are skipped and
+        listed (skipped), one named directly is refused. Private keys, .env files, .npmrc/.pypirc and
+        cloud credentials are SECRET_REFUSED (by name or content). Limits 10,000 files, 8 MiB each,
+        64 MiB in all. Then preview and apply."""
         scope = caller_scope(ctx)
         return await _as_task(
             ctx,
             imports.service.tasks,
             "import.prepare",
-            lambda: imports.prepare(workspaceId, sourcePaths, targetDir, mode, requestId, scope),
+            lambda: imports.prepare(
+                workspaceId, sourcePaths, targetDir, mode, requestId, scope, expectedRevision
+            ),
         )
 
     def pvf_import_preview(
@@ -137,13 +140,16 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         return Result(**imports.discard(planId))
 
     def pvf_export_formats() -> Result:
-        """The export formats: direct, and the MOD formats 110USextend and 115CN-mod, with their layouts."""
+        """Export formats (direct, MOD 110USextend and 115CN-mod) and their layouts."""
         return Result(**exports.formats())
 
     async def pvf_export_prepare(
         ctx: Context[Any],
         workspaceId: str,
         expectedRevision: Annotated[int, Field(ge=0)],
+        includeDependencies: Annotated[
+            bool, Field(description="also export the files that new .lst entries name (say so explicitly)")
+        ],
         source: Annotated[
             Literal["selection", "memory", "working", "commit"],
             Field(description="selection: paths; memory: edits since open; working: vs history HEAD; commit"),
@@ -157,13 +163,10 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         name: Annotated[str, Field(description="MOD package name")] = "",
         version: Annotated[str | None, Field(description="MOD version (default 1.0)")] = None,
         modId: Annotated[str | None, Field(description="stable MOD id, required for 115CN-mod")] = None,
-        includeDependencies: Annotated[
-            bool, Field(description="also export files new list entries name")
-        ] = False,
         requestId: RequestId = None,
     ) -> Result:
-        """Freeze what to export and lay out the output tree (nothing is written). One export plan at a
-        time; any later edit makes it stale. Then pvf_export_preview and pvf_export_execute."""
+        """Freeze what to export and lay out the output tree (nothing written). One export plan at a
+        time; a later edit makes it stale."""
         scope = caller_scope(ctx)
         return await _as_task(
             ctx,
@@ -206,9 +209,8 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         requestId: RequestId = None,
     ) -> Result:
         """Write the export into a new folder (or zip) under outputParent; never overwrites
-        (TARGET_EXISTS). Every applicable warning must be acknowledged. Returns outputPath, files and
-        bytes, or after a second a taskId to poll with pvf_task_status (per-file progress; stop it with
-        pvf_export_cancel). Import/export prepare and import apply answer the same way."""
+        (TARGET_EXISTS). Every warningId must be acknowledged. Returns outputPath and counts, or
+        after a second a taskId for pvf_task_status (prepare and import apply answer the same way)."""
         scope = caller_scope(ctx)
         return await _as_task(
             ctx,
@@ -221,13 +223,10 @@ def register_transfer_tools(server: MCPServer, imports: ImportService, exports: 
         )
 
     def pvf_export_cancel(
-        taskId: Annotated[
-            str, Field(description="taskId of a running pvf_export_prepare or pvf_export_execute")
-        ],
+        taskId: Annotated[str, Field(description="of a running export prepare or execute")],
     ) -> Result:
         """Stop a running export task at its next batch of files. A cancelled execute publishes
-        nothing (its partly written temp folder is removed) and the plan stays pending: execute it
-        again or discard it. Poll pvf_task_status for the final state."""
+        nothing and the plan stays pending (execute again or discard)."""
         return Result(**exports.cancel_task(taskId))
 
     def pvf_export_discard(planId: str) -> Result:

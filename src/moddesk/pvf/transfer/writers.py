@@ -76,15 +76,23 @@ def _hard(message: str, **details: Any) -> ServiceError:
 def check_name(name: str, what: str = "name") -> str:
     """A name that is a safe single folder/file name on Windows and elsewhere."""
     text = name.strip()
+    hint = f"Use one plain folder name for {what}, e.g. MyMod-1 (letters, digits, - and spaces)."
     if not text or text.startswith((".", "_")):
-        raise ServiceError("INVALID_ARGUMENT", f"{what} {name!r} must not be empty or start with '.' or '_'")
+        raise ServiceError(
+            "INVALID_ARGUMENT",
+            f"{what} {name!r} must not be empty or start with '.' or '_'",
+            hint=hint,
+            field=what,
+        )
     if _UNSAFE_CHARS.search(text) or _WINDOWS_RESERVED.match(text) or text.endswith((".", " ")):
         raise ServiceError(
             "INVALID_ARGUMENT",
             f'{what} {name!r} is not a safe file name (no <>:"/\\|?*, control characters, reserved names)',
+            hint=hint + " Not CON, PRN, AUX, NUL, COM1-9 or LPT1-9, no / or .. (one folder, no path).",
+            field=what,
         )
     if len(text.encode("utf-8")) > 128:
-        raise ServiceError("INVALID_ARGUMENT", f"{what} is longer than 128 bytes")
+        raise ServiceError("INVALID_ARGUMENT", f"{what} is longer than 128 bytes", hint=hint, field=what)
     return text
 
 
@@ -187,17 +195,33 @@ def build_output(
             {"warningId": warning_id(code, path, detail), "code": code, "path": path, "message": message}
         )
 
+    def skip(entry: dict[str, Any]) -> None:
+        # a change the format cannot carry is a warning the caller must acknowledge by its stable
+        # id (seed: skipped items get warningIds that execute must be given back)
+        detail = str(entry.get("entry") or "")
+        wid = warning_id("skipped-delete", entry["path"], detail)
+        skipped.append({**entry, "warningId": wid})
+        what = f" entry {detail}" if detail else ""
+        warnings.append(
+            {
+                "warningId": wid,
+                "code": "skipped-delete",
+                "path": entry["path"],
+                "message": f"not exported:{what} {entry['reason']}",
+            }
+        )
+
     for item in items:
         if fmt == "direct":
             if item.content is None:
-                skipped.append({"path": item.path, "reason": "deleted, and its previous content is unknown"})
+                skip({"path": item.path, "reason": "deleted, and its previous content is unknown"})
                 continue
             entries.append(OutputEntry(item.path, _bytes(item.content), item.path))
             if item.deleted:
                 warn("deleted-as-file", item.path, "deleted in the source: its previous content is exported")
             continue
         if item.deleted:
-            skipped.append({"path": item.path, "reason": f"{fmt} cannot express deleting a file"})
+            skip({"path": item.path, "reason": f"{fmt} cannot express deleting a file"})
             continue
         assert item.content is not None
         is_table = item.path.endswith((".lst", ".str"))
@@ -210,7 +234,8 @@ def build_output(
                 )
                 continue
             data, removed = (_merge_lst if item.path.endswith(".lst") else _merge_str)(item)
-            skipped.extend({**r, "reason": "removing a table entry is not expressible"} for r in removed)
+            for r in removed:
+                skip({**r, "reason": "removing a table entry is not expressible"})
             if data is not None:
                 entries.append(OutputEntry(f"merge/{item.path}", data, item.path))
             continue

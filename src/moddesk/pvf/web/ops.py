@@ -277,7 +277,8 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
         SCOPE,
         "ui",
     ),
-    "scriptDiscard": lambda s, a: scripts(s).discard(a.text("planId")),
+    # the person's decisions on the page: the agent's status then says appliedByPerson / discardedByPerson
+    "scriptDiscard": lambda s, a: scripts(s).discard(a.text("planId"), by="person"),
     # import / export
     "importPrepare": lambda s, a: imports(s).prepare(
         a.text("workspaceId"),
@@ -285,6 +286,7 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
         a.text("targetDir", ""),
         cast(Any, a.text("mode", "text")),
         scope=SCOPE,
+        expected_revision=a.opt_number("expectedRevision"),
     ),
     "importPreview": lambda s, a: imports(s).preview(
         a.text("planId"), a.opt_text("cursor"), a.number("limit", 50)
@@ -295,8 +297,9 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
         a.texts("selectedKeys"),
         a.texts("overwriteKeys"),
         scope=SCOPE,
+        by="person",
     ),
-    "importDiscard": lambda s, a: imports(s).discard(a.text("planId")),
+    "importDiscard": lambda s, a: imports(s).discard(a.text("planId"), by="person"),
     "exportFormats": lambda s, a: exports(s).formats(),
     # a whole-folder export of a big archive takes minutes: prepare and execute answer with a task
     # the page follows ("task") and may cancel ("exportCancel")
@@ -332,10 +335,11 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
             a.texts("selectedEntryKeys") or None,
             a.texts("acknowledgedWarningIds"),
             scope=SCOPE,
+            by="person",
         ),
     ),
     "exportCancel": lambda s, a: exports(s).cancel_task(a.text("taskId")),
-    "exportDiscard": lambda s, a: exports(s).discard(a.text("planId")),
+    "exportDiscard": lambda s, a: exports(s).discard(a.text("planId"), by="person"),
     # someone's MOD applied to the open archive: the same prepare → preview → apply as pvf_mod_*
     "modInspect": lambda s, a: mods(s).inspect(a.text("modPath")),
     "modPrepare": lambda s, a: mods(s).prepare(
@@ -343,9 +347,14 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
     ),
     "modPreview": lambda s, a: mods(s).preview(a.text("planId"), a.opt_text("cursor"), a.number("limit", 50)),
     "modApply": lambda s, a: mods(s).apply(
-        a.text("planId"), a.number("expectedRevision"), resolutions(a), a.opt_text("requestId"), scope=SCOPE
+        a.text("planId"),
+        a.number("expectedRevision"),
+        resolutions(a),
+        a.opt_text("requestId"),
+        scope=SCOPE,
+        by="person",
     ),
-    "modDiscard": lambda s, a: mods(s).discard(a.text("planId")),
+    "modDiscard": lambda s, a: mods(s).discard(a.text("planId"), by="person"),
     # history
     "historyInit": lambda s, a: s.history_init(a.text("workspaceId")),
     "historyCommit": lambda s, a: s.history_commit(a.text("workspaceId"), a.text("message")),

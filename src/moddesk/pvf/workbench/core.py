@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from moddesk.kit.cursor import CursorCodec
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.ledger import LOCAL_SCOPE, RequestLedger
-from moddesk.kit.plans import PlanRegistry
+from moddesk.kit.plans import PlanRegistry, plan_outcome
 from moddesk.kit.roots import GrantedRoot, Roots, grant
 from moddesk.kit.tasks import TaskManager
 from moddesk.pvf.errors import pvf_error
@@ -111,8 +111,16 @@ class ServiceCore:
         return out
 
     def task_status(self, task_id: str, log_cursor: str | None = None, log_limit: int = 50) -> dict[str, Any]:
-        """Phase, progress, logs and the final result or error of any task."""
-        return self.tasks.status(task_id, log_cursor=log_cursor, log_limit=log_limit)
+        """Phase, progress, logs and the final result or error of any task.
+
+        A task that made a plan (import/export/MOD prepare) also says what became of that plan:
+        ``planState``, ``appliedByPerson`` / ``discardedByPerson`` and ``resultingRevision``.
+        """
+        status = self.tasks.status(task_id, log_cursor=log_cursor, log_limit=log_limit)
+        result = status.get("result")
+        if isinstance(result, dict) and isinstance(result.get("planId"), str):
+            status.update(plan_outcome(self.plans.outcome(result["planId"])))
+        return status
 
     # ------------------------------------------------------------------ identity checks
 

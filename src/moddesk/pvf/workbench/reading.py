@@ -7,7 +7,15 @@ from typing import Any
 from moddesk.pvf.archive import PvfFormatError
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.workbench.indexing import IndexOps
-from moddesk.pvf.workbench.search import DEFAULT_BYTE_CAP, DEFAULT_LIMIT, Searcher, SearchMode, SearchQuery
+from moddesk.pvf.workbench.search import (
+    DEFAULT_BYTE_CAP,
+    DEFAULT_LIMIT,
+    Searcher,
+    SearchMode,
+    SearchPage,
+    SearchQuery,
+)
+from moddesk.pvf.workbench.searchadvice import ALTERNATIVE_TIME_BUDGET, advice
 from moddesk.pvf.workbench.tokenscan import TokenSource
 from moddesk.pvf.workbench.workspace import describe_binary
 
@@ -50,6 +58,9 @@ class ReadOps(IndexOps):
             base_text = tokens.text if tokens is not None else ws.base_text_or_none
             searcher = Searcher(source, changed, deleted, base_text)
             page = searcher.page(spec, after, limit=limit, byte_cap=byte_cap)
+            no_hits = None
+            if not page.hits and after is None and not page.truncated:
+                no_hits = self._no_hits(spec, searcher, content_ready=tokens is None)
         except PvfFormatError as exc:
             if exc.code == "CLOSED":  # the archive was closed or switched while this page ran
                 raise pvf_error("STALE_WORKSPACE", "the workspace was closed during the search") from exc
@@ -71,7 +82,17 @@ class ReadOps(IndexOps):
             "nextCursor": next_cursor,
             "truncated": page.truncated,
             "truncatedReason": page.reason,
+            **({"noHits": no_hits} if no_hits is not None else {}),
         }
+
+    @staticmethod
+    def _no_hits(spec: SearchQuery, searcher: Searcher, content_ready: bool) -> dict[str, Any]:
+        """Why the query matched nothing and which nearby queries match (see ``searchadvice``)."""
+
+        def try_query(alternative: SearchQuery) -> SearchPage:
+            return searcher.page(alternative, None, limit=1, time_budget=ALTERNATIVE_TIME_BUDGET)
+
+        return advice(spec, try_query, content_ready)
 
     def read_file(
         self,

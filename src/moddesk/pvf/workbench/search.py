@@ -389,9 +389,18 @@ class Searcher:
 
 
 def glob_matcher(pattern: str) -> Callable[[str], bool]:
-    """A path predicate: a glob when the pattern has ``*?[``, else a case-insensitive substring."""
+    """A path predicate: a glob when the pattern has ``*?``, else a case-insensitive substring.
+
+    As people type globs (and as ``.gitignore`` reads them): one without ``/`` matches the file
+    name in any folder (``*.equ``), one with ``/`` the whole path from the root, and a leading
+    ``/`` anchors a name glob to the root (``/*.lst``).
+    """
     if any(c in pattern for c in "*?"):
-        regex = glob_to_regex(normalize_path(pattern))
+        normalized = normalize_path(pattern)
+        anchored = pattern.replace("\\", "/").lstrip().startswith("/")
+        if "/" not in normalized and not anchored:
+            normalized = "**/" + normalized
+        regex = glob_to_regex(normalized)
         return regex.fullmatch
     needle = pattern.casefold().replace("\\", "/")
     return lambda path: needle in path

@@ -1,6 +1,6 @@
 // Search: content / path / regex with scope and extensions, paged; a click opens the hit at its line.
 import { op } from "./api.js";
-import { t } from "./i18n.js";
+import { getLang, t } from "./i18n.js";
 import { $, emit, h, notice, on, ws } from "./main.js";
 
 let last = null, busy = false;
@@ -34,6 +34,7 @@ async function fetchPage() {
           hit.snippet != null ? h("div", { class: "snip" }, hit.snippet) : null));
       }
       el.status.textContent = (last.count ? t("search.hits", { n: last.count + (page.nextCursor ? "+" : "") }) : t("search.none")) + ` · ${Math.round(performance.now() - started)} ms`;
+      if (page.noHits) el.more.before(noHits(page.noHits));
       el.results.dataset.done = String(Date.now());
       el.more.hidden = !page.nextCursor;
       return;
@@ -44,6 +45,19 @@ async function fetchPage() {
       return;
     }
   }
+}
+
+// Nothing found: why, and the nearby queries that would find something (one click runs one).
+function noHits(info) {
+  const tryOne = (alt) => () => {
+    el.mode.value = alt.mode; el.q.value = alt.query; el.scope.value = alt.scope; el.ext.value = alt.extensions.join(" ");
+    run();
+  };
+  return h("div", { class: "no-hits", id: "search-no-hits" },
+    h("div", {}, getLang() === "zh" ? info.reasonZh : info.reason),
+    ...info.tryInstead.map((alt) => h("div", { class: "hit", role: "link", onclick: tryOne(alt) },
+      h("div", { class: "where" }, `${t("search.tryInstead")} ${t(`search.${alt.mode}`)}：${alt.query}${alt.scope ? ` · ${alt.scope}` : ""}${alt.extensions.length ? ` · ${alt.extensions.join(" ")}` : ""}`),
+      h("div", { class: "snip" }, `${t("search.example")} ${alt.example}`))));
 }
 
 function build() {

@@ -11,7 +11,7 @@ function importForm() {
   const mode = h("select", { id: "import-mode" }, h("option", { value: "text" }, "text"), h("option", { value: "raw" }, "raw"));
   const prepare = async () => {
     const info = ws(); if (!info) return;
-    const res = await attempt(() => op("importPrepare", { workspaceId: info.workspaceId, sourcePaths: lines(sources.value), targetDir: target.value.trim(), mode: mode.value }));
+    const res = await attempt(() => op("importPrepare", { workspaceId: info.workspaceId, expectedRevision: info.revision, sourcePaths: lines(sources.value), targetDir: target.value.trim(), mode: mode.value }));
     if (res) { notice(`${res.planId}: ${res.total ?? ""}`, [], "info"); await refreshInfo(); showView("activity"); }
   };
   return h("section", { class: "panel" }, h("h2", {}, t("transfer.import")),
