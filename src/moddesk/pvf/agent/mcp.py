@@ -266,7 +266,7 @@ def build_server(service: PvfService) -> MCPServer:
         mode: Annotated[
             Literal["content", "path", "regex"],
             Field(
-                description="content: case-insensitive substring of file text; path: glob (no / = file name in any folder; ** crosses folders) or substring; regex: Python-syntax regex per file text, linear-time (no backreferences or lookaround; \\b is ASCII)"
+                description="content: case-insensitive substring of file text; path: glob (no / = file name in any folder; ** crosses folders) or substring; regex: per file text, linear-time (no backreferences or lookaround)"
             ),
         ] = "content",
         scope: Annotated[str, Field(description="folder, e.g. equipment/weapon")] = "",

@@ -149,9 +149,9 @@ def register_script_tools(server: MCPServer, scripts: ScriptService) -> None:
         logCursor: str | None = None,
         logLimit: Annotated[int, Field(ge=1, le=500)] = 100,
     ) -> ScriptStatus:
-        """State, progress, paged logs and error diagnostics (message, line, column) of a script run;
-        when it succeeded with changes, the planId and change counts to preview, then whether the
-        person applied or discarded the plan on the page (appliedByPerson / discardedByPerson)."""
+        """State, progress, paged logs and error diagnostics (line, column) of a script run; on
+        success with changes the planId and counts, then planState and appliedByPerson /
+        discardedByPerson when the person decided on the page."""
         return ScriptStatus(**scripts.status(taskId, logCursor, logLimit))
 
     def pvf_script_preview(
@@ -161,8 +161,8 @@ def register_script_tools(server: MCPServer, scripts: ScriptService) -> None:
         cursor: str | None = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
     ) -> PreviewPage:
-        """One page of a plan's changes: changeKey, path, kind, unified diff, warnings and dependsOn
-        (changes that must be applied together, e.g. a new file and its .lst entry)."""
+        """One page of a plan's changes: changeKey, path, kind, unified diff, warnings, dependsOn
+        (changes to apply together, e.g. a file and its .lst entry)."""
         return PreviewPage(**scripts.preview(planId, pathFilter, kind, cursor, limit))
 
     def pvf_script_apply(
