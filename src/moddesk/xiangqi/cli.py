@@ -33,6 +33,7 @@ from moddesk.xiangqi.store import Settings
 
 app = typer.Typer(help="Chinese chess against the AI model or the local engine.", no_args_is_help=True)
 console = Console()
+err_console = Console(stderr=True)
 
 SessionOpt = Annotated[
     str | None, typer.Option("--session", "-s", help="Game id (default: the current game).")
@@ -82,7 +83,8 @@ def _advertised(settings: Settings, url: str, token: str, *, has_mcp: bool) -> I
     path.parent.mkdir(parents=True, exist_ok=True)
     current = _read_endpoint(path)
     if current is not None and current.get("pid") != os.getpid() and _live_owner(current):
-        console.print(
+        # stderr: under `xiangqi mcp` stdout carries JSON-RPC only (a stray line breaks the client)
+        err_console.print(
             f"[yellow]another xiangqi service (pid {current.get('pid')}) at {current.get('url')} "
             f"is what `moddesk xiangqi` commands reach; use --url {url} for this one[/]"
         )
