@@ -1,7 +1,7 @@
 """Every server driven by the official TypeScript MCP tooling: Inspector CLI, conformance runner, js-tiktoken.
 
 `.ci/run` installs them with npm into a folder outside the repository (``$MODDESK_NODE_TOOLS``,
-default ``~/.cache/moddesk-node``, versions pinned in ``.ci/node-tools.json``). Without them the
+default ``~/.cache/moddesk-node``, versions pinned in ``.ci/node-tools/package.json`` and its lock file). Without them the
 tests skip, and fail under ``MODDESK_REQUIRE_EXTERNAL=1`` (CI).
 """
 
@@ -84,7 +84,7 @@ def node_tools() -> NodeTools:
     tools = NodeTools(_home())
     problem = None
     if not tools.node.exists():
-        problem = f"Node is not installed under {tools.home} (run .ci/run or .ci/node-tools.sh)"
+        problem = f"Node is not installed under {tools.home} (run .ci/run or .ci/node-tools/install.sh)"
     else:
         version = subprocess.run([str(tools.node), "--version"], capture_output=True, text=True).stdout
         major = int(version.strip().lstrip("v").split(".")[0] or 0)
