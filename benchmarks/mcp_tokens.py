@@ -99,7 +99,7 @@ async def pvf_flow(meter: Meter, root: Path) -> None:
         "}\n"
     )
     try:  # what the person gets by default (toolsets arrived with the token budget)
-        from moddesk.pvf.settings import DEFAULT_TOOLSETS
+        from moddesk.pvf.toolsets import DEFAULT_TOOLSETS
 
         try:  # agents reach granted roots only (since the roots work): grant the temp folder
             bench = Workbench(PvfService(), port=0, toolsets=DEFAULT_TOOLSETS, roots=[root])  # type: ignore[call-arg]

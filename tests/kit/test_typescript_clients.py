@@ -342,7 +342,7 @@ def test_tool_lists_fit_the_token_budget(tools: NodeTools, tmp_path: Path) -> No
     from moddesk.kit.tokens import TOOL_LIST_BUDGET, compact, count_tokens, tool_list
     from moddesk.pvf.agent.mcp import build_workbench_server
     from moddesk.pvf.service import PvfService
-    from moddesk.pvf.settings import DEFAULT_TOOLSETS, TOOLSETS
+    from moddesk.pvf.toolsets import DEFAULT_TOOLSETS, TOOLSETS
     from moddesk.ra3.agent.mcp import Ra3Backend
     from moddesk.ra3.agent.mcp import build_server as ra3_server
     from moddesk.xiangqi.game import GameService

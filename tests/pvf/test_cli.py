@@ -211,3 +211,17 @@ def test_settings_file_parses_or_is_config_invalid(text: str) -> None:
             assert isinstance(load_settings(path), McpSettings)
         except ServiceError as exc:
             assert exc.code == "CONFIG_INVALID"
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_toolset_help_names_exactly_the_registry(command: str) -> None:
+    """`moddesk pvf serve|mcp --help` lists every toolset of the registry and no other name."""
+    from moddesk.pvf.toolsets import DEFAULT_TOOLSETS, TOOLSETS
+
+    done = CliRunner(env={"COLUMNS": "400", "NO_COLOR": "1"}).invoke(app, [command, "--help"])
+    assert done.exit_code == 0, done.output
+    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", done.output).split())
+    listed = re.search(r"tool families [^:]*: (\S+) or all; core is always on \(default: (\S+)\)", text)
+    assert listed is not None, text
+    assert listed.group(1).split(",") == [t for t in TOOLSETS if t != "core"]
+    assert tuple(listed.group(2).split(",")) == DEFAULT_TOOLSETS

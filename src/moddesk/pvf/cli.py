@@ -17,6 +17,7 @@ from rich.table import Table
 
 from moddesk.kit.errors import ServiceError, person_message
 from moddesk.kit.links import print_link, print_unwrapped
+from moddesk.pvf.toolsets import DEFAULT_TOOLSETS, TOOLSETS
 
 app = typer.Typer(help="Dungeon & Fighter Script.pvf workbench.", no_args_is_help=True)
 history_app = typer.Typer(
@@ -24,6 +25,11 @@ history_app = typer.Typer(
 )
 app.add_typer(history_app, name="history")
 console = Console()
+# the toolset names in help texts come from the registry (tests/pvf/test_cli.py compares them)
+TOOLSETS_HELP = (
+    f"{','.join(t for t in TOOLSETS if t != 'core')} or all; core is always on "
+    f"(default: {','.join(DEFAULT_TOOLSETS)})"
+)
 err_console = Console(stderr=True)
 
 # the archive commands (info, ls, cat, extract, pack, generate, verify) live with the formats,
@@ -116,9 +122,7 @@ def serve(
     open_page: Annotated[bool, typer.Option("--open", help="open the page in the browser")] = False,
     toolsets: Annotated[
         str | None,
-        typer.Option(
-            help="tool families for the model: scripts,export,import,annotations or all (core always)"
-        ),
+        typer.Option(help=f"tool families for the model: {TOOLSETS_HELP}"),
     ] = None,
     region: RegionOption = None,
     root: Annotated[
@@ -131,7 +135,8 @@ def serve(
 ) -> None:
     """Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
     from moddesk.pvf.agent.serve import Workbench
-    from moddesk.pvf.settings import client_config, load_settings, parse_toolsets, settings_path
+    from moddesk.pvf.settings import client_config, load_settings, settings_path
+    from moddesk.pvf.toolsets import parse_toolsets
     from moddesk.pvf.workbench.roots import load_added_roots, save_added_roots
 
     with _errors():
@@ -199,11 +204,12 @@ def mcp(
     port: Annotated[int | None, typer.Option(help="preferred port of `moddesk pvf serve`")] = None,
     toolsets: Annotated[
         str | None,
-        typer.Option(help="tool families the model gets: scripts,export,import,annotations or all"),
+        typer.Option(help=f"tool families the model gets: {TOOLSETS_HELP}"),
     ] = None,
 ) -> None:
     """Show or change the persisted MCP settings (enabled, port, toolsets)."""
-    from moddesk.pvf.settings import McpSettings, client_config, load_settings, parse_toolsets, save_settings
+    from moddesk.pvf.settings import McpSettings, client_config, load_settings, save_settings
+    from moddesk.pvf.toolsets import parse_toolsets
 
     with _errors():
         settings = load_settings()

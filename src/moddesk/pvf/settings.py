@@ -18,29 +18,10 @@ from moddesk.kit.agents.clients import ServerSpec, snippet
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.files import atomic_write_text
 from moddesk.kit.local_service import auth_headers
+from moddesk.pvf.toolsets import DEFAULT_TOOLSETS, parse_toolsets
 
 DEFAULT_PORT = 47815
 SERVER_NAME = "moddesk-pvf"
-
-# Toolsets the person enables (like the GitHub MCP server's --toolsets): every tool costs tokens in
-# each conversation, so rarely used families stay off until asked for. "core" is always on.
-TOOLSETS = ("core", "scripts", "export", "import", "annotations", "mods")
-DEFAULT_TOOLSETS = ("core", "scripts", "export", "annotations")
-
-
-def parse_toolsets(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """``"scripts,import"``, a list of names, or ``"all"`` → the toolsets (core always included)."""
-    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
-    if names == ["all"]:
-        return TOOLSETS
-    unknown = sorted(set(names) - set(TOOLSETS))
-    if unknown:
-        raise ServiceError(
-            "INVALID_ARGUMENT",
-            f"unknown toolsets: {', '.join(unknown)}",
-            hint=f"Use some of {', '.join(TOOLSETS)} (comma-separated), or all.",
-        )
-    return tuple(t for t in TOOLSETS if t == "core" or t in names)
 
 
 @dataclass(frozen=True)

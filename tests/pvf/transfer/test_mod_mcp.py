@@ -14,7 +14,8 @@ import anyio
 from mcp import Client
 
 from moddesk.kit.mcp import serve_http
-from moddesk.pvf.agent.mcp import build_workbench_server, toolset_of
+from moddesk.pvf.agent.mcp import build_workbench_server
+from moddesk.pvf.toolsets import toolset_of
 
 from .conftest import Bench
 from .test_mods import edit_a, export_mod, open_copy, revision

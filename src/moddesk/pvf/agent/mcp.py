@@ -17,7 +17,7 @@ from moddesk.pvf.entrypaths import label, one_line
 from moddesk.pvf.scripting.service import ScriptService
 from moddesk.pvf.scripting.tools import register_script_tools
 from moddesk.pvf.service import PvfService
-from moddesk.pvf.settings import TOOLSETS, parse_toolsets
+from moddesk.pvf.toolsets import TOOLSETS, parse_toolsets, toolset_of
 from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.imports import ImportService
 from moddesk.pvf.transfer.mod_tools import register_mod_tools
@@ -483,14 +483,6 @@ def build_server(service: PvfService) -> MCPServer:
     add_tool(server, pvf_annotation_get, title="Get an annotation doc", read_only=True)
     add_tool(server, pvf_annotation_explain, title="Explain a file's annotations", read_only=True)
     return server
-
-
-def toolset_of(tool: str) -> str:
-    """The toolset a pvf tool belongs to (by its name)."""
-    for family in ("script", "export", "import", "annotation", "mod"):
-        if tool.startswith(f"pvf_{family}_"):
-            return family if family in TOOLSETS else f"{family}s"
-    return "mods" if tool in ("pvf_diff", "pvf_item_table") else "core"
 
 
 def build_workbench_server(service: PvfService, toolsets: tuple[str, ...] = TOOLSETS) -> MCPServer:

@@ -29,11 +29,11 @@ from moddesk.pvf.agent.mcp import build_workbench_server
 from moddesk.pvf.service import PvfService
 from moddesk.pvf.settings import (
     DEFAULT_PORT,
-    TOOLSETS,
     index_cache_dir,
     rules_dir,
     settings_path,
 )
+from moddesk.pvf.toolsets import TOOLSETS
 from moddesk.pvf.web.routes import PAGE_PATH, web_routes
 from moddesk.pvf.workbench.roots import workbench_roots
 
