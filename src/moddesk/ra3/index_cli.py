@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from moddesk.kit.errors import ServiceError
+from moddesk.ra3.core.completeness import gap_line
 from moddesk.ra3.core.errors import Ra3Error
 from moddesk.ra3.core.index import BuildProgress, ModIndex
 from moddesk.ra3.core.project import find_project_root
@@ -126,10 +127,19 @@ def _status_line(answer: dict[str, Any]) -> None:
     )
     for reason in idx.get("incomplete") or []:
         console.print(f"[yellow]incomplete ({reason.get('reason')})[/yellow]: {reason.get('message')}")
+    _gap_lines(idx)
     if idx.get("changedFiles"):
         console.print("[yellow]stale[/yellow]: changed on disk since: " + ", ".join(idx["changedFiles"][:10]))
     for caveat in answer.get("caveats") or []:
         console.print(f"[yellow]caveat ({caveat.get('code')})[/yellow]: {caveat.get('message')}")
+
+
+def _gap_lines(idx: dict[str, Any]) -> None:
+    """What keeps the index incomplete, one line per gap kind (索引缺口)."""
+    for kind, gap in (idx.get("gaps") or {}).items():
+        console.print(
+            f"[yellow]缺口[/yellow] {gap_line(kind, gap)}", highlight=False, markup=False, soft_wrap=True
+        )
 
 
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:

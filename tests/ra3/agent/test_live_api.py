@@ -235,7 +235,7 @@ def test_building_state_is_explicit_never_empty(home: Path, tmp_path: Path) -> N
         edited = backend.ask(
             "find_asset", {"id": "EditedDuringBuild"}, wait_for_index=True, timeout_seconds=30
         )
-        assert edited.result["found"] is True and edited.index["complete"] is True
+        assert edited.result["found"] is True and edited.index["final"] is True
     finally:
         if feeder is None:  # unblock the indexer so the watcher can stop
             threading.Thread(target=lambda: open(fifo, "w").close(), daemon=True).start()

@@ -90,7 +90,7 @@ def test_final_snapshot_satisfies_wait_without_an_indexer(home: Path, tmp_path: 
     answer = Ra3Backend(project).ask(
         "get_definition", {"type": "GameObject", "id": "AthenaCannon"}, wait_for_index=True
     )
-    assert answer.source == "snapshot" and answer.index["complete"] is True
+    assert answer.source == "snapshot" and answer.index["final"] is True
     assert answer.result["inheritChain"][0]["target"]["id"] == "BaseTank"
 
 

@@ -135,7 +135,7 @@ def test_dirty_files_make_answers_stale_until_updated(live: tuple[Path, ModIndex
         q.find_asset("SampleTankGun", wait_for_index=True, timeout=0.05)
     assert err2.value.code == "INDEX_TIMEOUT"
     index.update_files([weapons])
-    assert q.find_asset("SampleTankGun", allow_stale=False)["index"]["complete"] is True
+    assert q.find_asset("SampleTankGun", allow_stale=False)["index"]["final"] is True
 
 
 def test_update_before_build_is_an_error(tmp_path: Path) -> None:
@@ -155,7 +155,7 @@ def test_status_machine_phases_and_last_good(tmp_path: Path) -> None:
     seen: list[tuple[str, str]] = []
     index.build(lambda p: seen.append((p.phase, index.status().state)))
     assert ("art", "ready_xml") in seen  # the XML phase is published before the art phase finishes
-    assert index.status().state == "ready" and index.status().complete
+    assert index.status().state == "ready" and index.status().is_final
     good = index.data
     # a failing rebuild keeps the last good index and says why
     (tmp_path / "Schemas" / "xsd" / "AssetTypes.xsd").write_text("<xs:schema", "utf-8")
@@ -217,7 +217,7 @@ def test_rebuild_reports_building_with_last_good_answers(live: tuple[Path, ModIn
     assert after.state == "stale" and after.stale and not after.complete  # changed during the build
     index.update_files([weapons])
     final = index.status()
-    assert final.state == "ready" and final.complete and not final.stale
+    assert final.state == "ready" and final.is_final and not final.stale
 
 
 def test_rebuild_from_cached_records_keeps_paths(live: tuple[Path, ModIndex, QueryApi]) -> None:
@@ -325,4 +325,4 @@ def test_structural_update_rewalks_without_blocking_queries(live: tuple[Path, Mo
     assert q.find_asset("FX_Slow")["index"]["stale"] is True  # the second save is still pending
     index.update_files([mod])
     after = q.find_asset("FX_Slow")
-    assert after["found"] is True and after["index"]["complete"] is True
+    assert after["found"] is True and after["index"]["final"] is True

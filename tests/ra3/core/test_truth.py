@@ -58,9 +58,15 @@ def test_no_schema_is_stated_on_every_answer(tmp_path: Path) -> None:
     write_snapshot(index.data, index.status(), home)
     snap = QueryApi(SnapshotSource.load(lonely, home))
     assert snap.find_asset("SampleTank")["index"]["incomplete"][0]["reason"] == "NO_SCHEMA"
-    # with the schema the same mod is complete and the reference is found
+    # with the schema the reason is gone and the reference is found; only the sample's own gaps
+    # (a broken file, a missing include) keep it incomplete
     _i, typed = _build(lonely, schema_path=sdk / "Schemas/xsd/CnC3Types.xsd")
-    assert typed.get_status()["index"]["complete"] is True
+    typed_index = typed.get_status()["index"]
+    assert typed_index["incomplete"] == [] and typed_index["final"] is True
+    assert typed_index["complete"] is False and set(typed_index["gaps"]) == {
+        "INCLUDE_NOT_FOUND",
+        "XML_MALFORMED",
+    }
     assert typed.find_references("SampleTankGun")["total"] == 1
 
 
@@ -154,7 +160,7 @@ def test_mod_symlinked_into_sdk_keeps_its_sdk(tmp_path: Path) -> None:
     assert root == sdk / MOD  # the link is not resolved before looking for the SDK above it
     index, q = _build(sdk / MOD)
     assert index.config.sdk_dir == sdk
-    assert q.get_status()["index"]["complete"] is True
+    assert q.get_status()["index"]["final"] is True
     codes = q.get_status()["diagnosticsByCode"]
     assert codes.get("INCLUDE_NOT_FOUND") == 1  # only the sample's deliberate Missing/Nowhere.xml
     assert "INCLUDE_OUTSIDE_ROOTS" not in codes
@@ -231,11 +237,11 @@ def test_project_file_is_remembered_and_a_worse_build_keeps_the_snapshot(
     saved = read_settings(mod)
     assert saved is not None and saved.source is not None and saved.source.parent == home / "projects"
     assert saved.game == "kw" and saved.schema == schema and len(saved.entries) == 5
-    assert first.data is not None and first.status().complete
+    assert first.data is not None and first.status().is_final
     write_snapshot(first.data, first.status(), replace=False)
     # a later run with no options indexes the same way (the schema and entries come from the file)
     again = run_index(mod, quiet=True)
-    assert again.config.schema_path == schema and again.status().complete
+    assert again.config.schema_path == schema and again.status().is_final
     assert again.data is not None and again.data.stats()["assetCount"] == 6
     # a run with other settings that finds less does not silently replace the snapshot
     narrow = run_index(mod, entry=[Path("Data/WorldBuilder.xml")], quiet=True)

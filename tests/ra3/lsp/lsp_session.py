@@ -47,12 +47,12 @@ async def command(client: LanguageClient, name: str, *args: Any) -> Any:
 
 
 async def wait_ready(client: LanguageClient, timeout: float = 120.0) -> dict[str, Any]:
-    """Poll `moddesk.ra3.status` until the index is complete."""
+    """Poll `moddesk.ra3.status` until the index is final (built and current)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
         status = await command(client, "moddesk.ra3.status")
-        if status.get("complete"):
+        if status.get("final"):
             return dict(status)
         if loop.time() > deadline:
             raise AssertionError(f"index not ready: {status}")

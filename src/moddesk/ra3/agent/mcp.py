@@ -22,6 +22,7 @@ from moddesk.kit.errors import ServiceError
 from moddesk.kit.mcp import add_tool, new_server, serve_stdio
 from moddesk.ra3.agent.endpoints import project_root, same_project
 from moddesk.ra3.agent.live import LiveClient, dispatch
+from moddesk.ra3.core.completeness import gap_line
 from moddesk.ra3.core.errors import Ra3Error
 from moddesk.ra3.core.query import QueryApi
 from moddesk.ra3.core.snapshot import SnapshotSource, previous_path, snapshot_path
@@ -242,6 +243,8 @@ def _summary(answer: Any) -> str:
     head += "]"
     for reason in index.get("incomplete") or []:
         head += f"\nincomplete ({reason.get('reason')}): {reason.get('message')}"
+    for kind, gap in (index.get("gaps") or {}).items():
+        head += "\n" + gap_line(kind, gap)
     if index.get("changedFiles"):
         head += "\nstale: changed on disk since this index: " + ", ".join(index["changedFiles"])
     result = answer.result if isinstance(answer.result, dict) else {}

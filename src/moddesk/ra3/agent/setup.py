@@ -270,12 +270,17 @@ def run_enable(
 def _remember_settings(folder: Path, console: Console) -> None:
     """Write the project file the first time, so every later index / watch indexes the same way."""
     from moddesk.ra3.core.project import find_project_root
-    from moddesk.ra3.core.settings import configure
+    from moddesk.ra3.core.settings import PROJECT_FILE, configure, write_settings
 
     root = find_project_root(folder) if folder.is_dir() else None
     if root is None:
         return
-    cfg, _saved, written = configure(root, remember="project")
+    if (root / PROJECT_FILE).exists():
+        return  # the person's own file (maybe edited) stays as it is
+    # what an earlier `index` remembered under the home (or detection) goes into the mod folder:
+    # the person consented to setup there, and README promises the file is there after enable
+    cfg, _saved, _home_file = configure(root, remember=None)
+    written = write_settings(root, cfg, in_project=True) if cfg.entries else None
     if written is not None:
         entries = ", ".join(e.path.name for e in cfg.entries)
         console.print(

@@ -32,6 +32,7 @@ from moddesk.kit.links import print_link
 from moddesk.ra3.agent.endpoints import EndpointPublisher, normalize_project_dir, project_root, ra3_home
 from moddesk.ra3.agent.live import LiveServer, ProjectRegistry, dispatch, query_verbs
 from moddesk.ra3.agent.setup import is_enabled
+from moddesk.ra3.core.completeness import gap_line
 from moddesk.ra3.core.errors import Ra3Error
 from moddesk.ra3.core.index import BuildProgress, ModIndex
 from moddesk.ra3.core.project import ProjectConfig, find_project_root, is_project_root
@@ -180,6 +181,8 @@ class WatchedProject:
             self._on_event(self.project_dir, f"indexed: {self._stats_line()}")
             for reason in self.index.incomplete_reasons():  # say it where the person looks
                 self._on_event(self.project_dir, f"INCOMPLETE ({reason['reason']}): {reason['message']}")
+            for kind, gap in self.index.status().gaps.items():
+                self._on_event(self.project_dir, gap_line(kind, gap))
         except Exception as exc:  # the index keeps its error state and last good data
             logger.exception("initial build of %s failed", self.project_dir)
             self._on_event(self.project_dir, f"build failed: {exc}")

@@ -24,6 +24,7 @@ from lxml import etree
 
 from moddesk.ra3.core.art import ArtScan, scan_w3x
 from moddesk.ra3.core.cache import cache_file, load_records, save_records
+from moddesk.ra3.core.completeness import blocking, gaps
 from moddesk.ra3.core.errors import Ra3Error
 from moddesk.ra3.core.manifest import Manifest, read_manifest
 from moddesk.ra3.core.model import (
@@ -88,6 +89,8 @@ class IndexStatus:
     final: bool | None = None
     incomplete: list[dict[str, str]] = field(default_factory=list)
     changed_files: list[str] | None = None
+    # what the index could not cover, by kind (completeness.gaps); blocking kinds make complete false
+    gaps: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def is_final(self) -> bool:
@@ -101,6 +104,7 @@ class IndexStatus:
             "complete": self.complete,
             "final": self.is_final,
             "incomplete": list(self.incomplete),
+            "gaps": self.gaps,
             "stale": self.stale,
             "buildId": self.build_id,
             "generatedAt": self.generated_at,
@@ -210,11 +214,13 @@ class ModIndex:
                 state = STALE
             final = self._state == READY and not stale
             reasons = self.incomplete_reasons()
+            found = gaps(self._data) if self._data is not None else {}
             return IndexStatus(
                 state=state,
-                complete=final and not reasons,
+                complete=final and not reasons and not blocking(found),
                 final=final,
                 incomplete=reasons,
+                gaps=found,
                 # while (re)building, answers come from the previous index
                 stale=stale or (self._state == BUILDING and self._data is not None),
                 build_id=self._build_id,
@@ -415,6 +421,8 @@ class ModIndex:
                         continue
                     stack.append((target_abs, min(mode, INCLUDE_MODE[edge.type]), depth + 1))
         self._walk_modes = modes
+        for base in self.config.base_manifests:  # BuildMod.bat -bps: linked without any include
+            manifests.setdefault(str(base), "base stream (BuildMod.bat -bps)")
         self._report_cycles(data, edges)
         for path_edges in edges.values():
             data.includes.extend(edge for edge, _target in path_edges)

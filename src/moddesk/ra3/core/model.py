@@ -167,6 +167,7 @@ class IndexData:
         ] = {}  # game, sdk, schema, entries, dataPaths the build used
         # (generation, summary) of what the index left out; computed by the query layer on demand
         self.skipped_cache: tuple[int, dict[str, tuple[int, int]]] | None = None
+        self.gaps_cache: tuple[int, dict[str, dict[str, Any]]] | None = None  # (generation, gaps)
         self.triage_cache: tuple[int, list[Any]] | None = None  # (generation, triaged diagnostics)
         self._canonical = {t.lower(): t for t in self.type_bases}
         self._derived: dict[str, frozenset[str]] = {}

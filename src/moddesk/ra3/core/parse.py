@@ -385,10 +385,21 @@ class Extractor:
         ctype = self.schema.top_level_type(type_name)
         if ctype is None:
             record.unknown_elements += 1
+            before = len(record.refs)
             for child in node:
                 cname = local_name(child.tag)
                 if cname is not None and child.tag != XI_INCLUDE:
                     self._infer(child, cname, type_name, type_name, ident, file, record)
+            # one per asset, never capped: every file whose elements had no schema is named
+            record.diagnostics.append(
+                Diagnostic(
+                    "NO_SCHEMA_FOR_TYPE",
+                    file,
+                    line,
+                    f"<{type_name} id={ident!r}> is an asset type the schema does not declare; its references "
+                    f"are indexed only by inference ({len(record.refs) - before} inferred)",
+                )
+            )
             return
         self._walk(node, ctype, None, type_name, ident, file, record, depth, top=True)
 

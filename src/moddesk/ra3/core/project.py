@@ -53,6 +53,12 @@ class ProjectConfig:
     game: str | None = None
     extra_data_paths: list[Path] = field(default_factory=list)
     settings_file: Path | None = None
+    # the names the mod's includes call it by (`DATA:RA3 Undecided/...`) when its folder has another
+    # name or lives outside `<sdk>/Mods`: such paths resolve inside the project first
+    mod_names: list[str] = field(default_factory=list)
+    # compiled base streams a WrathEd build links against (`BuildMod.bat -bps:"name,path"`): their
+    # assets and references are the base layer every stream sees, without any include naming them
+    base_manifests: list[Path] = field(default_factory=list)
 
     def settings_json(self) -> dict[str, Any]:
         """The settings a build used (recorded in snapshots so a build with others is noticed)."""
@@ -62,6 +68,8 @@ class ProjectConfig:
             "schema": str(self.schema_path) if self.schema_path else None,
             "entries": [str(e.path) for e in self.entries],
             "dataPaths": [str(p) for p in self.extra_data_paths],
+            "modNames": list(self.mod_names),
+            "baseManifests": [str(p) for p in self.base_manifests],
         }
 
 
@@ -163,15 +171,68 @@ def is_project_root(directory: Path) -> bool:
     return bool(data is not None and _map_metadata(data))
 
 
-def _wrathed_entries(project: Path) -> list[Path]:
-    """The XML files a WrathEd `BuildMod.bat` compiles (in its order), else the usual KW set present."""
-    bat = find_child(project, "buildmod.bat")
+def _build_script(project: Path, sdk: Path | None) -> str:
+    """The text of the WrathEd `BuildMod.bat` that builds this mod: the mod's own, else the SDK's
+    (the Kane's Wrath SDK 2020 keeps one at its root for every mod under `Mods/`)."""
+    for folder in (project, sdk):
+        bat = find_child(folder, "buildmod.bat") if folder is not None else None
+        if bat is not None:
+            try:
+                return bat.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+    return ""
+
+
+_BPS = re.compile(r'(?i)-bps:"([^"]*)"')
+_SDK_VARS = re.compile(r"(?i)%cd%|!cd!|!sdk!|%~dp0")
+_COMPILE = re.compile(r'(?i)-compile:"([^"]*)"')
+
+
+def _in_mod(project: Path, path: str) -> bool:
+    """True when a script path (`%cd%\\Mods\\%modname%\\Data\\Static.xml`) names a file of this mod."""
+    parts = [p for p in _BAT_VAR.sub("", path).replace("\\", "/").split("/") if p not in ("", ".")]
+    for start in range(len(parts)):
+        hit = resolve_case_insensitive(project, "/".join(parts[start:]))
+        if hit is not None and hit.is_file():
+            return True
+    return False
+
+
+def _base_manifests(script: str, project: Path, sdk: Path | None) -> list[Path]:
+    """The base-stream manifests `-bps:"<name>,<path>"` names, found under the SDK or the mod.
+
+    Only literal paths count (after the script's working-folder variables): a `-bps` built from a
+    loop variable names a manifest per AptUI file, which no include of ours stands for.
+    """
     found: list[Path] = []
-    if bat is not None:
-        try:
-            text = bat.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
+    for line in script.splitlines():
+        if line.strip().lower().startswith(("rem ", "::")):
+            continue
+        compiled = _COMPILE.search(line)
+        if compiled is None or not _in_mod(project, compiled.group(1)):
+            continue  # a stream this mod does not have links nothing
+        for spec in _BPS.findall(line):
+            _name, _sep, raw = spec.partition(",")
+            if "%%" in raw or not raw.strip():
+                continue
+            rel = _SDK_VARS.sub("", raw).replace("\\", "/").lstrip("/")
+            if "%" in rel or "!" in rel:
+                continue
+            for base in (sdk, project):
+                hit = resolve_case_insensitive(base, rel) if base is not None else None
+                if hit is not None and hit.is_file():
+                    if file_key(hit) not in {file_key(p) for p in found}:
+                        found.append(hit)
+                    break
+    return found
+
+
+def _wrathed_entries(project: Path, script: str) -> list[Path]:
+    """The XML files a WrathEd `BuildMod.bat` compiles (in its order), else the usual KW set present."""
+    found: list[Path] = []
+    if script:
+        text = script
         for line in text.splitlines():
             if line.strip().lower().startswith(("rem ", "::")):
                 continue
@@ -197,6 +258,10 @@ def detect_game(project: Path, sdk: Path | None, entries: list[Entry]) -> str:
     names = {e.path.name.lower() for e in entries}
     if find_child(project, "buildmod.bat") is not None or ("static.xml" in names and "mod.xml" not in names):
         return "kw"
+    if sdk is not None and (
+        find_child(sdk, "_cnc3_sdk") is not None or find_child(sdk, "game files") is not None
+    ):
+        return "kw"  # the Kane's Wrath SDK 2020 (WrathEd)
     if sdk is not None and find_child(sdk, "cnc3xml") is not None:
         return "cnc3"
     return "ra3"
@@ -240,11 +305,17 @@ def _map_metadata(data_dir: Path) -> list[Path]:
     )
 
 
+# where an SDK keeps its schema: EA's RA3 / C&C3 SDKs, and the Kane's Wrath SDK 2020 (WrathEd)
+SDK_SCHEMA_PATHS = ("Schemas/xsd/CnC3Types.xsd", "_CnC3_SDK/Schemas/xsd/CnC3Types.xsd")
+
+
 def _find_sdk(project: Path) -> Path | None:
     for folder in [project, *project.parents][:6]:
-        schemas = resolve_case_insensitive(folder, "Schemas/xsd/CnC3Types.xsd")
-        if schemas is not None:
-            return folder
+        for rel in SDK_SCHEMA_PATHS:
+            if resolve_case_insensitive(folder, rel) is not None:
+                return folder
+        if folder != project and find_child(folder, "buildmod.bat") and find_child(folder, "game files"):
+            return folder  # a Kane's Wrath SDK 2020 without its schema folder
         if find_child(folder, "sagexml") is not None or find_child(folder, "builtmods") is not None:
             return folder
     return None
@@ -256,8 +327,10 @@ def _find_schema(project: Path, sdk: Path | None) -> Path | None:
         hit = resolve_case_insensitive(project, rel)
         if hit is not None:
             return hit
-    if sdk is not None:
-        return resolve_case_insensitive(sdk, "Schemas/xsd/CnC3Types.xsd")
+    for rel in SDK_SCHEMA_PATHS if sdk is not None else ():
+        hit = resolve_case_insensitive(sdk, rel) if sdk is not None else None
+        if hit is not None:
+            return hit
     return None
 
 
@@ -271,10 +344,12 @@ def windows_path_under(project: Path, windows_path: str) -> Path | None:
     return None
 
 
-def _babproj(project: Path) -> tuple[list[Path], dict[str, str]]:
-    """Stream sources and StreamReference name -> manifest path from every *.babproj."""
+def _babproj(project: Path) -> tuple[list[Path], dict[str, str], list[str]]:
+    """Stream sources (local), StreamReference name -> manifest path, and the stream paths as
+    written, from every *.babproj."""
     sources: list[Path] = []
     refs: dict[str, str] = {}
+    written: list[str] = []
     for name in sorted(_listing(str(project)).values()):
         if not name.lower().endswith(".babproj"):
             continue
@@ -287,6 +362,7 @@ def _babproj(project: Path) -> tuple[list[Path], dict[str, str]]:
         for node in root.iter("{*}Stream"):
             src = node.get("Source")
             if src:
+                written.append(src)
                 local = windows_path_under(project, src) if _DRIVE.match(src) else project / src
                 if local is not None and local.is_file():
                     sources.append(local)
@@ -294,7 +370,43 @@ def _babproj(project: Path) -> tuple[list[Path], dict[str, str]]:
             ref_name, manifest = node.get("ReferenceName"), node.get("ReferenceManifest")
             if ref_name and manifest:
                 refs[ref_name.lower()] = manifest
-    return sources, refs
+    return sources, refs, written
+
+
+_SOURCE_ATTR = re.compile(r"""(?i)\bsource\s*=\s*["']([^"']+)["']""")
+_ENTRY_SCAN_BYTES = 4 << 20
+
+
+def _mod_names(project: Path, entries: list[Entry], bab_streams: list[str]) -> list[str]:
+    """Names the mod calls itself by in paths, when they differ from its folder's name.
+
+    Two witnesses: a *.babproj's stream paths (`...\\Mods\\<name>\\data\\mod.xml`) and the entry
+    documents' includes `DATA:<name>/<rest>` whose `<rest>` exists in this project.
+    """
+    own = project.name.lower()
+    found: dict[str, str] = {}
+    for src in bab_streams:
+        parts = PureWindowsPath(src).parts
+        for i, part in enumerate(parts[:-1]):
+            if part.lower() == "mods" and parts[i + 1].lower() != own:
+                found.setdefault(parts[i + 1].lower(), parts[i + 1])
+    votes: dict[str, int] = {}
+    for entry in entries:
+        try:
+            with open(entry.path, "rb") as fh:
+                text = fh.read(_ENTRY_SCAN_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        for source in _SOURCE_ATTR.findall(text):
+            alias, sep, rest = source.replace("\\", "/").partition(":")
+            segs = [p for p in rest.split("/") if p]
+            if not sep or alias.lower() != "data" or len(segs) < 2 or segs[0].lower() == own:
+                continue
+            if resolve_case_insensitive(project, "/".join(segs[1:])) is not None:
+                votes[segs[0]] = votes.get(segs[0], 0) + 1
+    for name, _n in sorted(votes.items(), key=lambda kv: -kv[1]):
+        found.setdefault(name.lower(), name)
+    return list(found.values())
 
 
 def _existing(paths: list[Path]) -> list[Path]:
@@ -316,6 +428,8 @@ def detect_project(
     entries: list[Path] | None = None,
     extra_data_paths: list[Path] | None = None,
     use_manifests: bool = True,
+    mod_names: list[str] | None = None,
+    base_manifests: list[Path] | None = None,
 ) -> ProjectConfig:
     """Work out entries, search roots, schema and manifests for a project folder (BAB/SDK conventions)."""
     project = Path(os.path.abspath(project_dir))
@@ -324,7 +438,8 @@ def detect_project(
     cfg.extra_data_paths = [Path(os.path.abspath(p)) for p in extra_data_paths or []]
     cfg.schema_path = schema_path.resolve() if schema_path is not None else _find_schema(project, sdk)
 
-    bab_sources, bab_refs = _babproj(project)
+    bab_sources, bab_refs, bab_streams = _babproj(project)
+    script = _build_script(project, sdk)
     if entries:
         for i, e in enumerate(entries):
             full = e if e.is_absolute() else project / e
@@ -344,12 +459,17 @@ def detect_project(
                 known.add(file_key(src))
                 cfg.entries.append(Entry(f"babproj:{src.stem}", src))
         if mod is None:
-            for i, src in enumerate(_wrathed_entries(project)):
+            for i, src in enumerate(_wrathed_entries(project, script)):
                 if file_key(src) not in known:
                     known.add(file_key(src))
                     cfg.entries.append(Entry(_stream_name(project, src, i), src))
             cfg.entries.sort(key=lambda e: e.stream != "static")  # the static stream first, like BAB
     cfg.game = detect_game(project, sdk, cfg.entries)
+    cfg.mod_names = list(mod_names) if mod_names else _mod_names(project, cfg.entries, bab_streams)
+    if use_manifests:
+        cfg.base_manifests = (
+            list(base_manifests) if base_manifests is not None else _base_manifests(script, project, sdk)
+        )
 
     parent, grand = project.parent, project.parent.parent
     near = [grand] if sdk is None or file_key(sdk) != file_key(project) else []
@@ -506,6 +626,11 @@ def resolve_source(cfg: ProjectConfig, source: str, from_file: Path) -> Resoluti
     search = {"data": cfg.data_paths, "art": cfg.art_paths, "audio": cfg.audio_paths, "root": cfg.root_paths}[
         alias
     ]
+    own = _own_rest(cfg, rest) if alias != "root" else None
+    if own is not None:
+        hit, outside = _resolve_within(roots, str(cfg.project_dir), own)
+        if hit is not None and hit.is_file():
+            return Resolution(hit, (str(cfg.project_dir / own),))
     rels = [rest]
     if alias == "art" and "/" not in rest.replace("\\", "/"):
         # BAB: only <art>/<first two chars>/<file>; the direct path is the extension's fallback
@@ -524,6 +649,16 @@ def resolve_source(cfg: ProjectConfig, source: str, from_file: Path) -> Resoluti
     if refused:  # decided from the paths alone, so it never tells whether an outside file exists
         return _outside(src, tried)
     return Resolution(None, tuple(tried))
+
+
+def _own_rest(cfg: ProjectConfig, rest: str) -> str | None:
+    """`<rest>` of `<mod name>/<rest>` when the path names this mod by one of its `mod_names`."""
+    if not cfg.mod_names:
+        return None
+    head, sep, tail = rest.replace("\\", "/").partition("/")
+    if sep and head.lower() in {n.lower() for n in cfg.mod_names}:
+        return tail
+    return None
 
 
 def manifest_for_reference(cfg: ProjectConfig, source: str) -> Path | None:

@@ -36,6 +36,8 @@ class ProjectSettings:
     schema: Path | None = None
     entries: list[Path] = field(default_factory=list)
     data_paths: list[Path] = field(default_factory=list)
+    mod_names: list[str] = field(default_factory=list)  # what the mod's includes call it (DATA:<name>/)
+    base_manifests: list[Path] | None = None  # BuildMod.bat -bps manifests; None = detect
     source: Path | None = None  # the file these were read from
 
     def to_json(self) -> dict[str, Any]:
@@ -46,6 +48,8 @@ class ProjectSettings:
             "schema": str(self.schema) if self.schema else None,
             "entries": [str(p) for p in self.entries],
             "dataPaths": [str(p) for p in self.data_paths],
+            "modNames": list(self.mod_names),
+            "baseManifests": [str(p) for p in self.base_manifests or []],
         }
 
 
@@ -88,11 +92,17 @@ def read_settings(project: Path) -> ProjectSettings | None:
             raise Ra3Error(
                 "PROJECT_FILE_INVALID", f"{where}: game must be one of {', '.join(GAMES)}, not {game!r}"
             )
-        lists = {k: doc.get(k) or [] for k in ("entries", "data_paths")}
+        lists = {k: doc.get(k) or [] for k in ("entries", "data_paths", "base_manifests")}
         for key, value in lists.items():
             if not isinstance(value, list):
                 raise Ra3Error("PROJECT_FILE_INVALID", f"{where}: {key} must be a list of paths")
         return ProjectSettings(
+            mod_names=_mod_names(doc, where),
+            base_manifests=(
+                [_path(project, e, "base_manifests", where) for e in lists["base_manifests"]]
+                if "base_manifests" in doc
+                else None
+            ),
             game=game,
             sdk=_path(project, doc["sdk"], "sdk", where) if doc.get("sdk") else None,
             schema=_path(project, doc["schema"], "schema", where) if doc.get("schema") else None,
@@ -101,6 +111,23 @@ def read_settings(project: Path) -> ProjectSettings | None:
             source=where,
         )
     return None
+
+
+def _mod_names(doc: dict[str, Any], where: Path) -> list[str]:
+    """`mod_name = "X"` or `mod_name = ["X", "Y"]`: the names the mod's includes use for it."""
+    raw = doc.get("mod_name")
+    if raw is None:
+        return []
+    names = [raw] if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not all(
+        isinstance(n, str) and n.strip() and "/" not in n for n in names
+    ):
+        raise Ra3Error(
+            "PROJECT_FILE_INVALID",
+            f"{where}: mod_name must be a folder name or a list of them (the X of DATA:X/...)",
+            hint="fix or delete it",
+        )
+    return [n.strip() for n in names]
 
 
 def _shown(project: Path, path: Path) -> str:
@@ -122,6 +149,20 @@ def render_settings(project: Path, cfg: ProjectConfig) -> str:
         doc.add("schema", _shown(project, cfg.schema_path))
     doc.add("entries", [_shown(project, e.path) for e in cfg.entries])
     doc.add("data_paths", [_shown(project, p) for p in cfg.extra_data_paths])
+    if cfg.base_manifests:
+        doc.add(
+            tomlkit.comment(
+                "base_manifests: compiled base streams BuildMod.bat links (-bps), found by itself"
+            )
+        )
+        doc.add("base_manifests", [_shown(project, p) for p in cfg.base_manifests])
+    if cfg.mod_names:
+        doc.add(
+            tomlkit.comment(
+                "mod_name: what this mod's includes call it (DATA:<mod_name>/...), found by itself"
+            )
+        )
+        doc.add("mod_name", cfg.mod_names[0] if len(cfg.mod_names) == 1 else list(cfg.mod_names))
     return tomlkit.dumps(doc)
 
 
@@ -162,6 +203,8 @@ def configure(
         entries=entries or (saved.entries if saved and saved.entries else None),
         extra_data_paths=data_paths or (saved.data_paths if saved else None),
         use_manifests=use_manifests,
+        mod_names=saved.mod_names if saved and saved.mod_names else None,
+        base_manifests=saved.base_manifests if saved else None,
     )
     if saved is not None and saved.game:
         cfg.game = saved.game

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from moddesk.kit.files import atomic_write_bytes
+from moddesk.ra3.core.completeness import blocking, gaps
 from moddesk.ra3.core.errors import Ra3Error
 from moddesk.ra3.core.index import READY, IndexStatus
 from moddesk.ra3.core.model import (
@@ -158,6 +159,7 @@ def to_snapshot(data: IndexData, status: IndexStatus) -> dict[str, Any]:
         "complete": status.complete,
         "final": status.is_final,
         "incomplete": status.incomplete,
+        "gaps": status.gaps,
         "stale": status.stale,
         "stats": data.stats(),
         "streams": data.streams,
@@ -263,11 +265,16 @@ def from_snapshot(doc: dict[str, Any]) -> tuple[IndexData, IndexStatus]:
         data.roots = [str(r) for r in doc.get("roots", [])]
         data.settings = dict(doc.get("settings") or {})
         data.file_stamps = {str(p): (int(m), int(s)) for p, m, s in doc.get("fileStamps", [])}
+        final = bool(doc.get("final", doc["complete"]))
+        incomplete = [dict(r) for r in doc.get("incomplete", [])]
+        # recomputed from the data, so a snapshot written before gaps existed tells the truth too
+        found = gaps(data)
         status = IndexStatus(
             state=str(doc.get("state") or READY),
-            complete=bool(doc["complete"]),
-            final=bool(doc.get("final", doc["complete"])),
-            incomplete=[dict(r) for r in doc.get("incomplete", [])],
+            complete=bool(doc["complete"]) and final and not incomplete and not blocking(found),
+            final=final,
+            incomplete=incomplete,
+            gaps=found,
             stale=bool(doc["stale"]),
             build_id=int(doc["buildId"]),
             generated_at=doc.get("generatedAt"),
@@ -355,6 +362,7 @@ def write_snapshot(
             "complete",
             "final",
             "incomplete",
+            "gaps",
             "stale",
             "stats",
             "settings",
