@@ -454,6 +454,7 @@ class Extractor:
                     record.refs[-1].default = True
         if len(el) == 0:
             return
+        open_type = self.schema.is_open(ctype)
         for child in el:
             tag = child.tag
             if not isinstance(tag, str):
@@ -461,9 +462,11 @@ class Extractor:
             if tag == XI_INCLUDE:
                 for frag_file, frag in self._splice(child, file, record, depth):
                     for fnode in frag:
-                        self._child(fnode, kids, name, owner_type, owner_id, frag_file, record, depth + 1)
+                        self._child(
+                            fnode, kids, name, owner_type, owner_id, frag_file, record, depth + 1, open_type
+                        )
                 continue
-            self._child(child, kids, name, owner_type, owner_id, file, record, depth)
+            self._child(child, kids, name, owner_type, owner_id, file, record, depth, open_type)
 
     def _child(
         self,
@@ -475,11 +478,17 @@ class Extractor:
         file: str,
         record: FileRecord,
         depth: int,
+        open_type: bool = False,
     ) -> None:
         cname = local_name(child.tag)
         if cname is None:
             return
         info = kids.get(cname)
+        if info is None and open_type:
+            # a schema addition declares only what carries references: the rest is inferred, not unknown
+            if child.tag != XI_INCLUDE:
+                self._infer(child, cname, parent, owner_type, owner_id, file, record)
+            return
         if info is None:
             if child.tag != XI_INCLUDE:
                 record.unknown_elements += 1

@@ -35,7 +35,9 @@ COMPILED = "compiled"  # an edge read from a compiled manifest's reference graph
 
 ASSET_DECLARATION = "AssetDeclaration"
 ROOT_CONTAINERS = frozenset({"Tags", "Includes", "Defines"})
-MODEL_VERSION = 3
+MODEL_VERSION = 4
+# asset types the SDKs' schemas lack, shipped with moddesk (see schema_additions/*.xsd for sources)
+ADDITIONS_DIR = Path(__file__).with_name("schema_additions")
 
 
 @dataclass(slots=True)
@@ -88,10 +90,19 @@ def _local(name: str | None) -> str | None:
 class SchemaModel:
     """The derived, queryable view of a schema set; cheap to rebuild from its raw `TypeDef`s."""
 
-    def __init__(self, types: dict[str, TypeDef], top_level: dict[str, str], files: list[str]) -> None:
+    def __init__(
+        self,
+        types: dict[str, TypeDef],
+        top_level: dict[str, str],
+        files: list[str],
+        added: frozenset[str] = frozenset(),
+    ) -> None:
         self.types = types
         self.top_level = top_level
         self.files = files
+        # types from moddesk's schema additions: they declare only what carries references, so content
+        # they do not declare is read by inference and is not an unknown element
+        self.added = added
         self._canonical = {name.lower(): name for name in types}
         self._derived: dict[str, frozenset[str]] | None = None
         self._attr_cache: dict[str, dict[str, RefInfo]] = {}
@@ -272,6 +283,10 @@ class SchemaModel:
             self._inference = (tables[0], tables[1])
         return self._inference
 
+    def is_open(self, type_name: str) -> bool:
+        """True for a type from the schema additions (undeclared content in it is inferred, not unknown)."""
+        return type_name in self.added
+
     def top_level_type(self, element: str) -> str | None:
         """Type of an `AssetDeclaration` child; falls back to a type named like the element."""
         found = self.top_level.get(element)
@@ -300,7 +315,13 @@ class SchemaModel:
                     {k: [d.type, d.ref_type] for k, d in t.children.items()},
                 ]
             )
-        return {"version": MODEL_VERSION, "types": types, "topLevel": self.top_level, "files": self.files}
+        return {
+            "version": MODEL_VERSION,
+            "types": types,
+            "topLevel": self.top_level,
+            "files": self.files,
+            "added": sorted(self.added),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SchemaModel:
@@ -320,7 +341,7 @@ class SchemaModel:
                 {k: Decl(v[0], v[1], v[2]) for k, v in attrs.items()},
                 {k: Decl(v[0], v[1]) for k, v in kids.items()},
             )
-        return cls(types, dict(data["topLevel"]), list(data["files"]))
+        return cls(types, dict(data["topLevel"]), list(data["files"]), frozenset(data.get("added") or ()))
 
 
 # --- loading ------------------------------------------------------------------------------
@@ -446,9 +467,16 @@ class _Loader:
         return "string"
 
 
+def _addition_files() -> list[Path]:
+    return sorted(ADDITIONS_DIR.glob("*.xsd"))
+
+
 def schema_digest(root: Path) -> str:
-    """A content hash of every .xsd file under the root schema's folder (the cache key)."""
+    """A content hash of every .xsd file under the root schema's folder and of the shipped additions
+    (the cache key)."""
     digest = hashlib.sha1(str(MODEL_VERSION).encode())
+    for extra in _addition_files():
+        digest.update(extra.name.encode() + extra.read_bytes())
     base = root.parent
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames.sort()
@@ -459,6 +487,20 @@ def schema_digest(root: Path) -> str:
                 with open(full, "rb") as fh:
                     digest.update(fh.read())
     return digest.hexdigest()
+
+
+def _add_missing_types(loader: _Loader) -> frozenset[str]:
+    """Merge the shipped schema additions: only types the project's schema does not declare."""
+    extra = _Loader()
+    for path in _addition_files():
+        extra.load(path)
+    added: set[str] = set()
+    for name, tdef in extra.types.items():
+        if name not in loader.types:
+            loader.types[name] = tdef
+            added.add(name)
+    loader.files.extend(str(p) for p in _addition_files())
+    return frozenset(added)
 
 
 def load_schema(root: Path, cache_dir: Path | None = None) -> SchemaModel:
@@ -475,7 +517,8 @@ def load_schema(root: Path, cache_dir: Path | None = None) -> SchemaModel:
                 pass  # a broken cache is rebuilt below
     loader = _Loader()
     loader.load(root)
-    model = SchemaModel(loader.types, loader.top_level, loader.files)
+    added = _add_missing_types(loader)
+    model = SchemaModel(loader.types, loader.top_level, loader.files, added)
     if cache_file is not None:
         try:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
