@@ -19,7 +19,7 @@ from moddesk.kit.files import atomic_write_bytes
 from moddesk.ra3.core.parse import AssetSite, DefineSite, Diagnostic, FileRecord, IncludeSite, RefSite, XiSite
 from moddesk.ra3.core.project import project_slug
 
-EXTRACTOR_VERSION = 5  # bump whenever extraction output changes shape or meaning
+EXTRACTOR_VERSION = 6  # bump whenever extraction output changes shape or meaning
 Stamp = tuple[int, int]
 
 

@@ -123,8 +123,10 @@ def asset_references(
                     if ref.kind in (INHERIT, FILE):
                         continue
                     res = data.resolve(ref)
-                    if res.status == UNRESOLVED and not include_unresolved:
-                        continue
+                    if res.status == UNRESOLVED and (
+                        not include_unresolved or (ref.inferred and not ref.ref_type)
+                    ):
+                        continue  # a value guess that names no asset is no reference at all
                     ttype = res.keys[0][0] if res.keys else ref.target_type or ref.ref_type
                     if not _accept(data, ttype, targets):
                         filtered += 1
@@ -203,6 +205,9 @@ def _edge(
         "status": status,
         "depth": level,
     }
+    if ref.inferred:  # never mixed silently with schema-backed edges
+        edge["inferred"] = True
+        edge["inferredBy"] = "name" if ref.ref_type else "value"
     if status == AMBIGUOUS:
         edge["candidates"] = [_where(data, k) for k in keys]
     return edge

@@ -251,12 +251,38 @@ def _attr_pattern(name: str) -> _AttrNeedle:
     return _AttrNeedle(name)
 
 
+# the value rule of inference: an id-like value in undeclared content is a weak reference to whatever
+# asset has that id (any type); it resolves only when such an asset exists, and never reports unresolved
+VALUE_GUESS = RefInfo("weak", None)
+_ID_LIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?::[A-Za-z_][A-Za-z0-9_.]*)?")
+_NOT_IDS = frozenset({"true", "false", "yes", "no", "none", "null"})
+
+
+def looks_like_id(value: str) -> bool:
+    """An asset-id-shaped value: a name with a lower-case letter (ALL_CAPS values are enums), no spaces."""
+    value = value.strip()
+    return (
+        3 < len(value) <= 128
+        and _ID_LIKE.fullmatch(value) is not None
+        and any(c.islower() for c in value)
+        and value.lower() not in _NOT_IDS
+    )
+
+
 class Extractor:
     """Walks one document in schema context and fills a `FileRecord`."""
 
-    def __init__(self, schema: SchemaModel | None, load_fragment: FragmentLoader | None = None) -> None:
+    def __init__(
+        self,
+        schema: SchemaModel | None,
+        load_fragment: FragmentLoader | None = None,
+        *,
+        infer_all: bool = False,
+    ) -> None:
         self.schema = schema
         self.load_fragment = load_fragment
+        # read every asset as if its type had no schema: measures the inference rules against the schema
+        self.infer_all = infer_all
         self._line_tables: dict[str, _Lines] = {}
 
     def extract(self, path: str, data: bytes) -> FileRecord:
@@ -382,14 +408,11 @@ class Extractor:
             )
         if self.schema is None:
             return
-        ctype = self.schema.top_level_type(type_name)
+        ctype = None if self.infer_all else self.schema.top_level_type(type_name)
         if ctype is None:
             record.unknown_elements += 1
             before = len(record.refs)
-            for child in node:
-                cname = local_name(child.tag)
-                if cname is not None and child.tag != XI_INCLUDE:
-                    self._infer(child, cname, type_name, type_name, ident, file, record)
+            self._infer(node, type_name, None, type_name, ident, file, record)  # its attributes and content
             # one per asset, never capped: every file whose elements had no schema is named
             record.diagnostics.append(
                 Diagnostic(
@@ -549,14 +572,25 @@ class Extractor:
         reference; flagged `inferred`."""
         assert self.schema is not None
         by_attr, by_elem = self.schema.inference_table()
+        plain_attrs, plain_elems = self.schema.plain_names()
+        own = owner_id.lower()
         stack: list[tuple[etree._Element, str, str | None]] = [(el, name, parent)]
         while stack:
             node, node_name, node_parent = stack.pop()
             line = _line(node)
             for bkey, braw in node.items():
                 key = str(bkey)
+                if key[0] == "{" or key == "id" or key == "inheritFrom":
+                    continue  # the asset's own id, and inheritFrom (indexed as such)
                 info = by_attr.get(key)
-                if info is not None and key[0] != "{":
+                if (
+                    info is None
+                    and key not in plain_attrs
+                    and looks_like_id(str(braw))
+                    and str(braw).lower() != own
+                ):
+                    info = VALUE_GUESS  # names no reference in the schema: a value naming an asset may be one
+                if info is not None:
                     count = len(record.refs)
                     self._ref(
                         info,
@@ -575,6 +609,14 @@ class Extractor:
                         record.refs[-1].inferred = True
             if len(node) == 0:
                 info = by_elem.get(node_name)
+                if (
+                    info is None
+                    and node_name not in plain_elems
+                    and node.text
+                    and looks_like_id(node.text.strip())
+                    and node.text.strip().lower() != own
+                ):
+                    info = VALUE_GUESS
                 if info is not None and node.text and node.text.strip():
                     count = len(record.refs)
                     self._ref(

@@ -94,7 +94,9 @@ def _ref_json(r: RefSite, status: str | None = None) -> dict[str, Any]:
     if status is not None:
         out["resolution"] = status
     if r.inferred:
-        out["inferred"] = True  # typed by the name's use elsewhere in the schema, not by a declaration
+        out["inferred"] = True  # not declared by the schema: never mixed silently with schema-backed edges
+        # name: typed by the attribute/element name's use elsewhere in the schema; value: the value names an asset
+        out["inferredBy"] = "name" if r.ref_type else "value"
     return out
 
 

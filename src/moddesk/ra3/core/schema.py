@@ -109,6 +109,7 @@ class SchemaModel:
         self._child_cache: dict[str, dict[str, ElementInfo]] = {}
         self._default_cache: dict[str, list[tuple[str, RefInfo]]] = {}
         self._inference: tuple[dict[str, RefInfo], dict[str, RefInfo]] | None = None
+        self._plain: tuple[frozenset[str], frozenset[str]] | None = None
         self._view_cache: dict[
             str, tuple[dict[str, RefInfo], list[tuple[str, RefInfo]], dict[str, ElementInfo]]
         ] = {}
@@ -282,6 +283,24 @@ class SchemaModel:
                 tables.append({k: v for k, v in seen.items() if v is not None})
             self._inference = (tables[0], tables[1])
         return self._inference
+
+    def plain_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(attribute names, element names) the schema declares only as non-references: a value under
+        such a name is data (a display name, a sound string), so the value rule of inference skips it."""
+        if self._plain is None:
+            by_attr, by_elem = self.inference_table()
+            out: list[frozenset[str]] = []
+            for attrs, typed in ((True, by_attr), (False, by_elem)):
+                names: set[str] = set()
+                mixed: set[str] = set(typed)
+                for tdef in self.types.values():
+                    decls = tdef.attributes if attrs else tdef.children
+                    for name, decl in decls.items():
+                        info = self._ref_info(decl) if attrs else self._content_ref(decl)
+                        (mixed if info is not None else names).add(name)
+                out.append(frozenset(names - mixed))
+            self._plain = (out[0], out[1])
+        return self._plain
 
     def is_open(self, type_name: str) -> bool:
         """True for a type from the schema additions (undeclared content in it is inferred, not unknown)."""

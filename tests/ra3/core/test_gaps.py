@@ -127,6 +127,14 @@ def test_an_asset_type_without_schema_is_named_but_covered_by_inference(tmp_path
     )
     assert gap["types"] == [{"type": "JoypadCommandBarTemplate", "count": 1}]
     assert status["complete"] is True  # covered by inference: reported, not blocking
+    # its reference is inferred from the value naming an existing asset, and marked so
+    users = q.find_references("CleanGun")["references"]
+    guessed = [r for r in users if r["from"]["id"] == "Btn_Power"]
+    assert (
+        len(guessed) == 1 and guessed[0]["inferred"] is True and guessed[0]["inferredBy"] in ("name", "value")
+    )
+    forward = q.get_asset_references("JoypadCommandBarTemplate", "Btn_Power")["edges"]
+    assert [e["inferred"] for e in forward if e["to"]] == [True]
     named = q.list_diagnostics(code="NO_SCHEMA_FOR_TYPE")["diagnostics"]
     assert [d["file"] for d in named] == ["Data/UI/Buttons.xml"]
 
