@@ -10,6 +10,7 @@ Peers measured in the same run:
 
     .venv/bin/python benchmarks/ra3_live.py            # the RA3 mod from ../shared/corpora when present
     .venv/bin/python benchmarks/ra3_live.py --quick    # the built-in demo mod, fewer rounds
+    .venv/bin/python benchmarks/ra3_live.py --clients 30 --seconds 60   # 30 agents at once (max 120 s)
 """
 
 from __future__ import annotations
@@ -197,5 +198,105 @@ def main() -> None:
         )
 
 
+def concurrent_main(clients: int, seconds: float) -> None:
+    """N agents at once: `clients` threads query one `moddesk ra3 watch` process (its own process, so
+    the clients never share its interpreter) for `seconds`, each with its own LiveClient, alternating
+    find_asset and find_references on random real ids. Beside it: one client alone, same run."""
+    import random
+    import subprocess
+    import threading
+
+    with tempfile.TemporaryDirectory(prefix="ra3-live-conc-") as tmp_name:
+        tmp = Path(tmp_name)
+        home = tmp / "home"
+        os.environ[endpoints.HOME_ENV] = str(home)
+        found = corpus_project(tmp)
+        if found is None:
+            project, schema, label = write_demo_mod(tmp / "demo"), None, "built-in demo mod"
+        else:
+            project, schema, label = found
+        args = [sys.executable, "-m", "moddesk.ra3.cli", "watch", str(project)]
+        if schema is not None:
+            args += ["--schema", str(schema)]
+        server = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ},
+        )
+        try:
+            probe = LiveClient(project, timeout=10)
+            deadline = time.monotonic() + 600
+            ids: list[str] = []
+            while time.monotonic() < deadline:
+                probe.reset()
+                answer = probe.request("list_assets_by_type", {"type": "GameObject", "limit": 500})
+                if answer and answer.get("ok") and answer["index"].get("final"):
+                    ids = [a["id"] for a in answer["result"]["assets"]]
+                    break
+                time.sleep(0.5)
+            if not ids:
+                raise SystemExit("the watcher did not publish a final index in time")
+            print(f"project: {label}; {len(ids)} GameObject ids to ask about; load: {os.getloadavg()}")
+
+            def run(n_clients: int, span: float) -> dict[str, list[float]]:
+                samples: dict[str, list[float]] = {"find_asset": [], "find_references": [], "failed": []}
+                stop_at = time.monotonic() + span
+                lock = threading.Lock()
+
+                def agent(seed: int) -> None:
+                    rng = random.Random(seed)
+                    client = LiveClient(project, timeout=10)
+                    local: dict[str, list[float]] = {"find_asset": [], "find_references": [], "failed": []}
+                    turn = seed
+                    while time.monotonic() < stop_at:
+                        verb = ("find_asset", "find_references")[turn % 2]
+                        turn += 1
+                        t0 = time.perf_counter()
+                        answer = client.request(verb, {"id": rng.choice(ids), "type": "GameObject"})
+                        elapsed = time.perf_counter() - t0
+                        if answer is None or not answer.get("ok"):
+                            local["failed"].append(elapsed)
+                            client.reset()
+                        else:
+                            local[verb].append(elapsed)
+                    with lock:
+                        for key, values in local.items():
+                            samples[key].extend(values)
+
+                threads = [threading.Thread(target=agent, args=(i,)) for i in range(n_clients)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                return samples
+
+            alone = run(1, min(10.0, seconds))
+            crowd = run(clients, seconds)
+            for name, got in (("1 client", alone), (f"{clients} clients", crowd)):
+                total = len(got["find_asset"]) + len(got["find_references"])
+                span = min(10.0, seconds) if name == "1 client" else seconds
+                line = f"{name:>11} x {span:.0f} s: {total / span:.0f} answers/s, {len(got['failed'])} failed"
+                for verb in ("find_asset", "find_references"):
+                    p50, p99 = percentiles(got[verb])
+                    line += f"; {verb} p50 {p50:.1f} ms p99 {p99:.1f} ms"
+                print(line)
+            _, p99_alone = percentiles(alone["find_references"])
+            _, p99_crowd = percentiles(crowd["find_references"])
+            print(
+                f"find_references p99 with {clients} clients / alone: {p99_crowd / p99_alone:.1f}x (target <= 100 ms)"
+            )
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
 if __name__ == "__main__":
-    main()
+    if "--clients" in sys.argv:
+        at = sys.argv.index("--clients")
+        n = int(sys.argv[at + 1])
+        secs = float(sys.argv[sys.argv.index("--seconds") + 1]) if "--seconds" in sys.argv else 60.0
+        concurrent_main(n, min(secs, 120.0))  # bounded: never more than two minutes of load
+    else:
+        main()

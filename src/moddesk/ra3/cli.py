@@ -70,11 +70,30 @@ def watch(
 @app.command()
 def mcp(
     project: Annotated[Path, typer.Option("--project", help="The project this server answers about")],
+    port: Annotated[
+        int | None,
+        typer.Option(help="Serve Streamable HTTP on 127.0.0.1:PORT (0 = any free port) instead of stdio"),
+    ] = None,
 ) -> None:
-    """Run the stdio MCP server for one project (launched by an AI client)."""
-    from moddesk.ra3.agent.mcp import serve
+    """Run the MCP server for one project: stdio (launched by an AI client), or Streamable HTTP with --port."""
+    from moddesk.ra3.agent.mcp import serve, serve_streamable_http
 
-    serve(project)
+    if port is None:
+        serve(project)
+        return
+
+    def announce(url: str, endpoint: Path) -> None:
+        console.print(f"ra3 MCP（Streamable HTTP）：{url}", highlight=False)
+        console.print(
+            f"持有者令牌（bearer token）与地址写在 {endpoint}（仅本人可读）/ url and bearer token: {endpoint}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    try:
+        serve_streamable_http(project, port, announce)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
 
 
 @app.command()

@@ -176,7 +176,10 @@ def build_live_app(registry: ProjectRegistry, verbs: Callable[[], frozenset[str]
                 raise ServiceError("INVALID_ARGUMENT", f"invalid JSON body: {exc}") from exc
             if not isinstance(params, dict):
                 raise ServiceError("INVALID_ARGUMENT", "the request body must be a JSON object")
-            answer = await run_in_threadpool(project.query, verb, params)
+            quick = getattr(project, "query_nowait", None)
+            answer: dict[str, Any] | None = quick(verb, params) if quick is not None else None
+            if answer is None:  # the index is busy (or the caller waits for it): off the event loop
+                answer = await run_in_threadpool(project.query, verb, params)
         except ServiceError as exc:
             return _error_response(exc, await run_in_threadpool(project.status))
         except Exception:

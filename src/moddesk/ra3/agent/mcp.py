@@ -493,3 +493,34 @@ def live_timeout_from_env() -> float:
 def serve(project_dir: str | os.PathLike[str]) -> None:
     """Run the stdio MCP server for one project until the client disconnects."""
     serve_stdio(build_server(Ra3Backend(project_dir, live_timeout=live_timeout_from_env())))
+
+
+def http_endpoint_path(project_dir: str | os.PathLike[str]) -> Path:
+    """The per-user file (mode 0600) holding the url and bearer token of `ra3 mcp --port` for a project."""
+    from moddesk.ra3.agent.endpoints import ra3_home
+    from moddesk.ra3.core.project import project_slug
+
+    return ra3_home() / "endpoints" / f"mcp-{project_slug(project_root(str(project_dir)))}.json"
+
+
+def serve_streamable_http(
+    project_dir: str | os.PathLike[str], port: int, announce: Callable[[str, Path], None]
+) -> None:
+    """Serve the same tools over Streamable HTTP on 127.0.0.1:`port` until interrupted.
+
+    Same rules as the live server: loopback only, Host/Origin checked, a random bearer token per run
+    that opens `/mcp` and nothing else; the token goes to a 0600 endpoint file, never to the terminal.
+    """
+    from moddesk.kit.local_service import new_token, publish, withdraw
+    from moddesk.kit.mcp import serve_http
+
+    token = new_token()
+    server = build_server(Ra3Backend(project_dir, live_timeout=live_timeout_from_env()))
+    running = serve_http(server, port, bearer_token=token)  # bound now: a taken port fails here
+    endpoint = http_endpoint_path(project_dir)
+    publish(endpoint, f"{running.url}/mcp", token)
+    try:
+        announce(f"{running.url}/mcp", endpoint)
+        running.serve_forever()  # until SIGINT / SIGTERM
+    finally:
+        withdraw(endpoint, token)

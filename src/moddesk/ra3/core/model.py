@@ -182,6 +182,7 @@ class IndexData:
         self.files_by_lower: dict[str, str] = {}
         self._resolution: dict[tuple[Any, ...], Resolution] = {}
         self._ref_diags: list[Diagnostic] | None = None
+        self._stats_cache: tuple[tuple[int, ...], dict[str, int]] | None = None
         self._expr_refs: list[RefSite] | None = None
         self.generation = next(_GENERATIONS)  # unique per change across all indexes; caches key on it
 
@@ -280,7 +281,16 @@ class IndexData:
             yield from items
 
     def stats(self) -> dict[str, int]:
-        """Counts for status and snapshots."""
+        """Counts for status and snapshots (cached: every live answer carries them)."""
+        key = (self.generation, len(self.files), len(self.includes), len(self.diagnostics), len(self.streams))
+        cached = self._stats_cache
+        if cached is not None and cached[0] == key:
+            return dict(cached[1])
+        out = self._count()
+        self._stats_cache = (key, out)
+        return dict(out)
+
+    def _count(self) -> dict[str, int]:
         return {
             "assetCount": sum(len(v) for v in self.assets_by_record.values()),
             "referenceCount": sum(len(v) for v in self.refs_by_record.values()),
@@ -358,6 +368,14 @@ class IndexData:
 
     def _resolve_expression(self, ref: RefSite) -> Resolution:
         """`=$NAME` whose define holds a plain id resolves like that id (BAB evaluates it first)."""
+        # every find_references walks the expression references: answer each value once per generation
+        whole_key = ("expr-ref", ref.value, ref.ref_type)
+        known = self._resolution.get(whole_key)
+        if known is None:
+            known = self._resolution[whole_key] = self._resolve_expression_uncached(ref)
+        return known
+
+    def _resolve_expression_uncached(self, ref: RefSite) -> Resolution:
         match = _DEFINE_EXPR.fullmatch(ref.value)
         if match is None:
             return Resolution(NOT_A_REF)
