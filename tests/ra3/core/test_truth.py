@@ -321,7 +321,9 @@ def test_references_inside_undeclared_modules_are_inferred(tmp_path: Path) -> No
     )
     assert not [r for r in q.find_references("ModuleTag_Dominate")["references"]]
     unknown = q.list_diagnostics(code="UNKNOWN_ELEMENT", file="Data/KW.xml")["diagnostics"]
+    # Flavor="Mind" names no asset: a value guess, counted apart and never a reference that resolves
     assert len(unknown) == 1 and "2 references inferred" in unknown[0]["message"]
+    assert "1 values that may name an asset" in unknown[0]["message"]
     caveat = {c["code"]: c["places"] for c in q.find_references("SampleScout")["caveats"]}
     assert caveat["UNKNOWN_ELEMENTS"] == 1
 

@@ -519,14 +519,16 @@ class Extractor:
                 self._infer(child, cname, parent, owner_type, owner_id, file, record)
                 if record.unknown_elements <= MAX_UNKNOWN_REPORTED:
                     # a typo here hides references, or a module of a game the schema lacks: say so
-                    inferred = len(record.refs) - before
+                    added = record.refs[before:]
+                    by_value = sum(1 for r in added if r.ref_type is None)
                     record.diagnostics.append(
                         Diagnostic(
                             "UNKNOWN_ELEMENT",
                             file,
                             _line(child),
                             f"<{cname}> is not declared inside <{parent}> by the schema; its content is indexed "
-                            f"only by inference ({inferred} references inferred from names the schema uses elsewhere)",
+                            f"only by inference ({len(added) - by_value} references inferred from names the schema "
+                            f"uses elsewhere, {by_value} values that may name an asset)",
                         )
                     )
             return

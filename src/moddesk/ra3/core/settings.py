@@ -20,7 +20,7 @@ from tomlkit.exceptions import TOMLKitError
 
 from moddesk.kit.files import atomic_write_text
 from moddesk.ra3.core.errors import Ra3Error
-from moddesk.ra3.core.project import ProjectConfig, detect_project, project_slug
+from moddesk.ra3.core.project import ProjectConfig, detect_project, project_slug, resolve_case_insensitive
 
 PROJECT_FILE = "moddesk-ra3.toml"
 GAMES = ("ra3", "cnc3", "kw")
@@ -180,6 +180,56 @@ def write_settings(project: Path, cfg: ProjectConfig, *, in_project: bool = True
     raise Ra3Error("PROJECT_FILE_UNWRITABLE", f"cannot write the project file: {last}")
 
 
+_SCHEMA_IN_FOLDER = (
+    "CnC3Types.xsd",
+    "xsd/CnC3Types.xsd",
+    "Schemas/xsd/CnC3Types.xsd",
+    "_CnC3_SDK/Schemas/xsd/CnC3Types.xsd",
+)
+
+
+def _usable_schema(path: Path) -> Path | None:
+    """The root XSD a `schema` value names: the file itself, or the CnC3Types.xsd in a folder."""
+    if path.is_file():
+        return path
+    if path.is_dir():
+        for rel in _SCHEMA_IN_FOLDER:
+            hit = resolve_case_insensitive(path, rel)
+            if hit is not None and hit.is_file():
+                return hit
+    return None
+
+
+def resolve_schema_option(path: Path) -> Path:
+    """`--schema` as given: a root XSD, or a folder holding one (the SDK's `Schemas/xsd`, or the SDK).
+
+    Raises SCHEMA_NOT_FOUND, so a bad option fails the run before anything is remembered.
+    """
+    hit = _usable_schema(Path(os.path.abspath(path.expanduser())))
+    if hit is None:
+        what = "folder holds no CnC3Types.xsd" if path.is_dir() else "file does not exist"
+        raise Ra3Error(
+            "SCHEMA_NOT_FOUND",
+            f"--schema {path}: the {what}",
+            hint="pass the root XSD (…/Schemas/xsd/CnC3Types.xsd) or the folder that holds it",
+        )
+    return hit
+
+
+def _repair_schema(saved: ProjectSettings, project: Path, schema: Path) -> None:
+    """Point a project file whose schema is gone at the good one given now (comments kept)."""
+    where = saved.source
+    if where is None:
+        return
+    try:
+        doc = tomlkit.parse(where.read_text(encoding="utf-8"))
+        doc["schema"] = _shown(project, schema)
+        atomic_write_text(where, tomlkit.dumps(doc))
+    except (OSError, TOMLKitError):
+        return  # the option still wins for this run; the file stays as the person wrote it
+    saved.schema = schema
+
+
 def configure(
     project: Path,
     *,
@@ -195,7 +245,14 @@ def configure(
     `remember`: "project" writes a first project file into the mod folder, "home" under the per-user
     folder, None writes nothing. Returns (config, the settings read, the file written if any).
     """
+    schema = resolve_schema_option(schema) if schema is not None else None  # fails before anything is saved
+    if sdk is not None and not sdk.is_dir():
+        raise Ra3Error("INVALID_ARGUMENT", f"--sdk {sdk} is not a folder", hint="pass the SDK's root folder")
     saved = read_settings(project)
+    if saved is not None and saved.schema is not None:
+        saved.schema = _usable_schema(saved.schema)
+        if schema is not None and (saved.schema is None or not saved.schema.is_file()):
+            _repair_schema(saved, project, schema)  # a good --schema replaces a saved one that is gone
     cfg = detect_project(
         project,
         sdk_dir=sdk or (saved.sdk if saved else None),
