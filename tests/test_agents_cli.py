@@ -211,3 +211,20 @@ def test_config_writes_the_running_serves_token_for_header_clients(
         ["config", "cursor", "--system", "pvf", "--url", "http://127.0.0.1:1/mcp", "--print"], env, tmp_path
     )
     assert "headers" not in json.loads(other.stdout)["mcpServers"]["moddesk-pvf"]
+
+
+def test_skill_sync_without_consent_says_nothing_changed(tmp_path: Path, env: dict[str, str]) -> None:
+    src = tmp_path / "skill"
+    src.mkdir()
+    (src / "SKILL.md").write_text("---\nname: quiet-skill\ndescription: test\n---\nBody\n")
+    installed = tmp_path / "home" / ".agents" / "skills" / "quiet-skill"
+    assert _run(["skill", "install", "--source", str(src), "--yes"], env, tmp_path).returncode == 0
+    (src / "SKILL.md").write_text("---\nname: quiet-skill\ndescription: test\n---\nBody v2\n")
+    # no terminal and no answer (an agent's shell): the plan is shown, then why nothing was written
+    synced = _run(["skill", "sync"], env, tmp_path)
+    assert synced.returncode == 1 and "update" in synced.stdout
+    assert "Nothing changed" in synced.stderr and "--yes" in synced.stderr and "未做任何更改" in synced.stderr
+    assert "Aborted" not in synced.stderr + synced.stdout
+    assert (installed / "SKILL.md").read_text().endswith("Body\n")
+    assert _run(["skill", "sync", "--yes"], env, tmp_path).returncode == 0
+    assert (installed / "SKILL.md").read_text().endswith("Body v2\n")

@@ -90,7 +90,17 @@ def _diff(before: str | None, after: str, path: Path) -> str:
 def _confirm(question: str, yes: bool) -> None:
     if yes:
         return
-    if not typer.confirm(question, default=False):
+    try:
+        agreed = typer.confirm(question, default=False)
+    except typer.Abort:
+        # no answer came (no terminal, a closed pipe, an agent's shell): say so instead of "Aborted"
+        err.print("")
+        err.print("未做任何更改：没有终端可征求同意（也没有读到回答）；确认后请加 --yes。")
+        err.print(
+            "Nothing changed: there was no terminal to ask for consent (and no answer); pass --yes to apply."
+        )
+        raise typer.Exit(1) from None
+    if not agreed:
         err.print("Nothing was written.")
         raise typer.Exit(1)
 

@@ -479,6 +479,9 @@ def serve_http(
 def serve_stdio(server: MCPServer) -> None:
     """Serve over stdio until the client closes the stream (logs go to stderr)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from moddesk.kit.agents.skills import sync_after_upgrade
+
+    sync_after_upgrade()  # an upgrade restarts this process first: unedited installed skills follow it
     server.run("stdio")
 
 

@@ -15,6 +15,7 @@ import importlib.util
 import json
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -361,6 +362,41 @@ def sync_skills(loc: Locations, dry_run: bool = False, skill: str | None = None)
     if forget and not dry_run:
         _forget(loc, forget)
     return outcomes
+
+
+def sync_unedited(loc: Locations) -> list[SkillOutcome]:
+    """After an upgrade: bring moddesk's own recorded installs up to date where nobody edited them.
+
+    Touches only clean installs whose files differ from the current package's copy; edited,
+    unmanaged and missing installs are left exactly as they are (and stay recorded), and a broken
+    record entry is skipped. Returns what was updated. Cheap when nothing changed (a hash per install).
+    """
+    updated: list[SkillOutcome] = []
+    for item in read_record(loc):
+        system = item.get("system")
+        if not isinstance(system, str) or system not in SYSTEMS:
+            continue  # a skill the person installed from their own folder syncs only when asked
+        path = Path(str(item.get("path", "")))
+        if skill_state(path) != "clean":
+            continue
+        try:
+            source = system_skill(system)
+            if install_skill(source, path, loc, dry_run=True).action == "update":
+                updated.append(install_skill(source, path, loc))
+        except (ServiceError, OSError):
+            continue  # best effort: the next start tries again; `agents skill sync` reports why
+    return updated
+
+
+def sync_after_upgrade() -> None:
+    """`sync_unedited` for the real locations, at the start of a server an AI client launches (the
+    first process of a new version); never fails the server, says what it updated on stderr."""
+    try:
+        updated = sync_unedited(Locations.from_env())
+    except (ServiceError, OSError, ValueError):
+        return
+    for outcome in updated:
+        print(f"moddesk: skill {outcome.skill} updated at {outcome.path}", file=sys.stderr)
 
 
 def uninstall_skill(path: Path, loc: Locations, force: bool = False, dry_run: bool = False) -> SkillOutcome:
