@@ -10,6 +10,9 @@ CARGO_FLAGS := --manifest-path native/Cargo.toml
 NATIVE_SOURCES := $(shell find native -path native/target -prune -o -type f \( -name '*.rs' -o -name '*.toml' -o -name 'Cargo.lock' \) -print 2>/dev/null)
 NATIVE_STAMP := $(VENV)/.native-installed
 WHEELS := native/target/wheels
+#: the core-sensitive pvf tests, run on both cores by `make test`
+PVF_CORE_TESTS := tests/pvf/format tests/pvf/test_archive_basics.py tests/pvf/test_archive_detection.py \
+	tests/pvf/test_archive_edits_property.py tests/pvf/test_save.py
 
 .PHONY: demo test lint bench venv native wheel-check clean
 
@@ -52,6 +55,11 @@ ifdef CARGO
 endif
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+# the suite above ran on the native core (auto); the pvf container and format tests run again on the
+# Python reference, which must keep working on its own (test_native_core.py compares both in-process)
+ifdef CARGO
+	MODDESK_CORE=python $(BIN)/python -m pytest -q -p no:cacheprovider $(PVF_CORE_TESTS)
+endif
 
 # CI: the wheel installed into a fresh venv beside a plain moddesk install runs the whole demo
 wheel-check: $(NATIVE_STAMP)

@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/pvf_scale.py --files 1000000 --family 90US    # the issue's scale
     .venv/bin/python benchmarks/pvf_scale.py --files 100000 --check           # search equality (fixture)
     .venv/bin/python benchmarks/pvf_scale.py --rows open,reopen               # some rows only
+    .venv/bin/python benchmarks/pvf_scale.py --core python,native --files 100000  # #28: both cores side by side
 
 Generated archives (seed 1) are cached in ``$MODDESK_BENCH_CACHE`` (default: a ``moddesk-pvf-scale``
 folder in the temp dir), named by a hash of the generator's source, so every worktree shares
@@ -48,6 +49,9 @@ OPEN_TARGET_RATIO = 2.0  # open → first search ≤ 2× the read + decode bound
 CLASSIC_TARGET_S = 40.0
 RSS_TARGET_MIB = 800.0
 REOPEN_TARGET_S = 3.0
+REGEX_QUERY = r"zq[0-9]{2}xj"  # matches nothing: its pages are a full pass over the index
+#: The core every child process runs on (``MODDESK_CORE``); None leaves the environment as it is.
+CURRENT_CORE: str | None = None
 CHECK_FILES = 100_000
 
 
@@ -208,6 +212,7 @@ def child_open_search(archive: str, index_cache: str, workers: int | None = None
     service = PvfService(index_wait=3600.0, index_cache=Path(index_cache), index_workers=workers)
     with PeakSampler() as sampler:
         started = time.perf_counter()
+        cpu_started = time.process_time()  # every thread of this process: open, token map, index build
         handle = service.open(archive, service.epoch)
         status = service.tasks.wait(handle["taskId"], 3600.0)
         if status["state"] != "succeeded":
@@ -224,12 +229,22 @@ def child_open_search(archive: str, index_cache: str, workers: int | None = None
         whole = time.perf_counter() - started
         index_task = service.info()["indexTaskId"]
         build = service.tasks.wait(index_task, 3600.0).get("result") or {}
+        index_cpu = time.process_time() - cpu_started
         again = time.perf_counter()
         after_index = service.search(workspace_id, FIRST_QUERY, limit=20)
         indexed = time.perf_counter() - again
         again = time.perf_counter()
         service.search(workspace_id, "[price]", limit=20)
         second = time.perf_counter() - again
+        again = time.perf_counter()
+        regex_cpu = time.process_time()
+        regex = service.search(workspace_id, REGEX_QUERY, mode="regex", limit=20)
+        while regex.get("nextCursor"):
+            regex = service.search(
+                workspace_id, REGEX_QUERY, mode="regex", limit=20, cursor=regex["nextCursor"]
+            )
+        regex_seconds = time.perf_counter() - again
+        regex_cpu = time.process_time() - regex_cpu
     service.shutdown()
     return {
         "openSeconds": opened,
@@ -242,6 +257,9 @@ def child_open_search(archive: str, index_cache: str, workers: int | None = None
         and page["nextCursor"] == after_index["nextCursor"],
         "indexedQuerySeconds": indexed,
         "nextQuerySeconds": second,
+        "regexSeconds": regex_seconds,
+        "regexCpuSeconds": regex_cpu,
+        "indexCpuSeconds": index_cpu,
         "index": build,
         **sampler.figures(),
     }
@@ -322,8 +340,12 @@ CHILDREN: dict[str, Callable[..., dict[str, Any]]] = {
 
 def run_child(kind: str, **kwargs: Any) -> dict[str, Any]:
     """Run ``CHILDREN[kind](**kwargs)`` in a fresh interpreter; its JSON result."""
+    env = dict(os.environ)
+    if CURRENT_CORE is not None:
+        env["MODDESK_CORE"] = CURRENT_CORE
     proc = subprocess.run(
         [sys.executable, __file__, "--child", kind, json.dumps(kwargs)],
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         text=True,
@@ -548,6 +570,7 @@ def row_render(scale: Scale) -> None:
     """Every entry rendered and case-folded in bulk (what the index needs), against the bound."""
     bound = scale.bound_s
     r = run_child("render", archive=str(scale.path), workers=0, sample=True)
+    scale.figures["render"] = r
     rate = r["entries"] / r["seconds"]
     n = r["sampleEntries"]
     print(
@@ -701,6 +724,7 @@ def row_parse(scale: Scale) -> None:
     """build_document files/s over script texts, beside the decode pass's files/s (the bound)."""
     b = scale.bound
     r = run_child("parse", archive=str(scale.path))
+    scale.figures["parse"] = r
     rate = r["files"] / r["seconds"]
     bound_rate = b["entries"] / b["seconds"]
     print(
@@ -717,6 +741,7 @@ def row_script(scale: Scale) -> None:
     """A .pvf.js script reading every .equ and editing 1%, through the service (run → plan)."""
     b = scale.bound
     r = run_child("script", archive=str(scale.path), check=False)
+    scale.figures["script"] = r
     us = r["seconds"] / r["touched"] * 1e6
     print(
         f"script over every .equ, 1% edited: {r['touched']:,} files, {r['changed']:,} changed, "
@@ -983,6 +1008,11 @@ def main() -> int:
         default=None,
         help="render worker processes of the index build (default: the service's, 0)",
     )
+    parser.add_argument(
+        "--core",
+        default="",
+        help="comma-separated cores to run every row on (python, native), with #28's targets side by side",
+    )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -1000,14 +1030,123 @@ def main() -> int:
     unknown = [name for name in wanted if name not in ROWS]
     if unknown:
         parser.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
+    cores = [c.strip() for c in args.core.split(",") if c.strip()] or [None]
+    global CURRENT_CORE
     for family in families:
         path = archive_for(family, files)
         print(f"\n== {family}, {files:,} files ({path.stat().st_size / 2**20:.1f} MiB): {path}", flush=True)
-        with scratch(family, files) as work:
-            scale = Scale(family, files, path, work, index_workers=args.index_workers)
-            for name in wanted:
-                ROWS[name](scale)
+        scales: dict[str, Scale] = {}
+        for core in cores:
+            CURRENT_CORE = core
+            if core is not None:
+                print(f"-- core: {core}", flush=True)
+            with scratch(family, files) as work:
+                scale = Scale(family, files, path, work, index_workers=args.index_workers)
+                for name in wanted:
+                    ROWS[name](scale)
+                scales[core or "default"] = scale
+        CURRENT_CORE = None
+        if "python" in scales and "native" in scales:
+            core_table(scales["python"], scales["native"])
     return 0
+
+
+def _ratio(native: float | None, python: float | None) -> str:
+    if native is None or python is None or python == 0:
+        return "—"
+    return f"{native / python:.2f}×"
+
+
+def core_table(py: Scale, nat: Scale) -> None:
+    """#28's target rows: each core's figure from this run, their ratio, the target, met or not."""
+    files = py.files
+
+    def fig(scale: Scale, row_name: str, fn: Callable[[dict[str, Any]], float]) -> float | None:
+        found = scale.figures.get(row_name)
+        return None if found is None else fn(found)
+
+    def ready(r: dict[str, Any]) -> float:
+        return float(r["openSeconds"] + r["index"].get("readySeconds", float("nan")))
+
+    lines: list[tuple[str, float | None, float | None, str, bool | None, str]] = []
+    p, n = fig(py, "open", ready), fig(nat, "open", ready)
+    ok = None if n is None or p is None else (n <= 5.0 and n <= 0.2 * p)
+    lines.append(("open → index whole", p, n, "≤ 5 s and ≤ 0.2× the Python core", ok, "s"))
+    p, n = fig(py, "open", lambda r: r["indexCpuSeconds"]), fig(nat, "open", lambda r: r["indexCpuSeconds"])
+    ok = None if n is None or p is None else n <= 0.2 * p
+    lines.append(
+        (
+            "  its CPU time (all threads; the fair figure on a loaded machine)",
+            p,
+            n,
+            "≤ 0.2× the Python core",
+            ok,
+            "s",
+        )
+    )
+    p, n = fig(py, "open", lambda r: r["addedMiB"]), fig(nat, "open", lambda r: r["addedMiB"])
+    lines.append(("RSS added by open + index", p, n, "≤ 400 MiB", None if n is None else n <= 400, "MiB"))
+    p, n = (
+        fig(py, "reopen", lambda r: r["firstAnswerSeconds"]),
+        fig(nat, "reopen", lambda r: r["firstAnswerSeconds"]),
+    )
+    lines.append(("reopen from the index cache", p, n, "≤ 1 s", None if n is None else n <= 1.0, "s"))
+    rate = lambda r: r["entries"] / r["seconds"]  # noqa: E731
+    p, n = fig(py, "render", rate), fig(nat, "render", rate)
+    lines.append(
+        (
+            "render every entry (incl. open + read)",
+            p,
+            n,
+            "≥ 300,000 files/s",
+            None if n is None else n >= 300_000,
+            "files/s",
+        )
+    )
+    cpu_rate = lambda r: r["entries"] / r["cpuSeconds"]  # noqa: E731
+    p, n = fig(py, "render", cpu_rate), fig(nat, "render", cpu_rate)
+    lines.append(
+        (
+            "  per CPU-second (all threads)",
+            p,
+            n,
+            "≥ 300,000 files/s",
+            None if n is None else n >= 300_000,
+            "files/s",
+        )
+    )
+    prate = lambda r: r["files"] / r["seconds"]  # noqa: E731
+    p, n = fig(py, "parse", prate), fig(nat, "parse", prate)
+    lines.append(
+        (
+            "Document.parse (build_document)",
+            p,
+            n,
+            "≥ 100,000 files/s",
+            None if n is None else n >= 100_000,
+            "files/s",
+        )
+    )
+    us = lambda r: r["seconds"] / r["touched"] * 1e6  # noqa: E731
+    p, n = fig(py, "script", us), fig(nat, "script", us)
+    lines.append(
+        ("script over every .equ, 1% edited", p, n, "≤ 60 µs/file", None if n is None else n <= 60, "µs/file")
+    )
+    p, n = fig(py, "open", lambda r: r["regexSeconds"]), fig(nat, "open", lambda r: r["regexSeconds"])
+    lines.append(("regex search, full pass", p, n, "≤ 1 s", None if n is None else n <= 1.0, "s"))
+    p, n = fig(py, "open", lambda r: r["regexCpuSeconds"]), fig(nat, "open", lambda r: r["regexCpuSeconds"])
+    lines.append(("  its CPU time", p, n, "≤ 1 s", None if n is None else n <= 1.0, "s"))
+    print(f"\n#28 targets, {py.family}, {files:,} files (the targets are set at 10^6 files):", flush=True)
+    for name, pv, nv, target, met, unit in lines:
+        if pv is None and nv is None:
+            continue
+        shown = lambda v: "—" if v is None else (f"{v:,.0f}" if v >= 100 else f"{v:.2f}")  # noqa: E731
+        state = "not measured" if met is None else verdict(met)
+        print(
+            f"  {name}: python {shown(pv)} {unit}, native {shown(nv)} {unit} "
+            f"(native/python {_ratio(nv, pv)}); target {target}: {state}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ use rayon::prelude::*;
 
 use crate::container::Container;
 use crate::error::PvfError;
-use crate::render::{is_list_path, string_refs, units, Links, Numbering, RenderOptions, Renderer};
+use crate::render::{
+    is_list_path, string_refs, units_into, Links, Numbering, RenderOptions, Renderer,
+};
 use crate::strings::Strings;
+use crate::{classic, nkpi};
 
 /// What became of one entry of a bulk pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,53 +21,115 @@ pub enum Outcome {
     Raw = 1,
 }
 
-/// Entries read for a pass: the bytes of each, whether it is a script, and its units when it is.
+/// Entries rendered per task of a pass (one output buffer and one scratch buffer each).
+const FILES_PER_TASK: usize = 64;
+
+/// Entries read for a pass: the decoded blocks (an NKPI chunk holds many entries) and where in
+/// them each entry's bytes are.
 pub struct Batch {
     pub indexes: Vec<u32>,
-    datas: Vec<Vec<u8>>,
-    scripts: Vec<Option<Vec<(u8, u32)>>>,
+    blocks: Vec<Vec<u8>>,
+    /// (block, start, end) of every entry read, in `indexes` order.
+    spans: Vec<(usize, usize, usize)>,
+    classic: bool,
+    scripts: Vec<bool>,
     /// The first entry that could not be read (its position in `indexes`) and why; entries from
     /// there on are left out.
     pub error: Option<(usize, PvfError)>,
 }
 
 impl Batch {
-    /// Read `indexes` of `container` from the archive bytes `data` and decode the scripts' units.
+    /// Read `indexes` of `container` from the archive bytes `data`.
     pub fn read(container: &Container, data: &[u8], indexes: &[u32]) -> Batch {
-        let results = container.read_many(data, indexes);
-        let mut datas = Vec::with_capacity(results.len());
-        let mut error = None;
-        for (k, r) in results.into_iter().enumerate() {
-            match r {
-                Ok(bytes) => datas.push(bytes),
-                Err(e) => {
-                    error = Some((k, e));
-                    break;
+        // runs of consecutive indexes sharing an NKPI chunk: one inflate per run; classic: one block each
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut start = 0;
+        for k in 1..=indexes.len() {
+            let same = match container {
+                Container::Nkpi(d) if k < indexes.len() => {
+                    d.chunk(indexes[k] as usize) == d.chunk(indexes[start] as usize)
                 }
+                _ => false,
+            };
+            if !same {
+                runs.push((start, k));
+                start = k;
             }
         }
-        let classic = container.is_classic();
-        let scripts = datas
+        let read: Vec<Result<Vec<u8>, PvfError>> = runs
             .par_iter()
-            .zip(&indexes[..datas.len()])
-            .map(|(bytes, &i)| match container.nkpi_script(i as usize) {
-                Some(false) => None,
-                _ => units(bytes, classic),
+            .map(|&(a, _)| match container {
+                Container::Classic(d) => classic::read_classic_block(data, d, indexes[a] as usize),
+                Container::Nkpi(d) => {
+                    nkpi::read_chunk(data, d, d.chunk(indexes[a] as usize) as usize)
+                }
             })
             .collect();
-        Batch {
-            indexes: indexes.to_vec(),
-            datas,
-            scripts,
-            error,
+        let mut blocks = Vec::with_capacity(read.len());
+        let mut spans = Vec::with_capacity(indexes.len());
+        let mut error = None;
+        for (&(a, b), block) in runs.iter().zip(read) {
+            let block = match block {
+                Ok(block) => block,
+                Err(e) => {
+                    error = Some((a, e));
+                    break;
+                }
+            };
+            for &i in &indexes[a..b] {
+                let i = i as usize;
+                let span = match container {
+                    Container::Classic(_) => (blocks.len(), 0, block.len()),
+                    Container::Nkpi(d) => {
+                        let off = d.offset(i) as usize;
+                        (blocks.len(), off, off + d.size(i) as usize)
+                    }
+                };
+                spans.push(span);
+            }
+            blocks.push(block);
         }
+        let classic = container.is_classic();
+        let mut batch = Batch {
+            indexes: indexes.to_vec(),
+            blocks,
+            spans,
+            classic,
+            scripts: Vec::new(),
+            error,
+        };
+        batch.scripts = (0..batch.spans.len())
+            .map(|k| match container.nkpi_script(indexes[k] as usize) {
+                Some(flag) => flag,
+                None => batch.data(k).starts_with(&[0xB0, 0xD0]),
+            })
+            .collect();
+        batch
+    }
+
+    /// How many entries were read (all of them unless `error`).
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The bytes of entry `k` (in `indexes` order).
+    pub fn data(&self, k: usize) -> &[u8] {
+        let (block, a, b) = self.spans[k];
+        &self.blocks[block][a..b]
     }
 
     /// String references the caller must resolve before `render` (distinct, in no order).
     pub fn refs_for_caller(&self, strings: &Strings, numbering: Numbering, fold: bool) -> Vec<u32> {
         let mut refs = Vec::new();
-        for u in self.scripts.iter().flatten() {
-            string_refs(u, numbering, &mut refs);
+        let mut units = Vec::new();
+        for k in 0..self.len() {
+            if self.scripts[k] && units_into(self.data(k), self.classic, &mut units) {
+                string_refs(&units, numbering, &mut refs);
+            }
         }
         refs.sort_unstable();
         refs.dedup();
@@ -72,8 +137,9 @@ impl Batch {
         refs
     }
 
-    /// Render every script (texts) and pass the others' bytes through, in order, into one buffer.
-    /// `path_of(index)` gives an entry's path bytes (only its `.lst` suffix matters).
+    /// Render every script (texts) and pass the others' bytes through, in order, into one buffer:
+    /// (buffer, ends with a leading 0, outcome per entry). `path_of(index)` gives an entry's path
+    /// bytes (only its `.lst` suffix matters).
     pub fn render<'p>(
         &self,
         strings: &Strings,
@@ -88,40 +154,54 @@ impl Batch {
             links,
             options,
         };
-        let parts: Vec<(Vec<u8>, u8)> = self
-            .datas
+        let tasks: Vec<usize> = (0..self.len()).step_by(FILES_PER_TASK).collect();
+        let parts: Vec<(Vec<u8>, Vec<u64>, Vec<u8>)> = tasks
             .par_iter()
-            .zip(&self.scripts)
-            .zip(&self.indexes[..self.datas.len()])
-            .map(|((bytes, script), &i)| match script {
-                Some(u) => {
-                    let mut out = Vec::with_capacity(bytes.len() * 2);
-                    renderer.render(u, is_list_path(path_of(i)), &mut out);
-                    (out, Outcome::Rendered as u8)
+            .map(|&first| {
+                let last = (first + FILES_PER_TASK).min(self.len());
+                let mut out = Vec::new();
+                let mut lens = Vec::with_capacity(last - first);
+                let mut kinds = Vec::with_capacity(last - first);
+                let mut units = Vec::new();
+                let mut scratch = Vec::new();
+                for k in first..last {
+                    let before = out.len();
+                    let bytes = self.data(k);
+                    if self.scripts[k] && units_into(bytes, self.classic, &mut units) {
+                        let list = is_list_path(path_of(self.indexes[k]));
+                        renderer.render_with(&units, list, &mut out, &mut scratch);
+                        kinds.push(Outcome::Rendered as u8);
+                    } else {
+                        out.extend_from_slice(bytes);
+                        kinds.push(Outcome::Raw as u8);
+                    }
+                    lens.push((out.len() - before) as u64);
                 }
-                None => (bytes.clone(), Outcome::Raw as u8),
+                (out, lens, kinds)
             })
             .collect();
-        let total = parts.iter().map(|(p, _)| p.len()).sum();
+        let total = parts.iter().map(|(p, _, _)| p.len()).sum();
         let mut blob = Vec::with_capacity(total);
-        let mut ends = Vec::with_capacity(parts.len() + 1);
-        let mut kinds = Vec::with_capacity(parts.len());
+        let mut ends = Vec::with_capacity(self.len() + 1);
+        let mut kinds = Vec::with_capacity(self.len());
         ends.push(0);
-        for (p, k) in parts {
+        for (p, lens, k) in parts {
             blob.extend_from_slice(&p);
-            ends.push(blob.len() as u64);
-            kinds.push(k);
+            for len in lens {
+                ends.push(ends.last().copied().unwrap_or(0) + len);
+            }
+            kinds.extend_from_slice(&k);
         }
         (blob, ends, kinds)
     }
 
     /// The bytes of every entry read, in order, in one buffer.
     pub fn bytes(&self) -> (Vec<u8>, Vec<u64>) {
-        let mut blob = Vec::with_capacity(self.datas.iter().map(Vec::len).sum());
-        let mut ends = Vec::with_capacity(self.datas.len() + 1);
+        let mut blob = Vec::with_capacity(self.spans.iter().map(|(_, a, b)| b - a).sum());
+        let mut ends = Vec::with_capacity(self.len() + 1);
         ends.push(0);
-        for d in &self.datas {
-            blob.extend_from_slice(d);
+        for k in 0..self.len() {
+            blob.extend_from_slice(self.data(k));
             ends.push(blob.len() as u64);
         }
         (blob, ends)

@@ -1,6 +1,7 @@
 //! Script units → pvfUtility `#PVF_File` text, byte-identical to `moddesk.pvf.format.text.render_script`
 //! (and so to the bulk renderer `format/bulk.py`), optionally case-folded as the content index stores it.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::strings::{replace, Strings};
@@ -90,6 +91,52 @@ pub fn units(data: &[u8], classic: bool) -> Option<Vec<(u8, u32)>> {
     )
 }
 
+/// Decode a script's units into `out` (cleared first); false for a classic entry without B0 D0.
+pub fn units_into(data: &[u8], classic: bool, out: &mut Vec<(u8, u32)>) -> bool {
+    out.clear();
+    let body = if classic {
+        if data.len() < 2 || data[0] != 0xB0 || data[1] != 0xD0 {
+            return false;
+        }
+        &data[2..]
+    } else {
+        data
+    };
+    out.extend(
+        body.chunks_exact(5)
+            .map(|u| (u[0], u32::from_le_bytes([u[1], u[2], u[3], u[4]]))),
+    );
+    true
+}
+
+/// Append the decimal form of `v` (no allocation).
+fn push_int(out: &mut Vec<u8>, v: i64) {
+    let mut digits = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut k = digits.len();
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[k..]);
+}
+
+/// Append `{raw=v}` (an escape of a unit's raw type and signed value).
+fn push_escape(out: &mut Vec<u8>, raw: u8, v: i64) {
+    out.push(b'{');
+    push_int(out, raw as i64);
+    out.push(b'=');
+    push_int(out, v);
+    out.push(b'}');
+}
+
 /// Shortest float32 text with a dot (numpy's `format_float_positional(unique=True, trim="0")`),
 /// or None for NaN, infinities and -0.0.
 pub fn format_float(bits: u32) -> Option<String> {
@@ -162,28 +209,26 @@ pub struct Renderer<'a> {
 impl Renderer<'_> {
     fn string_piece(&self, raw: u8, v: u32, scratch: &mut Vec<u8>) -> Option<Piece> {
         let fold = self.options.fold;
-        let text = self.strings.text(v, fold)?;
+        let mut text = self.strings.text(v, fold)?;
         let mut shown_lf = false;
         if self.numbering.classic && text.windows(2).any(|w| w == b"\r\n") {
             shown_lf = self.strings.crlf_shown_as_lf(v);
+            if shown_lf {
+                text = Cow::Owned(replace(&text, b"\r\n", b"\n"));
+            }
         }
-        let text: Vec<u8> = if shown_lf {
-            replace(&text, b"\r\n", b"\n")
-        } else {
-            text.into_owned()
-        };
         let view = self.numbering.view(raw);
         if view == 5 {
             // the tag test and tag identity use the unfolded text
-            let plain = if fold {
+            let plain: Cow<'_, [u8]> = if fold {
                 let t = self.strings.text(v, false)?;
                 if shown_lf {
-                    replace(&t, b"\r\n", b"\n")
+                    Cow::Owned(replace(&t, b"\r\n", b"\n"))
                 } else {
-                    t.into_owned()
+                    t
                 }
             } else {
-                text.clone()
+                Cow::Borrowed(&text[..])
             };
             if is_tag(&plain) {
                 let kind = if plain.starts_with(b"[/") {
@@ -202,7 +247,9 @@ impl Renderer<'_> {
         if view == 7 {
             quote_into(scratch, &text);
         } else {
-            scratch.extend_from_slice(format!("{{{raw}=").as_bytes());
+            scratch.push(b'{');
+            push_int(scratch, raw as i64);
+            scratch.push(b'=');
             quote_into(scratch, &text);
             scratch.push(b'}');
         }
@@ -240,7 +287,7 @@ impl Renderer<'_> {
             let (raw, v) = units[i];
             let a = scratch.len();
             if raw == nb.int_t {
-                scratch.extend_from_slice(signed(v).to_string().as_bytes());
+                push_int(scratch, signed(v));
                 push(
                     &mut items,
                     NUM,
@@ -254,8 +301,7 @@ impl Renderer<'_> {
             if raw == nb.float_t {
                 match format_float(v) {
                     Some(f) => scratch.extend_from_slice(f.as_bytes()),
-                    None => scratch
-                        .extend_from_slice(format!("{{{}={}}}", nb.float_t, signed(v)).as_bytes()),
+                    None => push_escape(scratch, nb.float_t, signed(v)),
                 }
                 push(&mut items, NUM, (a, scratch.len()), (0, 0), 0);
                 i += 1;
@@ -265,7 +311,7 @@ impl Renderer<'_> {
                 match self.string_piece(raw, v, scratch) {
                     Some((kind, text, tag)) => push(&mut items, kind, text, tag, 0),
                     None => {
-                        scratch.extend_from_slice(format!("{{{raw}={}}}", signed(v)).as_bytes());
+                        push_escape(scratch, raw, signed(v));
                         push(&mut items, STR, (a, scratch.len()), (0, 0), 0);
                     }
                 }
@@ -303,7 +349,7 @@ impl Renderer<'_> {
                     continue;
                 }
             }
-            scratch.extend_from_slice(format!("{{{raw}={}}}", signed(v)).as_bytes());
+            push_escape(scratch, raw, signed(v));
             let kind = if nb.classic || matches!(raw, 0 | 1 | 2 | 3 | 5 | 6 | 7) {
                 NUM
             } else {
@@ -317,8 +363,20 @@ impl Renderer<'_> {
 
     /// Append the text of one script (its units) to `out`; `is_list` for `.lst` paths.
     pub fn render(&self, units: &[(u8, u32)], is_list: bool, out: &mut Vec<u8>) {
-        let mut scratch = Vec::new();
-        let items = self.items(units, &mut scratch);
+        self.render_with(units, is_list, out, &mut Vec::new());
+    }
+
+    /// `render` with a scratch buffer the caller reuses across scripts.
+    pub fn render_with(
+        &self,
+        units: &[(u8, u32)],
+        is_list: bool,
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) {
+        scratch.clear();
+        let items = self.items(units, scratch);
+        let scratch: &Vec<u8> = scratch;
         let piece = |r: (usize, usize)| &scratch[r.0..r.1];
         out.extend_from_slice(if self.options.fold {
             b"#pvf_file"
@@ -335,7 +393,7 @@ impl Renderer<'_> {
             return;
         }
         out.push(b'\n');
-        let paired = pairing(&items, &scratch);
+        let paired = pairing(&items, scratch);
         let mut cur: Vec<(usize, usize)> = Vec::new();
         let mut stack: Vec<&[u8]> = Vec::new();
         let mut indent = 0usize;

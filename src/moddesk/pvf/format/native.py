@@ -31,9 +31,9 @@ from moddesk.pvf.format.source import ByteSource
 from moddesk.pvf.format.strings import StringPools, StringTable
 
 #: Entries per native bulk call (one buffer each): big enough to use both cores, small enough to stream.
-BATCH_FILES = 4096
-#: Stored bytes per native bulk call at most.
-BATCH_BYTES = 8 << 20
+BATCH_FILES = 2048
+#: Stored bytes per native bulk call at most (rendered texts are ~5× that, held three times over).
+BATCH_BYTES = 1 << 20
 
 
 def _offsets(raw: bytes) -> array[int]:
