@@ -210,7 +210,9 @@ def test_open_browse_search_hover_edit_save(page: Any, bench: Workbench, archive
     box = value.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.wait_for_selector("#tooltip:not([hidden])")
-    assert "Grade" in page.inner_text("#tooltip")
+    assert "等级" in page.inner_text("#tooltip") and "Grade" not in page.inner_text(
+        "#tooltip"
+    )  # Chinese half
     shot(page, "editor-hover")
 
     # edit: a draft (reported to the service), saved into the workspace, then the archive saved

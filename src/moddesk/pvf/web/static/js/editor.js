@@ -1,7 +1,7 @@
 // Editor tabs: coloured text, annotation hovers and side panel, drafts registered with the service.
 import { op } from "./api.js";
 import { highlight } from "./highlight.js";
-import { t } from "./i18n.js";
+import { pick, t } from "./i18n.js";
 import { $, attempt, emit, h, notice, on, refreshInfo, reportDraft, setDraftCheck, showView, ws } from "./main.js";
 
 const LINE = 18;
@@ -126,9 +126,9 @@ function paintCode() {
 }
 
 function describe(a) {
-  const parts = [a.title];
-  if (a.valueLabel) parts.push(`= ${a.valueLabel}`);
-  if (a.content) parts.push(a.content);
+  const parts = [pick(a.title)];
+  if (a.valueLabel) parts.push(`= ${pick(a.valueLabel)}`);
+  if (a.content) parts.push(pick(a.content));
   if (a.reference) {
     const r = a.reference;
     parts.push(`→ ${r.path || r.listPath || ""} [${r.resolutionStatus}]${r.name ? " " + r.name : ""}${r.reason ? " " + r.reason : ""}`);
@@ -139,14 +139,14 @@ function describe(a) {
 function paintPanel() {
   const tab = current(); if (!tab) return;
   const items = tab.annotations.map((a) => h("div", { class: "item", "data-line": a.startLine, onclick: () => goToLine(a.startLine) },
-    h("div", { class: "label" }, a.title, a.valueLabel ? ` = ${a.valueLabel}` : ""),
+    h("div", { class: "label" }, pick(a.title), a.valueLabel ? ` = ${pick(a.valueLabel)}` : ""),
     h("div", { class: "muted" }, `${t("ann.line")} ${a.startLine} · ${a.section ? `[${a.section}] ` : ""}${a.value ?? ""}`),
-    a.content ? h("div", {}, a.content) : null,
+    a.content ? h("div", {}, pick(a.content)) : null,
     a.reference && a.reference.path ? h("div", {}, h("a", {
       class: "ref", "data-target": a.reference.path,
       onclick: (e) => { e.stopPropagation(); if (a.reference.resolutionStatus === "resolved") openFile(a.reference.path); },
     }, `→ ${a.reference.path}`), ` (${a.reference.resolutionStatus})`) : null));
-  const context = (tab.pathContext || []).map((c) => h("div", { class: "muted" }, `${c.title}: ${c.content}`));
+  const context = (tab.pathContext || []).map((c) => h("div", { class: "muted" }, `${pick(c.title)}：${pick(c.content)}`));
   el.panel.replaceChildren(h("h3", {}, t("ann.title")), ...context, ...(items.length ? items : [h("div", { class: "muted" }, t("ann.none"))]));
 }
 

@@ -79,6 +79,15 @@ export function t(key, vars = {}) {
   for (const [k, v] of Object.entries(vars)) text = text.replace(`{${k}}`, v);
   return text;
 }
+// Annotation docs carry both languages: content as "中文\nEN: English", titles and enum labels as
+// "中文 English". The page shows the half of the chosen language (the other one when it is missing).
+export function pick(text) {
+  if (!text) return text;
+  const cut = text.indexOf("\nEN: ");
+  if (cut >= 0) return lang === "zh" ? text.slice(0, cut) : text.slice(cut + 5);
+  const pair = /^(.*[\u3400-\u9fff\uff00-\uffef])\s+([^\u3400-\u9fff\uff00-\uffef]+)$/s.exec(text);
+  return pair ? (lang === "zh" ? pair[1] : pair[2]) : text;
+}
 // A word the service sends (task kind, state, phase…): Chinese when known, else as it is.
 export function word(text) { return lang === "zh" && text != null ? wordsZh[text] ?? text : text; }
 // The text of an error payload (or an OpError): the catalogue's Chinese with the file and line it
