@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 
 from moddesk.kit.mcp import result_payload, serve_http
+from moddesk.xiangqi.core.board import parse_square
 from moddesk.xiangqi.core.diagram import PIECE_ZH, diagram_rows, parse_diagram
 from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.gametext import record_lines
@@ -165,7 +166,6 @@ def http_server(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def pick(legal: list[dict[str, str]], board: list[str]) -> str:
     """A capture if there is one (so the record has some), else the first legal move."""
-    from moddesk.xiangqi.core.board import parse_square
 
     for m in legal:
         if board[parse_square(m["iccs"][2:])]:
@@ -230,3 +230,50 @@ def test_diagram_reads_back_and_names_the_files() -> None:
     assert parse_diagram(rows) == board
     assert rows[1].split()[1:] == ["车r", "马n", "象b", "士a", "将k", "士a", "象b", "马n", "车r"]
     assert rows[-2].split()[:9] == list("九八七六五四三二一")
+
+
+def test_a_long_review_is_paged_not_cut(tmp_path: Path) -> None:
+    """A review of every move of a 500-ply game is larger than one result: it comes in pages, whole."""
+    import random
+
+    from moddesk.kit.pages import CONTINUES, TEXT_BUDGET
+    from moddesk.xiangqi.game import Game
+
+    game = Game("rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1", "draw", 1000)
+    rng = random.Random(32)
+    moves: list[str] = []
+    while len(moves) < 500:
+        quiet = [m["iccs"] for m in game.legal_moves() if not game.board()[parse_square(m["iccs"][2:])]]
+        if not quiet:
+            break
+        moves.append(rng.choice(quiet))
+        game.play(moves[-1])
+    settings = Settings(
+        db_path=tmp_path / "games.db", review_time=0.02, engine="builtin", no_capture_limit=1000,
+        max_plies=2000, rule_set="draw",
+    )  # fmt: skip
+    service = GameService(settings)
+    session = service.new("hero", "r", "model", moves=moves)["sessionId"]
+    server = serve_http(build_server(service), 0, extra_routes=rpc_routes(service))
+
+    async def run(url: str) -> None:
+        async with Client(f"{url}/mcp", read_timeout_seconds=120) as client:
+            result = await client.call_tool("xiangqi_review", {"highlight": "all", "sessionId": session})
+            page = result.content[0].text  # type: ignore[union-attr]
+            marker = re.search(r"\[page 1/(\d+) of result (r[0-9a-f]+);", page)
+            assert marker and int(marker[1]) >= 2, page[-300:]
+            pages = [page]
+            for number in range(2, int(marker[1]) + 1):
+                more = await client.call_tool("xiangqi_result_page", {"resultId": marker[2], "page": number})
+                pages.append(more.content[0].text)  # type: ignore[union-attr]
+            assert all(len(p.encode()) <= TEXT_BUDGET for p in pages)
+            whole = "".join(p.rsplit("\n[page ", 1)[0] + "\n" for p in pages).replace(CONTINUES + "\n", "")
+            assert whole.startswith("game: session ") and f"record ({len(moves)} plies" in whole
+            for ply in range(1, len(moves) + 1):  # every move's line, none cut
+                assert f"\n  move ply {ply} " in whole, ply
+
+    try:
+        with server:
+            anyio.run(run, server.url)
+    finally:
+        service.close()
