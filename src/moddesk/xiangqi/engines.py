@@ -294,8 +294,13 @@ class UciEngine:
             raise ServiceError("ENGINE_FAILED", f"engine {self.name} closed its input: {exc}") from exc
 
     def _expect(
-        self, done: Callable[[str], bool], timeout: float, on_line: Callable[[str], None] | None = None
+        self,
+        done: Callable[[str], bool],
+        timeout: float,
+        on_line: Callable[[str], None] | None = None,
+        tick: Callable[[], None] | None = None,
     ) -> str:
+        """The first line ``done`` accepts; ``tick`` runs at least every 0.1 s while waiting."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -303,8 +308,10 @@ class UciEngine:
                 raise ServiceError(
                     "ENGINE_FAILED", f"engine {self.name} timed out", hint="is it a UCI/UCCI engine?"
                 )
+            if tick is not None:
+                tick()
             try:
-                line = self._lines.get(timeout=left)
+                line = self._lines.get(timeout=min(left, 0.1) if tick is not None else left)
             except queue.Empty:
                 continue
             if line is None:
@@ -410,8 +417,13 @@ class UciEngine:
         depth: int | None = None,
         multipv: int = 1,
         nodes: int | None = None,
+        stop: threading.Event | None = None,
     ) -> list[EngineInfo]:
-        """Analyse ``fen`` after ``moves`` (ICCS); the last info per MultiPV line, best first."""
+        """Analyse ``fen`` after ``moves`` (ICCS); the last info per MultiPV line, best first.
+
+        With ``depth`` or ``nodes``, ``time_limit`` still caps the search: the engine is told to
+        ``stop`` when it passes (``go depth 30`` alone can run for minutes), or when ``stop`` is set.
+        """
         if "multipv" in self.options:
             self.setoption("MultiPV", multipv)
         self.send(self._position_command(fen, moves))
@@ -430,8 +442,21 @@ class UciEngine:
             if info is not None:
                 lines[info.multipv] = info
 
-        wait = (time_limit or 0) + self.timeout + (60.0 if depth is not None or nodes is not None else 0)
-        bestmove = self._expect(lambda ln: ln.startswith(("bestmove", "nobestmove")), wait, collect)
+        capped = depth is not None or nodes is not None
+        cap_at = time.monotonic() + time_limit if capped and time_limit is not None else None
+        stopped = False
+
+        def should_stop() -> None:
+            nonlocal stopped
+            due = (stop is not None and stop.is_set()) or (cap_at is not None and time.monotonic() > cap_at)
+            if due and not stopped:
+                stopped = True
+                self.send("stop")  # UCI and UCCI: answer bestmove with what was found so far
+
+        wait = (time_limit or 0) + self.timeout + (60.0 if capped and cap_at is None else 0)
+        bestmove = self._expect(
+            lambda ln: ln.startswith(("bestmove", "nobestmove")), wait, collect, tick=should_stop
+        )
         result = [lines[k] for k in sorted(lines)]
         parts = bestmove.split()
         if parts[0] == "bestmove" and len(parts) > 1 and parts[1] not in ("(none)", "none"):

@@ -33,6 +33,10 @@ GAME_ERRORS: dict[str, tuple[str, str]] = {
         "对手不在思考中",
     ),
     "ENGINE_FAILED": ("The engine could not produce a move or an analysis.", "引擎出错"),
+    "ANALYSIS_INTERRUPTED": (
+        "The model's analysis was stopped because the person asked the engine for something.",
+        "人正在使用引擎，你的分析被中断了；稍后再试",
+    ),
     "DRAW_REFUSED": (
         "This draw action is not possible now: no open offer from the other side, or an offer again too soon.",
         "现在不能这样处理和棋：对方没有提和，或刚被拒绝后需先走一步再提",

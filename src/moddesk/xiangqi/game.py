@@ -37,6 +37,8 @@ Actor = Literal["hero", "opponent"]
 # the model's undo reaches back at most over its own last move and the reply to it (seed 002 §3:
 # only the person ends a game by resigning; the person's undo keeps its full power)
 MODEL_UNDO_PLIES = 2
+MAX_HINT_COUNT = 10  # candidate lines one hint may ask for
+MAX_HINT_DEPTH = 30  # plies; a search with a depth also stops after Settings.hint_max_time
 
 MESSAGE_TONES = {
     "ai.fallback.local": "warn",
@@ -198,6 +200,8 @@ class GameService:
         self._locks: dict[str, threading.RLock] = {}
         self._locks_guard = threading.Lock()
         self._hint_locks: dict[str, threading.Lock] = {}
+        # the model's hints and reviews in flight: the person's own request stops them (one engine)
+        self._model_analyses: set[threading.Event] = set()
         self._jobs: dict[str, _Job] = {}
         self._views: dict[str, tuple[int, dict[str, Any], float]] = {}
         self._eval_cache: dict[tuple[str, int], dict[str, Any]] = {}
@@ -834,28 +838,78 @@ class GameService:
             job.thread.join(max(0.0, min(0.2, deadline - time.monotonic())))
         return self.view(session)
 
-    def hint(self, session_id: str | None = None, count: int = 3, depth: int | None = None) -> dict[str, Any]:
-        """Candidate moves for the side to move (ICCS, Chinese, score, PV) and an evaluation summary."""
+    @contextmanager
+    def _analysis(self, actor: Literal["person", "model"]) -> Iterator[threading.Event]:
+        """The stop flag of one engine request. The person's request first stops every model
+        request in flight, so it is never queued behind one (there is one engine); the model's is
+        registered so that the person's can stop it."""
+        stop = threading.Event()
+        with self._locks_guard:
+            if actor == "person":
+                for running in self._model_analyses:
+                    running.set()
+            else:
+                self._model_analyses.add(stop)
+        try:
+            yield stop
+        finally:
+            with self._locks_guard:
+                self._model_analyses.discard(stop)
+
+    def hint(
+        self,
+        session_id: str | None = None,
+        count: int = 3,
+        depth: int | None = None,
+        actor: Literal["person", "model"] = "person",
+    ) -> dict[str, Any]:
+        """Candidate moves for the side to move (ICCS, Chinese, score, PV) and an evaluation summary.
+
+        Bounded whoever asks: at most ``MAX_HINT_COUNT`` lines and ``MAX_HINT_DEPTH`` plies, and a
+        search with a depth stops after ``hint_max_time`` seconds whatever the depth. A model's hint
+        is stopped by the person's request (``interrupted``: what it had found by then).
+        """
+        if not 1 <= count <= MAX_HINT_COUNT:
+            raise ServiceError("INVALID_ARGUMENT", f"count must be 1..{MAX_HINT_COUNT}", field="count")
+        if depth is not None and not 1 <= depth <= MAX_HINT_DEPTH:
+            raise ServiceError("INVALID_ARGUMENT", f"depth must be 1..{MAX_HINT_DEPTH}", field="depth")
         session = self.resolve(session_id)
-        with self._hint_lock(session):
+        seconds = (
+            self.settings.hint_time
+            if depth is None
+            else max(self.settings.hint_time, self.settings.hint_max_time)
+        )
+        with self._analysis(actor) as stop, self._hint_lock(session):
             value = self.view(session)
             if value["phase"] != "playing":
                 raise GameError(
                     "GAME_OVER", "the game is over; there is nothing to hint", hint="Start a new game."
                 )
             played = self._game(self._load(session)).played()
-            lines = self.engine.analyse(played, self.settings.hint_time, max(1, min(count, 10)), depth)
+            lines = self.engine.analyse(played, seconds, count, depth, stop)
+            if stop.is_set() and not lines:
+                raise GameError(
+                    "ANALYSIS_INTERRUPTED",
+                    "your hint was stopped: the person asked the engine for something",
+                    hint="Ask for the hint again in a moment.",
+                )
             value["candidates"] = candidates(played, lines)
             value["evaluation"] = evaluation_summary(played, lines)
             value["engine"] = self.engine.label
+            value["limits"] = {"maxCount": MAX_HINT_COUNT, "maxDepth": MAX_HINT_DEPTH, "maxSeconds": seconds}
+            if stop.is_set():
+                value["interrupted"] = True  # the person's request stopped it: the lines found so far
         return value
 
     def review(
-        self, session_id: str | None = None, highlight: Literal["turning", "all"] = "turning"
+        self,
+        session_id: str | None = None,
+        highlight: Literal["turning", "all"] = "turning",
+        actor: Literal["person", "model"] = "person",
     ) -> dict[str, Any]:
         """Move-by-move evaluation curve, turning points and the best alternative of each move."""
         session = self.resolve(session_id)
-        with self._hint_lock(session):
+        with self._analysis(actor) as stop, self._hint_lock(session):
             record = self._load(session)
             value = self.view(session)
             value["review"] = review_game(
@@ -864,6 +918,7 @@ class GameService:
                 record.moves,
                 self.settings.review_time,
                 highlight,
+                stop=stop,
             )
         return value
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from moddesk.kit.errors import ServiceError
 from moddesk.kit.mcp import add_tool, new_server
 from moddesk.xiangqi.core.diagram import diagram_rows
-from moddesk.xiangqi.game import GameService
+from moddesk.xiangqi.game import MAX_HINT_COUNT, MAX_HINT_DEPTH, GameService
 from moddesk.xiangqi.gametext import render_text
 from moddesk.xiangqi.rpc import dispatch, parse_command
 
@@ -243,14 +243,20 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         return with_panel(service.undo("opponent", plies, sessionId))
 
     def xiangqi_hint(
-        count: Annotated[int, Field(ge=1, le=10, description="how many candidate moves")] = 3,
+        count: Annotated[int, Field(ge=1, le=MAX_HINT_COUNT, description="how many candidate moves")] = 3,
         depth: Annotated[
-            int | None, Field(ge=1, le=30, description="search depth (default: time-limited)")
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_HINT_DEPTH,
+                description="search depth (default: time-limited); stops after a few seconds whatever the depth",
+            ),
         ] = None,
         sessionId: SessionArg = None,
     ) -> dict[str, Any]:
-        """Engine candidates for the side to move (ICCS, Chinese, score, PV) and an evaluation. Costs no model budget."""
-        return with_panel(service.hint(sessionId, count, depth))
+        """Engine candidates for the side to move (ICCS, Chinese, score, PV) and an evaluation. Costs no model budget.
+        The person's requests stop yours (interrupted: true)."""
+        return with_panel(service.hint(sessionId, count, depth, actor="model"))
 
     def xiangqi_review(
         highlight: Annotated[
@@ -259,7 +265,7 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
         sessionId: SessionArg = None,
     ) -> dict[str, Any]:
         """Review the game: move record, per-move evaluation curve, turning points and the best alternatives."""
-        return with_panel(service.review(sessionId, highlight))
+        return with_panel(service.review(sessionId, highlight, actor="model"))
 
     def xiangqi_draw(
         action: Annotated[

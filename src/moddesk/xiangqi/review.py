@@ -17,6 +17,7 @@ from moddesk.kit.errors import ServiceError
 from moddesk.xiangqi import detect, engines
 from moddesk.xiangqi.core import board as xb
 from moddesk.xiangqi.core import notation
+from moddesk.xiangqi.errors import GameError
 
 logger = logging.getLogger("moddesk.xiangqi.review")
 
@@ -105,7 +106,7 @@ class Analyst:
             return []
         if self._external is not None:
             with self._lock:
-                return self._external_lines(game, seconds, multipv, depth)
+                return self._external_lines(game, seconds, multipv, depth, stop)
         from moddesk.xiangqi.core import engine
 
         result = engine.search(
@@ -123,18 +124,18 @@ class Analyst:
         ]
 
     def _external_lines(
-        self, game: PlayedGame, seconds: float, multipv: int, depth: int | None
+        self, game: PlayedGame, seconds: float, multipv: int, depth: int | None, stop: threading.Event | None
     ) -> list[Line]:
         try:
             infos = self._external.analyse(
-                game.start_fen, list(game.moves), time_limit=seconds, depth=depth, multipv=multipv
+                game.start_fen, list(game.moves), time_limit=seconds, depth=depth, multipv=multipv, stop=stop
             )
         except ServiceError:
             # a crashed or wedged engine process gets one restart; a second failure is reported
             self._external.close()
             self._external = engines.open_engine(self.spec[4:])
             infos = self._external.analyse(
-                game.start_fen, list(game.moves), time_limit=seconds, depth=depth, multipv=multipv
+                game.start_fen, list(game.moves), time_limit=seconds, depth=depth, multipv=multipv, stop=stop
             )
         return [
             Line(move=i.pv[0], score=i.score, mate=i.mate, depth=i.depth, pv=list(i.pv))
@@ -254,6 +255,7 @@ def review_game(
     seconds: float,
     highlight: Literal["turning", "all"] = "turning",
     budget: float = 20.0,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Evaluate every position of the game once; derive the curve, each move's loss and turning points.
 
@@ -278,7 +280,13 @@ def review_game(
             move = xb.Move(xb.parse_square(moves[ply][:2]), xb.parse_square(moves[ply][2:4]))
             moves_zh.append(notation.to_chinese(pos, move))
             pos.push(move)
-        lines = analyst.analyse(game, per_position, 1, None)
+        lines = analyst.analyse(game, per_position, 1, None, stop)
+        if stop is not None and stop.is_set():
+            raise GameError(
+                "ANALYSIS_INTERRUPTED",
+                "the review was stopped: the person asked the engine for something",
+                hint="Ask for the review again in a moment.",
+            )
         # no legal move: the side to move has lost (checkmate or stalemate)
         scores.append(lines[0].cp() if lines else -MATE_CP)
         best.append(lines[0] if lines else None)

@@ -50,6 +50,9 @@ class Settings(BaseModel):
     level: int = Field(default=5, ge=1, le=10, description="Default level 1-10 of the local opponent")
     think_time: float = Field(default=1.0, gt=0, le=60, description="Seconds per move for the local opponent")
     hint_time: float = Field(default=1.0, gt=0, le=60, description="Seconds per hint search")
+    hint_max_time: float = Field(
+        default=10.0, gt=0, le=120, description="Seconds a hint with a depth may search at most"
+    )
     review_time: float = Field(default=0.1, gt=0, le=10, description="Seconds per position in a review")
     rule_set: Literal["asian", "check", "draw"] = Field(
         default="asian", description="Repetition rules: asian (perpetual check and chase lose), check, draw"
