@@ -23,6 +23,7 @@ from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.bulk import BulkRenderer
 from moddesk.pvf.format.tokens import Family, is_classic_script
 from moddesk.pvf.scripting.help import topic
+from moddesk.pvf.scripting.helpzh import topic_zh
 from moddesk.pvf.scripting.plan import PlannedChange, build_plan, select
 from moddesk.pvf.scripting.runtime import (
     ScriptLimits,
@@ -198,8 +199,9 @@ class ScriptService:
         self.pool.close()
 
     # ------------------------------------------------------------------ docs and syntax
-    def help(self, name: str | None = None) -> dict[str, Any]:
-        return {"ok": True, **topic(name)}
+    def help(self, name: str | None = None, lang: str = "en") -> dict[str, Any]:
+        """A help topic (the list without ``name``); ``lang="zh"`` for the person's page."""
+        return {"ok": True, **(topic_zh(name) if lang == "zh" else topic(name))}
 
     def validate(self, source: str) -> dict[str, Any]:
         diagnostics = validate_source(source)

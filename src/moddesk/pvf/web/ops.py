@@ -249,7 +249,7 @@ OPS: dict[str, Callable[[PvfService, Args], Any]] = {
     "task": lambda s, a: s.task_status(a.text("taskId"), a.opt_text("logCursor"), a.number("logLimit", 200)),
     "activity": _activity,
     # scripts
-    "scriptHelp": lambda s, a: scripts(s).help(a.opt_text("topic")),
+    "scriptHelp": lambda s, a: scripts(s).help(a.opt_text("topic"), a.text("lang", "en")),
     "scriptValidate": lambda s, a: scripts(s).validate(a.text("source")),
     "scriptRun": lambda s, a: scripts(s).run(
         a.text("workspaceId"),

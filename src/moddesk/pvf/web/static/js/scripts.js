@@ -1,7 +1,7 @@
 // The person's own .pvf.js runs: edit with the api.d.ts help beside, run / cancel, then the plan
 // goes to the same review view as the agent's (preview / apply / discard).
 import { op } from "./api.js";
-import { errorText, t, word } from "./i18n.js";
+import { errorText, getLang, t, word } from "./i18n.js";
 import { $, attempt, h, notice, on, showView, ws } from "./main.js";
 
 const EXAMPLE = `// 例：把 [price] 低于 100 的装备价格改为 100\nfor (const file of pvf.find("equipment/**/*.equ")) {\n  const doc = file.parse();\n  // ...\n}\n`;
@@ -36,8 +36,16 @@ export function init() {
   el.cancel = h("button", { id: "script-cancel", disabled: true, onclick: () => running && attempt(() => op("scriptCancel", { taskId: running })) }, t("scripts.cancel"));
   el.out = h("pre", { class: "help", id: "script-out" });
   el.help = h("div", { class: "help", id: "script-help" });
-  const topics = h("select", { id: "script-topic", onchange: async (e) => { const r = await attempt(() => op("scriptHelp", { topic: e.target.value })); if (r) el.help.textContent = r.text; } });
-  op("scriptHelp", {}).then((r) => { topics.replaceChildren(...r.topics.map((x) => h("option", { value: x.name }, `${x.name} — ${x.summary}`))); topics.dispatchEvent(new Event("change")); }, () => {});
+  // the help in the page's language (Chinese: the same api.d.ts with its comments in Chinese)
+  const topics = h("select", { id: "script-topic", onchange: async (e) => { const r = await attempt(() => op("scriptHelp", { topic: e.target.value, lang: getLang() })); if (r) el.help.textContent = r.text; } });
+  const loadTopics = () => op("scriptHelp", { lang: getLang() }).then((r) => {
+    const chosen = topics.value;
+    topics.replaceChildren(...r.topics.map((x) => h("option", { value: x.name }, `${x.name} — ${x.summary}`)));
+    if (chosen) topics.value = chosen;
+    topics.dispatchEvent(new Event("change"));
+  }, () => {});
+  loadTopics();
+  on("lang", loadTopics);
   $("#main-scripts").append(h("div", { class: "panel" }, h("h2", {}, t("scripts.title")), el.src,
     h("div", { class: "actions", style: "display:flex;gap:6px;margin:6px 0" },
       h("button", { class: "primary", id: "script-run", onclick: run }, t("scripts.run")), el.cancel,
