@@ -288,9 +288,13 @@ def demo(
     console.rule("[bold green]all demos passed")
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: a bad input ends as a printed error, never a traceback."""
+    from moddesk.kit.clierrors import run_guarded
+
+    args = sys.argv[1:] if argv is None else argv
+    # the framework's own error printing is off: run_guarded prints usage errors like every other
+    run_guarded(lambda: app(args=args, prog_name="moddesk", standalone_mode=False), args)
 
 
 if __name__ == "__main__":

@@ -164,6 +164,15 @@ def test_serve_prints_config_and_answers_cli_mirrors(served: tuple[subprocess.Po
     assert len(hits) == 2
     read = runner.invoke(app, ["read", "--path", hits[0]["path"], "--server", url.group(1)])
     assert read.exit_code == 0 and "[price]" in read.stdout
+    # the page URL serve prints works too, and with no ARCHIVE the running serve is found by itself
+    page = url.group(1).removesuffix("/mcp") + "/"
+    for where in (["--server", page], ["--server", page.removeprefix("http://")], []):
+        again = runner.invoke(app, ["search", "-q", "[price]", "--limit", "2", "--json", *where])
+        assert again.exit_code == 0, (where, again.output)
+        assert json.loads(again.stdout)[0]["hits"] == hits
+    elsewhere = runner.invoke(app, ["search", "-q", "[price]", "--json", "--server", "http://127.0.0.1:9/"])
+    assert elsewhere.exit_code == 2
+    assert json.loads(elsewhere.stdout)["error"] == "NOT_RUNNING"
 
 
 def test_serve_port_in_use_is_a_clear_error(archive: Path, config_dir: Path) -> None:

@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from moddesk.kit.errors import ServiceError, person_message
+from moddesk.kit.clierrors import print_error
+from moddesk.kit.errors import ServiceError
 from moddesk.kit.links import print_link, print_unwrapped
 from moddesk.pvf.toolsets import DEFAULT_TOOLSETS, TOOLSETS
 
@@ -53,25 +54,26 @@ RegionOption = Annotated[
 ]
 ServerOption = Annotated[
     str | None,
-    typer.Option("--server", help="MCP URL of a running `moddesk pvf serve` (default: work on the file)"),
+    typer.Option(
+        "--server",
+        help="URL of the running `moddesk pvf serve` (the page or /mcp URL it printed); without ARCHIVE "
+        "or --server the running serve is used",
+    ),
 ]
 
 
-def _fail(error: ServiceError) -> None:
-    err_console.print(
-        f"[red]{error.code}[/red]：{escape(person_message(error.code, error.message, error.details.get('errorZh')))}"
-    )
-    if error.hint:
-        err_console.print(f"hint: {escape(error.hint)}")
+def _fail(error: ServiceError, as_json: bool = False) -> None:
+    """Chinese first, the hint, exit 2; with --json the error object on stdout too."""
+    print_error(error, as_json=as_json)
     raise typer.Exit(2)
 
 
 @contextmanager
-def _errors() -> Iterator[None]:
+def _errors(as_json: bool = False) -> Iterator[None]:
     try:
         yield
     except ServiceError as exc:
-        _fail(exc)
+        _fail(exc, as_json)
 
 
 @contextmanager
@@ -92,16 +94,59 @@ def _opened(archive: Path, region: str | None = None) -> Iterator[tuple[Any, str
         service.shutdown()
 
 
+def _running_server() -> str | None:
+    """The URL of this user's running serve (from its endpoint file), if one runs."""
+    from moddesk.kit.local_service import read
+    from moddesk.pvf.agent.serve import endpoint_path
+
+    record = read(endpoint_path())
+    return record.url if record is not None and record.hasMcp else None
+
+
+def _no_archive() -> ServiceError:
+    return ServiceError(
+        "INVALID_ARGUMENT",
+        "no ARCHIVE was given and no `moddesk pvf serve` is running",
+        "give an archive file, or start `moddesk pvf serve ARCHIVE` and run the command again",
+    )
+
+
+def _remote_endpoint(url: str, record: Any) -> tuple[str, str]:
+    """The MCP URL and token for ``--server URL``: any URL the running serve printed (page or MCP).
+
+    The token comes from the serve's endpoint file (readable by this user only), and only when the
+    URL names that same server: a token is never sent to another address.
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ServiceError(
+            "INVALID_ARGUMENT",
+            f"--server {url!r} is not an http URL",
+            "give the URL `moddesk pvf serve` printed, e.g. http://127.0.0.1:PORT/",
+        )
+    origin = f"{parts.scheme}://{parts.hostname}:{parts.port or 80}"
+    if record is not None:
+        served = urlsplit(record.url)
+        if f"{served.scheme}://{served.hostname}:{served.port or 80}" == origin:
+            return record.mcp_url, record.token
+    raise ServiceError(
+        "NOT_RUNNING",
+        f"no running `moddesk pvf serve` of this user answers at {origin}",
+        "start it with `moddesk pvf serve ARCHIVE`, or omit --server to use the running one",
+        server=url,
+    )
+
+
 async def _call_remote(url: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """Call a tool of the running server, filling workspaceId from its workspace info."""
     from moddesk.kit.local_service import http_client, read
     from moddesk.kit.mcp import result_payload
     from moddesk.pvf.agent.serve import endpoint_path
 
-    # the running serve's token is in its endpoint file (readable by this user only)
-    record = read(endpoint_path())
-    token = record.token if record is not None and url.rstrip("/") == record.mcp_url else ""
-    async with http_client(url, token) as client:
+    mcp_url, token = _remote_endpoint(url, read(endpoint_path()))
+    async with http_client(mcp_url, token) as client:
         info = await client.call_tool("pvf_workspace_info", {})
         workspace = result_payload(info).get("workspaceId")
         if workspace is None:
@@ -255,7 +300,8 @@ def search(
         "limit": limit,
     }
     results: list[dict[str, Any]] = []
-    with _errors():
+    with _errors(as_json):
+        server = server or (_running_server() if archive is None else None)
         if server is not None:
             cursor = None
             for _ in range(pages):
@@ -266,7 +312,7 @@ def search(
                     break
         else:
             if archive is None:
-                raise typer.BadParameter("give an ARCHIVE or --server")
+                raise _no_archive()
             with _opened(archive, region) as (service, workspace):
                 cursor = None
                 for _ in range(pages):
@@ -307,13 +353,14 @@ def read(
     if not path:
         raise typer.BadParameter("--path is required")
     with _errors():
+        server = server or (_running_server() if archive is None else None)
         if server is not None:
             result = anyio.run(
                 _call_remote, server, "pvf_read_file", {"path": path, "startLine": start, "lineCount": lines}
             )
         else:
             if archive is None:
-                raise typer.BadParameter("give an ARCHIVE or --server")
+                raise _no_archive()
             with _opened(archive, region) as (service, workspace):
                 result = service.read_file(workspace, path, start, lines)
     for problem in result.get("warnings") or []:

@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from moddesk.kit.errors import ServiceError, person_message
+from moddesk.kit.clierrors import print_error, read_utf8
+from moddesk.kit.errors import ServiceError
 from moddesk.pvf.annotations import SUPPORTED_VERSIONS, AnnotationDocs, DirectoryLookup, parse_user_texts
 from moddesk.pvf.annotations.relations import ArchiveLookup
 from moddesk.pvf.format.errors import PvfFormatError
@@ -46,19 +47,15 @@ class ArchiveTextLookup:
         return path in self._archive
 
 
-def _fail(error: ServiceError) -> None:
-    err_console.print(
-        f"[red]{error.code}[/red]：{escape(person_message(error.code, error.message, error.details.get('errorZh')))}"
-    )
+def _fail(error: ServiceError, as_json: bool = False) -> None:
+    print_error(error, as_json=as_json)
     for issue in error.details.get("issues", [])[:50]:
         err_console.print(f"  {escape(issue['path'])}: {escape(issue['message'])}")
-    if error.hint:
-        err_console.print(f"hint: {escape(error.hint)}")
     raise typer.Exit(2)
 
 
 def _docs(rules: list[Path] | None) -> AnnotationDocs:
-    sources = [(p.name, p.read_text("utf-8")) for p in rules or []]
+    sources = [(p.name, read_utf8(p)) for p in rules or []]
     return AnnotationDocs(parse_user_texts(sources))
 
 
@@ -124,7 +121,7 @@ def register(app: typer.Typer) -> None:
                 limit=limit,
             )
         except ServiceError as exc:
-            _fail(exc)
+            _fail(exc, as_json)
             return
         if as_json:
             _print_json(result)
@@ -157,8 +154,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Show one definition: raw and resolved blocks, enum values, relations."""
-        docs = _docs(rules)
         try:
+            docs = _docs(rules)
             result = docs.get(
                 document_id,
                 revision or docs.rules_revision,
@@ -167,7 +164,7 @@ def register(app: typer.Typer) -> None:
                 values_limit=values_limit,
             )
         except ServiceError as exc:
-            _fail(exc)
+            _fail(exc, as_json)
             return
         if as_json:
             _print_json(result)
@@ -223,10 +220,10 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Explain what the annotations say about a real file, line by line."""
-        docs = _docs(rules)
         archive: Any = None
         lookup: ArchiveLookup | None
         try:
+            docs = _docs(rules)
             if source.is_dir():
                 if path is None:
                     raise ServiceError(
@@ -248,7 +245,7 @@ def register(app: typer.Typer) -> None:
                     raise ServiceError("NOT_FOUND", f"{path} is not a text entry of {source}")
                 version = version or str(archive.format)
             else:
-                text = source.read_text("utf-8")
+                text = read_utf8(source)
                 lookup = None
                 path = path or source.name
             assert path is not None
@@ -275,7 +272,7 @@ def register(app: typer.Typer) -> None:
                 if cursor is None:
                     break
         except ServiceError as exc:
-            _fail(exc)
+            _fail(exc, as_json)
             return
         finally:
             if archive is not None:
@@ -342,7 +339,12 @@ def _register_check(docs_app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Validate user rule files against the builtin rules; exit 1 listing JSON paths if invalid."""
-        issues = AnnotationDocs().check_texts([(f.name, f.read_text("utf-8")) for f in files])
+        try:
+            texts = [(f.name, read_utf8(f)) for f in files]
+        except ServiceError as exc:
+            _fail(exc, as_json)
+            return
+        issues = AnnotationDocs().check_texts(texts)
         if as_json:
             _print_json({"valid": not issues, "issues": issues})
         elif issues:

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,7 +19,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from moddesk.kit.errors import ServiceError, person_message
+from moddesk.kit.clierrors import as_service_error, print_error, read_utf8
+from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.files import temp_prefix
 from moddesk.pvf.archive import FORMATS, Archive, normalize_path
 from moddesk.pvf.entrypaths import check_entry_path
@@ -32,6 +33,11 @@ MANIFEST = ".moddesk-pvf.json"
 
 console = Console()
 err_console = Console(stderr=True)
+
+register_codes(
+    {"BAD_MANIFEST": "The extract manifest (.moddesk-pvf.json) of a folder to pack is not valid."},
+    {"BAD_MANIFEST": "要打包的文件夹里的清单 .moddesk-pvf.json 无效。请修好它，或删除它后按文件夹原样打包。"},
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -46,28 +52,25 @@ def register(app: typer.Typer) -> None:
 
 
 @contextmanager
-def _format_errors() -> Iterator[None]:
+def _format_errors(as_json: bool = False) -> Iterator[None]:
+    """A format error as the person reads it (Chinese first, the entry named); JSON on stdout with --json."""
     try:
         yield
     except PvfFormatError as exc:
-        err_console.print(
-            f"[red]{exc.code}[/red]：{escape(person_message(exc.code, exc.message, getattr(exc, 'details', {}).get('errorZh')))}"
-        )
-        if exc.path:
-            err_console.print(f"path: {escape(exc.path)}")
+        error = as_service_error(exc)
+        assert error is not None
+        if exc.path and exc.path not in exc.message:
+            error = ServiceError(exc.code, f"{exc.path}: {exc.message}", **error.details)
+        print_error(error, as_json=as_json)
         raise typer.Exit(2) from None
 
 
 @contextmanager
-def _service_errors() -> Iterator[None]:
+def _service_errors(as_json: bool = False) -> Iterator[None]:
     try:
         yield
     except ServiceError as exc:
-        err_console.print(
-            f"[red]{exc.code}[/red]：{escape(person_message(exc.code, exc.message, getattr(exc, 'details', {}).get('errorZh')))}"
-        )
-        if exc.hint:
-            err_console.print(f"hint: {escape(exc.hint)}")
+        print_error(exc, as_json=as_json)
         raise typer.Exit(2) from None
 
 
@@ -105,7 +108,7 @@ def info(
     archive: ArchiveArg, as_json: Annotated[bool, typer.Option("--json")] = False, region: RegionOption = None
 ) -> None:
     """Show an archive's format, region, version and size (reads only the directory)."""
-    with _format_errors(), Archive.open(archive, region=region) as pvf:
+    with _format_errors(as_json), Archive.open(archive, region=region) as pvf:
         kinds: dict[str, int] = {}
         for e in pvf.entries:
             kinds[e.kind] = kinds.get(e.kind, 0) + 1
@@ -380,7 +383,7 @@ def pack_folder(
     """An archive holding ``folder``'s files: text compiled/encoded, others stored raw (see ``extract``)."""
     manifest_path = folder / MANIFEST
     if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = _read_manifest(manifest_path)
         plan = [(folder / f["file"], f["path"], f["mode"], f.get("dataType")) for f in manifest["files"]]
         painted = {f["path"] for f in manifest["files"] if f.get("koreanMojibake")}
     else:
@@ -391,24 +394,74 @@ def pack_folder(
     # the string table goes in first: scripts compiled before it would intern into a table that
     # the stored stringtable.bin then replaces, and their string references would point at garbage
     plan.sort(key=lambda row: normalize_path(row[1]) != "stringtable.bin")
+    if not plan:
+        raise ServiceError(
+            "INVALID_ARGUMENT",
+            f"{folder} holds no files to pack",
+            "give the folder `extract` made, or put the archive's files in it first",
+        )
     for _file, path, _mode, _type in plan:
         check_entry_path(path, "entry path")  # before anything is read or written
     pvf = Archive.new(fmt, region=region)
     total = len(plan)
     for n, (file, path, mode, data_type) in enumerate(plan):
-        data = file.read_bytes()
+        data = read_user_bytes(file)
         if mode == "auto":
             mode = "text" if _looks_like_text(path, data) else "raw"
         if mode == "text":
             text = data.decode("utf-8", errors="surrogateescape")
             if path in painted:
                 text = mojibake.paint(text)  # extracted with --korean-mojibake: stored painted again
-            pvf.write_bytes(path, pvf.encode_text(path, text), data_type=data_type)
+            pvf.write_bytes(
+                path, _encode_file(pvf, file.relative_to(folder), path, text), data_type=data_type
+            )
         else:
             pvf.write_bytes(path, data, data_type=data_type)
         if progress is not None:
             progress(n + 1, total)
     return pvf
+
+
+def _read_manifest(manifest_path: Path) -> dict[str, Any]:
+    """``extract``'s manifest; a broken one is BAD_MANIFEST naming the file, never a traceback."""
+    text = read_utf8(manifest_path)
+    try:
+        manifest = json.loads(text)
+        rows = manifest["files"]
+        for row in rows:
+            if not (isinstance(row["file"], str) and isinstance(row["path"], str) and row["mode"] in MODES):
+                raise ValueError(f"a row of 'files' is not {{file, path, mode}}: {row!r:.80}")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ServiceError(
+            "BAD_MANIFEST",
+            f"{manifest_path}: not the manifest `extract` writes ({exc})",
+            f"fix it, or delete {MANIFEST} to pack every file of the folder as it is",
+            path=str(manifest_path),
+        ) from None
+    return dict(manifest)
+
+
+#: How ``extract`` wrote each file (the manifest's ``mode``).
+MODES = ("text", "raw")
+
+
+def read_user_bytes(file: Path) -> bytes:
+    """A file of the folder being packed; a missing or unreadable one is an error naming it."""
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        error = as_service_error(exc)
+        raise error if error is not None else exc from None
+
+
+def _encode_file(pvf: Archive, file: Path, path: str, text: str) -> bytes:
+    """The stored bytes of one text file; an encoding or compile error names the file and its line."""
+    try:
+        return pvf.encode_text(path, text)
+    except PvfFormatError as exc:
+        raise PvfFormatError(
+            exc.code, f"{file.as_posix()}: {exc.message}", path=path, offset=exc.offset
+        ) from None
 
 
 def _looks_like_text(path: str, data: bytes) -> bool:
@@ -428,10 +481,13 @@ def pack(
     region: Annotated[str, typer.Option(help="classic text code page: tw, cn, kr, jp")] = "cn",
 ) -> None:
     """Build an archive from a folder: #PVF_File text is compiled, .str encoded, the rest stored."""
-    if not folder.is_dir():
-        err_console.print(f"[red]NOT_FOUND[/red]: {escape(str(folder))} is not a folder")
-        raise typer.Exit(2)
     with _format_errors(), _service_errors(), _progress("pack") as progress:
+        if not folder.is_dir():
+            raise ServiceError(
+                "NOT_FOUND",
+                f"{folder} is not a folder",
+                "give the folder `extract` made (or any folder of files)",
+            )
         pvf = pack_folder(folder, fmt, region, progress)
         size = pvf.save_as(out)
         count = len(pvf)
