@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from moddesk.kit.errors import ServiceError
 from moddesk.pvf.annotations import RuleValidationError, parse_document, parse_document_text, parse_script
+from moddesk.pvf.annotations.engine import section_path_matches
 
 _json_leaf = st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8)
 _json = st.recursive(
@@ -150,3 +151,32 @@ def test_engine_on_any_unicode(text: str) -> None:
 def test_builtin_rules_layer_is_valid() -> None:
     # a sanity anchor for the fuzz module: the fixture layer itself must load
     assert parse_document(base_rules(), "b.json").rules
+
+
+def _split_matcher(want: list[str], have: list[str]) -> bool:
+    """The reference: try every split for ``**`` (exponential in the number of ``**``)."""
+    if not want:
+        return not have
+    head = want[0]
+    if head == "**":
+        return any(_split_matcher(want[1:], have[i:]) for i in range(len(have) + 1))
+    if not have:
+        return False
+    ok = head == "*" or have[0] in head.split("|")
+    return ok and _split_matcher(want[1:], have[1:])
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    want=st.lists(st.sampled_from(["**", "*", "a", "b", "a|b", "c"]), min_size=1, max_size=6),
+    have=st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=6),
+)
+def test_section_patterns_match_like_trying_every_split(want: list[str], have: list[str]) -> None:
+    """The table matcher answers what trying every split answers (it replaced that for speed)."""
+    assert section_path_matches("/".join(want), "/".join(have)) == _split_matcher(want, have)
+
+
+def test_many_double_stars_answer() -> None:
+    """``**/`` × 200 over a 50-deep path: exponential for the split matcher, a table here."""
+    assert section_path_matches("/".join(["**"] * 200 + ["zzz"]), "/".join(["a"] * 50)) is False
+    assert section_path_matches("/".join(["**"] * 200 + ["a"]), "/".join(["a"] * 50)) is True
