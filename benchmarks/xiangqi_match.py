@@ -80,7 +80,9 @@ def play_game(
         pos.push(Move(parse_square(iccs[:2]), parse_square(iccs[2:4])))
         moves.append(iccs)
     searcher = new_searcher()
-    with open_engine(engine_path, options={"UCI_LimitStrength": "true", "UCI_Elo": elo}) as peer:
+    # UCI_Elo 0 means full strength: no UCI_LimitStrength at all
+    limits: dict[str, str | int] = {"UCI_LimitStrength": "true", "UCI_Elo": elo} if elo > 0 else {}
+    with open_engine(engine_path, options=limits) as peer:
         for _ in range(max_plies):
             status = game_status(pos)
             if status.over:
@@ -286,7 +288,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 games at one level, 0.05 s per move")
     parser.add_argument("--games", type=int, default=4, help="games per level (colours alternate)")
     parser.add_argument("--movetime", type=float, default=0.1, help="seconds per move for both engines")
-    parser.add_argument("--elo", default="1350,1800", help="comma-separated UCI_Elo levels")
+    parser.add_argument(
+        "--elo", default="1350,1800", help="comma-separated UCI_Elo levels (0 = full strength)"
+    )
     parser.add_argument("--max-plies", type=int, default=160)
     parser.add_argument(
         "--book", action="store_true", help="our full engine opens from moddesk.xiangqi.core.book"
@@ -313,8 +317,10 @@ def main() -> None:
         start = time.perf_counter()
         scores = play_pairing(path, elo, games, movetime, args.max_plies, None, args.book, args.jobs)
         diff, _, _ = elo_estimate(scores)
+        peer = f"UCI_Elo {elo}" if elo > 0 else "full strength"
+        estimate = f" => ours ~{elo + diff:.0f}" if elo > 0 else ""
         print(
-            f"vs fairy-stockfish UCI_Elo {elo}: {describe(scores)} => ours ~{elo + diff:.0f}  "
+            f"vs fairy-stockfish {peer}: {describe(scores)}{estimate}  "
             f"({movetime} s/move, {time.perf_counter() - start:.0f} s)",
             flush=True,
         )

@@ -4,9 +4,10 @@
 //! file), coordination (connected crossed pawns, rooks on open files), and a tempo bonus.
 //!
 //! Tuning: the material, table and king-safety terms are the Python reference's
-//! (`moddesk.xiangqi.core.evaluate`, tuned there by self-play matches, benchmarks/RESULTS.md); the
-//! rook-mobility, open-file and tempo weights were set by short self-play matches of this engine
-//! (`benchmarks/xiangqi_selfplay_native.py`).
+//! (`moddesk.xiangqi.core.evaluate`, tuned there by self-play matches, benchmarks/RESULTS.md). The
+//! rook-mobility, open-file and tempo weights are set by hand (typical values of chess engines
+//! scaled to these piece values) and have not been tuned yet: the published match figures are
+//! with these weights.
 
 use crate::board::Position;
 use crate::tables::{
