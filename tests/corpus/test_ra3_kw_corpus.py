@@ -39,6 +39,9 @@ BUTTONS = f"""<?xml version="1.0" encoding="utf-8"?>
   <UnitAbilityButtonTemplate id="Button_Deploy" LogicCommand="Command_Deploy">
     <Data><SpecialPower StateData="ButtonState_Reaper17Swarm"/></Data>
   </UnitAbilityButtonTemplate>
+  <StrikeForceBuildTemplate id="SF_Nod" LightMapRep="NodBuggy" Side="Nod">
+    <Vehicles><StrikeForceElementTemplate Object="NodBuggy" Cost="500"/></Vehicles>
+  </StrikeForceBuildTemplate>
   <MetaGameStaticData id="TheMetaGameStaticData" SFBuildLightPowerTemplate="SpecialPower_Reaper17Swarm">
     <ColorOfOPSpendText r="255" g="0" b="0" a="255"/>
   </MetaGameStaticData>
@@ -48,6 +51,7 @@ POWERS = f"""<?xml version="1.0" encoding="utf-8"?>
 <AssetDeclaration {NS}>
   <SpecialPowerTemplate id="SpecialPower_Reaper17Swarm" ReloadTime="60s"/>
   <LogicCommand id="Command_Deploy" Type="SPECIAL_POWER"/>
+  <GameObject id="NodBuggy"/>
 </AssetDeclaration>
 """
 STATIC = f"""<?xml version="1.0" encoding="utf-8"?>
@@ -91,6 +95,11 @@ def test_kw_only_types_keep_their_references_schema_backed(kw_mod: tuple[ModInde
         ("PlayerPowerButtonTemplate", "TargetedPower"),
         ("UnitAbilityButtonTemplate", "SpecialPower"),
     }
+    buggy = q.find_references("NodBuggy", "GameObject")["references"]
+    assert sorted((r["from"]["id"], r["attribute"], "inferred" in r) for r in buggy) == [
+        ("SF_Nod", "LightMapRep", False),
+        ("SF_Nod", "Object", False),
+    ]
     command = q.find_references("Command_Deploy", "LogicCommand")["references"]
     assert [r["from"]["id"] for r in command] == ["Button_Deploy"]
 

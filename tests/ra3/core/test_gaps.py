@@ -106,9 +106,9 @@ def test_each_gap_kind_makes_the_index_incomplete_and_names_it(tmp_path: Path) -
 def test_an_asset_type_without_schema_is_named_but_covered_by_inference(tmp_path: Path) -> None:
     sdk = _sdk(tmp_path)
     ui = _doc(
-        '  <JoypadCommandBarTemplate id="Btn_Power" Weapon="CleanGun">\n'
+        '  <UIJoypadCommandBarStances id="Btn_Power" Weapon="CleanGun">\n'
         '    <Data><Power Image="Button_X"/></Data>\n'
-        "  </JoypadCommandBarTemplate>\n"
+        "  </UIJoypadCommandBarStances>\n"
     )
     project = _mod(
         sdk,
@@ -125,7 +125,7 @@ def test_an_asset_type_without_schema_is_named_but_covered_by_inference(tmp_path
         and gap["count"] == 1
         and gap["top"] == [{"file": "Data/UI/Buttons.xml", "count": 1}]
     )
-    assert gap["types"] == [{"type": "JoypadCommandBarTemplate", "count": 1}]
+    assert gap["types"] == [{"type": "UIJoypadCommandBarStances", "count": 1}]
     assert status["complete"] is True  # covered by inference: reported, not blocking
     # its reference is inferred from the value naming an existing asset, and marked so
     users = q.find_references("CleanGun")["references"]
@@ -133,7 +133,7 @@ def test_an_asset_type_without_schema_is_named_but_covered_by_inference(tmp_path
     assert (
         len(guessed) == 1 and guessed[0]["inferred"] is True and guessed[0]["inferredBy"] in ("name", "value")
     )
-    forward = q.get_asset_references("JoypadCommandBarTemplate", "Btn_Power")["edges"]
+    forward = q.get_asset_references("UIJoypadCommandBarStances", "Btn_Power")["edges"]
     assert [e["inferred"] for e in forward if e["to"]] == [True]
     named = q.list_diagnostics(code="NO_SCHEMA_FOR_TYPE")["diagnostics"]
     assert [d["file"] for d in named] == ["Data/UI/Buttons.xml"]

@@ -174,6 +174,12 @@ def _fix(
         return "make the files readable (list_diagnostics code=FILE_UNREADABLE)"
     if kind == UNKNOWN_ELEMENT:
         schema = data.settings.get("schema") or "the schema"
+        if data.settings.get("game") == "kw":
+            return (
+                f"Kane's Wrath modules {schema} (a C&C3 schema) does not declare: their references are inferred "
+                "(inferred: true); index with a Kane's Wrath schema (--schema) for schema-backed edges "
+                "(list_diagnostics code=UNKNOWN_ELEMENT)"
+            )
         return (
             f"these elements are not declared by {schema}: check their names, or index with the game's own "
             "schema (--schema) (list_diagnostics code=UNKNOWN_ELEMENT)"
