@@ -20,6 +20,8 @@ import json
 import logging
 import os
 import secrets
+import socket
+import threading
 import time
 import typing
 import urllib.parse
@@ -48,6 +50,7 @@ from moddesk.ra3.core.query import TOOL_NAMES, QueryApi
 API_VERSION = 1
 logger = logging.getLogger("moddesk.ra3.agent.live")
 MAX_BODY_BYTES = 1 << 20
+ENDPOINT_RECHECK_SECONDS = 1.0
 
 register_codes(
     {
@@ -251,17 +254,62 @@ class LiveClient:
         self._clock = clock
         self._down_until = 0.0
         self.last_failure: str | None = None
+        self._endpoint_seen: tuple[float, Endpoint] | None = None
+        self._local = threading.local()  # one kept-alive connection per calling thread
 
     def _fail(self, reason: str) -> None:
         self.last_failure = reason
         self._down_until = self._clock() + self.negative_ttl
+        self._endpoint_seen = None  # the next try reads the endpoint file again
 
     def reset(self) -> None:
         """Forget the negative cache (used while waiting for an index)."""
         self._down_until = 0.0
+        self._endpoint_seen = None
+
+    def _post(
+        self, port: int, path: str, body: bytes, headers: dict[str, str], timeout: float
+    ) -> tuple[int, bytes]:
+        """POST on this thread's kept-alive connection (one retry on a fresh one: the server may have
+        closed an idle connection or restarted). TCP_NODELAY: a small request is sent at once instead
+        of waiting for the server's delayed ACK (the ~40 ms stall a kept-alive connection had)."""
+        for attempt in (0, 1):
+            conn = getattr(self._local, "conn", None)
+            if conn is None or conn.port != port or attempt:
+                if conn is not None:
+                    conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+                conn.connect()
+                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self._local.conn = conn
+            conn.timeout = timeout
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
+            try:
+                conn.request("POST", path, body=body, headers=headers)
+                response = conn.getresponse()
+                return response.status, response.read()
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                self._local.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def endpoint(self) -> Endpoint | None:
-        """The usable endpoint record for our project, or None (with `last_failure` set)."""
+        """The usable endpoint record for our project, or None (with `last_failure` set).
+
+        Checked at most every `ENDPOINT_RECHECK_SECONDS` (a file read and a process lookup per query
+        cost more than the query); a refused connection re-reads it at once through the negative cache."""
+        now = self._clock()
+        cached = self._endpoint_seen
+        if cached is not None and now - cached[0] < ENDPOINT_RECHECK_SECONDS:
+            return cached[1]
+        record = self._read_endpoint()
+        self._endpoint_seen = (now, record) if record is not None else None
+        return record
+
+    def _read_endpoint(self) -> Endpoint | None:
         record = read_endpoint_for_project(self.project_dir)
         if record is None:
             self._fail("no endpoint file for this project")
@@ -286,21 +334,17 @@ class LiveClient:
             return None
         path = f"/query/{urllib.parse.quote(verb)}?{urllib.parse.urlencode({'project': self.project_dir})}"
         headers = {"Authorization": f"Bearer {record.token}", "Content-Type": "application/json"}
-        # one short connection per call: a kept-alive one stalls on delayed ACKs (~40 ms) here
-        conn = http.client.HTTPConnection("127.0.0.1", target.port or 80, timeout=timeout or self.timeout)
+        body = json.dumps(dict(params)).encode()
+        port = target.port or 80
         try:
-            conn.request("POST", path, body=json.dumps(dict(params)).encode(), headers=headers)
-            response = conn.getresponse()
-            raw = response.read()
+            status, raw = self._post(port, path, body, headers, timeout or self.timeout)
         except (OSError, http.client.HTTPException) as exc:  # refused, timed out, reset
             self._fail(f"live server at {record.url} did not answer: {exc}")
             return None
-        finally:
-            conn.close()
         try:
             payload = json.loads(raw)
         except ValueError:
-            self._fail(f"live server answered HTTP {response.status} without JSON")
+            self._fail(f"live server answered HTTP {status} without JSON")
             return None
         if not isinstance(payload, dict):
             self._fail("live server sent a non-object answer")
