@@ -523,11 +523,14 @@ function drawReview(data) {
   const pts = data.curve;
   if (!pts.length) return;
   const n = Math.max(1, pts.length - 1);
-  const y = (s) => 60 - Math.max(-1000, Math.min(1000, s)) * 0.055;
-  svg.appendChild(svgEl("line", { x1: 0, y1: 60, x2: 300, y2: 60, class: "zero" }));
-  svg.appendChild(svgEl("polyline", { points: pts.map((p, i) => `${(i * 300) / n},${y(p.scoreRed)}`).join(" ") }));
+  // Red's expected score (0-100 %), the same measure the turning points are judged by; 50 % is level
+  const win = (p) => (p.winRed !== undefined ? p.winRed : 50 + Math.max(-50, Math.min(50, p.scoreRed / 20)));
+  const y = (w) => 115 - w * 1.1;
+  svg.appendChild(svgEl("line", { x1: 0, y1: y(50), x2: 300, y2: y(50), class: "zero" }));
+  svg.appendChild(svgEl("polyline", { points: pts.map((p, i) => `${(i * 300) / n},${y(win(p))}`).join(" ") }));
   for (const tp of data.turningPoints) {
-    svg.appendChild(svgEl("circle", { cx: (tp.ply * 300) / n, cy: y(tp.after), r: 3 }));
+    const at = pts[tp.ply] || pts[pts.length - 1];
+    svg.appendChild(svgEl("circle", { cx: (tp.ply * 300) / n, cy: y(win(at)), r: 3 }));
   }
   const list = $("turning");
   list.replaceChildren();
