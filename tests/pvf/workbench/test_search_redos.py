@@ -92,7 +92,7 @@ ATTACK_TEXT = "\n".join(
     ]
 )
 
-ANSWER_WITHIN = 8.0  # the server stops a regex page after 4 s; the rest is slack for a loaded box
+ANSWER_WITHIN = 5.0  # the bound; the server stops a regex page after 3 s (wall clock)
 ALLOWED_REFUSALS = {"INVALID_PATTERN", "QUERY_TOO_COSTLY"}
 
 

@@ -38,7 +38,7 @@ SNIPPET_CHARS = 200
 DEFAULT_TIME_BUDGET = 10.0
 # a regex page stops scanning after this long (with a cursor to go on), so that with one
 # costly block in flight it answers, or is refused with QUERY_TOO_COSTLY, within 5 s
-REGEX_TIME_BUDGET = 4.0
+REGEX_TIME_BUDGET = 3.0
 
 
 def glob_to_regex(pattern: str) -> LinearRegex:
