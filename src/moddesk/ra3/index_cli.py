@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -137,9 +138,7 @@ def _status_line(answer: dict[str, Any]) -> None:
 def _gap_lines(idx: dict[str, Any]) -> None:
     """What keeps the index incomplete, one line per gap kind (索引缺口)."""
     for kind, gap in (idx.get("gaps") or {}).items():
-        console.print(
-            f"[yellow]缺口[/yellow] {gap_line(kind, gap)}", highlight=False, markup=False, soft_wrap=True
-        )
+        console.print(f"[yellow]缺口[/yellow] {escape(gap_line(kind, gap))}", highlight=False, soft_wrap=True)
 
 
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
