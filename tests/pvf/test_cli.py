@@ -64,6 +64,8 @@ def test_search_and_read_on_a_file(archive: Path) -> None:
     assert missing.exit_code == 2 and "NOT_FOUND" in missing.stderr
     bad = runner.invoke(app, ["search", str(archive), "-q", r"(a)\1", "--mode", "regex"])
     assert bad.exit_code == 2 and "INVALID_PATTERN" in bad.stderr and "backreference" in bad.stderr
+    bomb = runner.invoke(app, ["search", str(archive), "-q", ".*" * 30 + "Z", "--mode", "regex"])
+    assert bomb.exit_code == 0 and "0 hits" in bomb.stdout  # #27: froze the process under Python's re
 
 
 def test_history_commands(archive: Path, tmp_path: Path) -> None:
