@@ -259,11 +259,11 @@ class StringResolver:
         self.strings = strings
 
     def __call__(self, refs_raw: bytes) -> tuple[bytes, bytes, bytes, bytes]:
-        refs = np.frombuffer(refs_raw, dtype="<u4").tolist()
-        string_at = self.strings.string_at
-        texts = [string_at(r) or "" for r in refs]
+        refs = np.frombuffer(refs_raw, dtype="<u4").astype(np.int64)
+        # the reference's own decoders, many strings per call and without filling its memo
+        texts = [t or "" for t in self.strings.strings_at(refs)]
         encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
-        folded = [t.casefold().encode("utf-8", "surrogatepass") for t in texts]
+        folded = [t.encode("utf-8", "surrogatepass") for t in map(str.casefold, texts)]
         return b"".join(encoded), _ends(encoded), b"".join(folded), _ends(folded)
 
 
