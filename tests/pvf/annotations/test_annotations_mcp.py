@@ -265,3 +265,37 @@ def test_annotation_tools_over_mcp(
             assert missing["error"] == "NOT_FOUND"
 
     anyio.run(flow)
+
+
+def test_the_agent_sees_no_machine_folder_and_binaries_are_not_explained(
+    bench: Workbench, tmp_path: Path, rules_dir: Path
+) -> None:
+    """#35: the rules folder stays the person's (workspace info names files, not folders); explain on
+    a binary entry says it is not text instead of an empty success."""
+    archive = Archive.new("classic", region="cn")
+    archive.write_text("equipment/weapon/bow.equ", "#PVF_File\n\n[name]\n\t`长弓`\n")
+    archive.write_bytes("sprite/icon.img", bytes(range(256)) * 4)
+    archive.save_as(tmp_path / "with binaries.pvf")
+    archive.close()
+    (rules_dir / "mine.json").write_text("{", "utf-8")
+
+    async def flow() -> None:
+        async with bench.client() as client:
+            opened = await open_archive(client, tmp_path / "with binaries.pvf")
+            ws = opened["workspaceId"]
+            info = await ok(client, "pvf_workspace_info", {"workspaceId": ws})
+            status = info["annotationStatus"]
+            assert "mine.json" in status or "user rules" in status
+            assert str(rules_dir) not in status and str(tmp_path) not in status
+            for binary in ("sprite/icon.img", "stringtable.bin"):
+                refused = await fails(
+                    client, "pvf_annotation_explain", {"workspaceId": ws, "filePath": binary}
+                )
+                assert refused["error"] == "NOT_TEXT" and binary in refused["message"], refused
+                assert refused["hint"]
+            explained = await ok(
+                client, "pvf_annotation_explain", {"workspaceId": ws, "filePath": "equipment/weapon/bow.equ"}
+            )
+            assert explained["filePath"] == "equipment/weapon/bow.equ"
+
+    anyio.run(flow)

@@ -131,10 +131,11 @@ class UserRules:
         return out
 
     def status(self) -> str:
-        """One line for the workspace info."""
+        """One line for the workspace info, which the agent reads: file names, never the machine's
+        folders (the person finds the folder with ``moddesk doctor``)."""
         bad = self.problems()
         active = sum(1 for s in self._files.values() if s.good is not None)
-        line = f"builtin + user ({self.folder}): {active} file(s) active"
+        line = f"builtin + user rules: {active} file(s) active"
         if bad:
             line += "; problems: " + "; ".join(
                 f"{p['file']} ({p['serving']}: {p['issues'][0]['path']}: {p['issues'][0]['message']})"

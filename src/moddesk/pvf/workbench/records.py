@@ -149,12 +149,14 @@ class RecordsOps(ServiceCore):
             ws = self._require_workspace(workspace_id)
         with ws.lock:  # the committed text and its revision, read together
             name, revision = self._require_entry(ws, path, expected_revision)
-            text = ws.current_text_or_none(name)
+            # stringtable.bin and the like render as a listing, but no rule describes their lines
+            text = ws.current_text_or_none(name) if ws.kind(name) != "binary" else None
         if text is None:
             raise ServiceError(
-                "INVALID_ARGUMENT",
-                f"{name} is a binary entry",
-                hint="Explain works on script and text files.",
+                "NOT_TEXT",
+                f"{name} is a binary entry, not a script or text file",
+                hint="Explain works on #PVF_File scripts, .lst and .str files; pvf_read_file describes binaries.",
+                path=name,
             )
         return self.annotations.explain(
             name,
