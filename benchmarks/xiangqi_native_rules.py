@@ -30,6 +30,7 @@ def main() -> None:
         "-q",
         "-p",
         "no:cacheprovider",
+        "--timeout=0",  # the suite's per-test timeout is for `make test`, not for thousands of games
         f"{TEST}::test_random_and_engine_games_agree",
     ]
     done = subprocess.run(command, env=env, check=False)
