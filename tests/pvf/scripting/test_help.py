@@ -1,3 +1,8 @@
+"""The script help in Chinese: every api.d.ts comment translated, declarations untouched."""
+
+from __future__ import annotations
+
+
 def test_the_chinese_help_covers_every_comment_of_api_d_ts() -> None:
     import re
 

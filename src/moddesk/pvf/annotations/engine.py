@@ -347,9 +347,9 @@ def _runtime_hits(
                 nxt = tokens[i + 1]
                 payload = {
                     **_runtime_base(
-                        "Image",
+                        "图像 Image",
                         "image",
-                        "An image frame: the .img path inside ImagePacks2 and the frame index.",
+                        "图像帧：ImagePacks2 中的 .img 路径和帧序号。\nEN: An image frame: the .img path inside ImagePacks2 and the frame index.",
                     ),
                     **_section_info(section),
                     "tokenIndex": i,
@@ -360,7 +360,9 @@ def _runtime_hits(
             if token.kind == "link":
                 payload = {
                     **_runtime_base(
-                        "String link", "placeholder", "Text looked up in a .str string table at run time."
+                        "字符串链接 String link",
+                        "placeholder",
+                        "游戏运行时从 .str 字符串表中查出的文字。\nEN: Text looked up in a .str string table at run time.",
                     ),
                     **_section_info(section),
                     "tokenIndex": i,
@@ -373,9 +375,9 @@ def _runtime_hits(
                 for p_start, p_end, table, key in find_placeholders(token.value):
                     payload = {
                         **_runtime_base(
-                            "String placeholder",
+                            "字符串占位符 String placeholder",
                             "placeholder",
-                            "Replaced by the game with the .str entry <table::key>.",
+                            "游戏会用 .str 条目 <table::key> 替换它。\nEN: Replaced by the game with the .str entry <table::key>.",
                         ),
                         **_section_info(section),
                         "tokenIndex": i,
@@ -389,9 +391,9 @@ def _runtime_hits(
                     for m in _TEMPLATE_RE.finditer(token.value):
                         payload = {
                             **_runtime_base(
-                                "Value placeholder",
+                                "数值占位符 Value placeholder",
                                 "placeholder",
-                                f"<{m.group(1)}> is filled by the game with a number from the level data.",
+                                f"<{m.group(1)}> 由游戏用等级数据中的数字填入。\nEN: <{m.group(1)}> is filled by the game with a number from the level data.",
                             ),
                             **_section_info(section),
                             "tokenIndex": i,
@@ -414,7 +416,11 @@ def _runtime_hits(
                 continue
             target = list_target_path(path, path_tok.value, base)
             payload = {
-                **_runtime_base("List entry", "reference", f"List entry {id_tok.value} points at this file."),
+                **_runtime_base(
+                    "列表条目 List entry",
+                    "reference",
+                    f"列表条目 {id_tok.value} 指向这个文件。\nEN: List entry {id_tok.value} points at this file.",
+                ),
                 "section": None,
                 "occurrence": None,
                 "tokenIndex": 2 * n + 1,

@@ -18,7 +18,14 @@ def _client_config(client: Client, spec: ServerSpec) -> dict[str, Any]:
     try:
         return {"id": client.id, "name": client.title, "config": snippet(client, spec), "note": None}
     except ServiceError as exc:
-        return {"id": client.id, "name": client.title, "config": None, "note": f"{exc.message} ({exc.hint})"}
+        note_zh = exc.to_payload().get("errorZh")
+        return {
+            "id": client.id,
+            "name": client.title,
+            "config": None,
+            "note": f"{exc.message} ({exc.hint})",
+            "noteZh": note_zh,
+        }
 
 
 def settings_ops(

@@ -29,7 +29,7 @@ async function paint(data) {
   // any pending plan holds the workspace (PLAN_PENDING / EXPORT_PLAN_PENDING): the person can drop it
   const discardOp = { script: "scriptDiscard", import: "importDiscard", export: "exportDiscard", mod: "modDiscard" };
   el.plans.replaceChildren(...data.plans.map((p) => h("div", { class: "task", "data-plan": p.planId },
-    h("b", {}, word(p.kind)), " ", p.source || "", " ", h("span", { class: "muted" }, `${word(p.owner)} · ${p.planId}`), " ",
+    h("b", {}, word(p.kind)), " ", word(p.source) || "", " ", h("span", { class: "muted" }, `${word(p.owner)} · ${p.planId}`), " ",
     discardOp[p.kind] ? h("button", { class: "danger", onclick: async () => { await attempt(() => op(discardOp[p.kind], { planId: p.planId })); await refreshInfo(); } }, t("review.discard")) : null)));
   if (!plan) { reviewing = null; el.review.hidden = true; el.review.replaceChildren(); return; }
   if (reviewing === plan.planId) return;

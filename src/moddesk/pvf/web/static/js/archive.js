@@ -1,6 +1,6 @@
 // Archive lifecycle: open / close / save / save as, with errors in words and the recovery offered.
 import { op } from "./api.js";
-import { t } from "./i18n.js";
+import { t, word } from "./i18n.js";
 import { $, attempt, h, notice, on, refreshInfo, state, ws } from "./main.js";
 
 const RECENT = "pvf-recent";
@@ -15,8 +15,8 @@ function status(info) {
   const el = $("#ws-status");
   if (!info.open) { el.textContent = t("archive.none"); return; }
   el.replaceChildren(
-    h("span", { title: info.sourcePath || "" }, info.sourcePath || "(memory)"), " · ",
-    `${info.format} · ${info.fileCount} ${t("archive.files")} · ${t("archive.revision")} `, h("b", { id: "ws-revision" }, info.revision), " · ",
+    h("span", { title: info.sourcePath || "" }, info.sourcePath || t("archive.memory")), " · ",
+    `${word(info.format)} · ${info.fileCount} ${t("archive.files")} · ${t("archive.revision")} `, h("b", { id: "ws-revision" }, info.revision), " · ",
     h("span", { class: info.sourceDirty ? "dirty" : "" }, info.sourceDirty ? t("archive.unsaved") : t("archive.saved")),
     state.live ? "" : ` · ${t("common.offline")}`,
   );

@@ -1,7 +1,7 @@
 // Editor tabs: coloured text, annotation hovers and side panel, drafts registered with the service.
 import { op } from "./api.js";
 import { highlight } from "./highlight.js";
-import { pick, t } from "./i18n.js";
+import { getLang, pick, t, word } from "./i18n.js";
 import { $, attempt, emit, h, notice, on, refreshInfo, reportDraft, setDraftCheck, showView, ws } from "./main.js";
 
 const LINE = 18;
@@ -131,7 +131,7 @@ function describe(a) {
   if (a.content) parts.push(pick(a.content));
   if (a.reference) {
     const r = a.reference;
-    parts.push(`→ ${r.path || r.listPath || ""} [${r.resolutionStatus}]${r.name ? " " + r.name : ""}${r.reason ? " " + r.reason : ""}`);
+    parts.push(`→ ${r.path || r.listPath || ""} [${word(r.resolutionStatus)}]${r.name ? " " + r.name : ""}${r.reason && getLang() !== "zh" ? " " + r.reason : ""}`);
   }
   return parts.join("\n");
 }
@@ -145,7 +145,7 @@ function paintPanel() {
     a.reference && a.reference.path ? h("div", {}, h("a", {
       class: "ref", "data-target": a.reference.path,
       onclick: (e) => { e.stopPropagation(); if (a.reference.resolutionStatus === "resolved") openFile(a.reference.path); },
-    }, `→ ${a.reference.path}`), ` (${a.reference.resolutionStatus})`) : null));
+    }, `→ ${a.reference.path}`), `（${word(a.reference.resolutionStatus)}）`) : null));
   const context = (tab.pathContext || []).map((c) => h("div", { class: "muted" }, `${pick(c.title)}：${pick(c.content)}`));
   el.panel.replaceChildren(h("h3", {}, t("ann.title")), ...context, ...(items.length ? items : [h("div", { class: "muted" }, t("ann.none"))]));
 }

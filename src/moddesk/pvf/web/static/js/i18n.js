@@ -1,7 +1,7 @@
 // Chinese by default, English on the toggle; elements carry data-i18n / data-i18n-placeholder keys.
 const zh = {
   "archive.path": "存档路径（Script.pvf 的完整路径）", "archive.open": "打开", "archive.close": "关闭", "archive.save": "保存", "archive.saveAs": "另存为",
-  "archive.none": "未打开存档", "archive.saved": "已保存", "archive.unsaved": "有未保存的修改", "archive.files": "个文件", "archive.revision": "版本",
+  "archive.none": "未打开存档", "archive.saved": "已保存", "archive.unsaved": "有未保存的修改", "archive.files": "个文件", "archive.revision": "版本", "archive.memory": "（内存中）",
   "archive.saveAsPrompt": "另存为的完整路径：", "archive.reload": "重新打开", "archive.opened": "已打开", "archive.savedTo": "已保存到",
   "archive.discardAndOpen": "放弃修改并打开", "archive.saveAndOpen": "先保存再打开", "archive.discardAndClose": "放弃修改并关闭", "archive.overwrite": "覆盖",
   "view.files": "文件", "view.search": "搜索", "view.activity": "智能体活动", "view.scripts": "脚本", "view.transfer": "导入/导出", "view.history": "历史", "view.settings": "设置",
@@ -30,7 +30,7 @@ const zh = {
 };
 const en = {
   "archive.path": "Archive path (full path of Script.pvf)", "archive.open": "Open", "archive.close": "Close", "archive.save": "Save", "archive.saveAs": "Save as",
-  "archive.none": "No archive open", "archive.saved": "saved", "archive.unsaved": "unsaved changes", "archive.files": "files", "archive.revision": "revision",
+  "archive.none": "No archive open", "archive.saved": "saved", "archive.unsaved": "unsaved changes", "archive.files": "files", "archive.revision": "revision", "archive.memory": "(memory)",
   "archive.saveAsPrompt": "Full path of the copy:", "archive.reload": "Reopen", "archive.opened": "Opened", "archive.savedTo": "Saved to",
   "archive.discardAndOpen": "Discard changes and open", "archive.saveAndOpen": "Save first, then open", "archive.discardAndClose": "Discard changes and close", "archive.overwrite": "Overwrite",
   "view.files": "Files", "view.search": "Search", "view.activity": "Agent activity", "view.scripts": "Scripts", "view.transfer": "Import/Export", "view.history": "History", "view.settings": "Settings",
@@ -70,6 +70,11 @@ const wordsZh = {
   write: "写入", replace: "替换文件", upkeep: "后续维护", publish: "发布", "load cached index": "读取索引缓存",
   "decode tokens": "解码脚本", "decode and index": "解码并建立索引", "save index cache": "保存索引缓存", planning: "生成方案",
   reading: "读取中", writing: "写入中", indexing: "建立索引中", "decoding tokens": "解码脚本中", freezing: "冻结来源", collecting: "收集文件",
+  resolved: "已解析", missing: "缺失", context_required: "需要上下文", unsupported: "不支持",
+  classic: "经典格式", pending: "待处理", applied: "已应用", discarded: "已放弃", expired: "已过期",
+  "folder of the open archive": "打开的存档所在文件夹", "folder of the archive you opened": "你打开的存档所在文件夹",
+  "moddesk workspace (inbox/, outbox/)": "moddesk 工作区（inbox/、outbox/）", "added by you (--root)": "由你添加（--root）",
+  add: "新增", modify: "修改", delete: "删除", overwrite: "覆盖", local: "本机", page: "本页面",
   mcp: "智能体", ui: "本页面", cli: "命令行", agent: "智能体", person: "你",
 };
 let lang = localStorage.getItem("pvf-lang") || "zh";
@@ -92,15 +97,21 @@ export function pick(text) {
 export function word(text) { return lang === "zh" && text != null ? wordsZh[text] ?? text : text; }
 // The text of an error payload (or an OpError): the catalogue's Chinese with the file and line it
 // names, or the service's English message on the EN switch.
-export function errorText(error) {
+export function errorText(error, { where = true } = {}) {
   const payload = error.payload || error;
   const code = payload.error || error.code || "";
   if (lang !== "zh") return payload.message || code;
   const zh = payload.errorZh || pageErrorsZh[code.split("_")[0]] || pageErrorsZh.ERROR;
-  const where = [];
-  if (payload.path) where.push(`文件：${payload.path}`);
-  if (payload.line) where.push(`第 ${payload.line} 行`);
-  return where.length ? `${zh}（${where.join("，")}）` : zh;
+  const at = errorWhere(error);
+  return where && at.length ? `${zh}（${at.join("，")}）` : zh;
+}
+// The file and line an error names, as the Chinese text puts them.
+export function errorWhere(error) {
+  const payload = error.payload || error;
+  const at = [];
+  if (payload.path) at.push(`文件：${payload.path}`);
+  if (payload.line) at.push(`第 ${payload.line} 行`);
+  return at;
 }
 export function apply(root = document) {
   document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";

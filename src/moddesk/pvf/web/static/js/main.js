@@ -28,7 +28,9 @@ export function notice(error, actions = [], kind = "error") {
   else {
     const code = error.code || error.error || "";
     // Chinese: the catalogue's message (it says what to do); English: the message and the hint
-    box.append(h("div", { title: error.message || "" }, h("span", { class: "code" }, code), " ", i18n.errorText(error)));
+    const at = i18n.getLang() === "zh" ? i18n.errorWhere(error) : [];
+    box.append(h("div", { title: error.message || "" }, h("span", { class: "code" }, code), " ", i18n.errorText(error, { where: false }),
+      at.length ? h("span", { class: "path" }, `（${at.join("，")}）`) : null));
     const hint = error.payload?.hint || error.hint;
     if (hint && i18n.getLang() !== "zh") box.append(h("div", { class: "muted" }, `${i18n.t("common.hint")}: ${hint}`));
   }

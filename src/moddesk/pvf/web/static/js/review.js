@@ -2,7 +2,7 @@
 // select / deselect, then Apply selected or Discard — the same apply/discard operations the agent has.
 // A MOD plan is all or nothing, but each conflict with local content is answered mine / theirs first.
 import { op } from "./api.js";
-import { t } from "./i18n.js";
+import { t, word } from "./i18n.js";
 import { attempt, h, notice, refreshInfo, ws } from "./main.js";
 
 const KINDS = {
@@ -30,6 +30,7 @@ export function sideBySide(diff) {
 }
 
 function paintSideBySide(diff, text) {
+  diff.classList.add("archive-data"); // the archive's own text, shown as it is
   diff.replaceChildren(h("div", { class: "muted" }, t("review.before")), h("div", { class: "muted" }, t("review.after")));
   for (const [a, b, ca, cb] of sideBySide(text)) {
     if (ca === "hunk") { diff.append(h("div", { class: "hunk" }, a)); continue; }
@@ -142,7 +143,7 @@ export async function renderReview(root, plan) {
       ? h("label", { class: "deps" }, h("input", { type: "checkbox", "data-overwrite": key, onchange: (e) => { if (e.target.checked) overwrite.add(key); else overwrite.delete(key); } }), ` ${t("transfer.overwrite")}`)
       : null;
     const label = h("label", { "data-key": key, "data-path": item.path || item.target, onmouseenter: () => { shown = item; paintDiff(); }, onclick: () => { shown = item; paintDiff(); } },
-      box, h("span", { class: `kind kind-${action}` }, action), h("span", {}, item.path || item.target));
+      box, h("span", { class: `kind kind-${action}` }, word(action)), h("span", { class: "path" }, item.path || item.target));
     list.append(h("div", {}, label, replace, deps, ...(item.warnings || []).map((w) => h("div", { class: "deps" }, typeof w === "string" ? w : JSON.stringify(w)))));
   }
   const apply = async () => {
@@ -157,7 +158,7 @@ export async function renderReview(root, plan) {
   };
   const discard = async () => { await attempt(() => op(kind.discard, { planId: plan.planId })); await refreshInfo(); };
   root.replaceChildren(
-    h("h2", {}, `${t("review.title")} · ${plan.kind} · ${plan.source || plan.planId}`),
+    h("h2", {}, `${t("review.title")} · ${word(plan.kind)} · ${word(plan.source) || plan.planId}`),
     h("div", { class: "actions" },
       h("button", { class: "primary", id: "review-apply", onclick: apply }, t("review.apply")),
       h("button", { class: "danger", id: "review-discard", onclick: discard }, t("review.discard")),

@@ -35,7 +35,7 @@ export function init() {
   el.src.addEventListener("input", () => localStorage.setItem("pvf-script", el.src.value));
   el.cancel = h("button", { id: "script-cancel", disabled: true, onclick: () => running && attempt(() => op("scriptCancel", { taskId: running })) }, t("scripts.cancel"));
   el.out = h("pre", { class: "help", id: "script-out" });
-  el.help = h("div", { class: "help", id: "script-help" });
+  el.help = h("pre", { class: "help", id: "script-help" });
   // the help in the page's language (Chinese: the same api.d.ts with its comments in Chinese)
   const topics = h("select", { id: "script-topic", onchange: async (e) => { const r = await attempt(() => op("scriptHelp", { topic: e.target.value, lang: getLang() })); if (r) el.help.textContent = r.text; } });
   const loadTopics = () => op("scriptHelp", { lang: getLang() }).then((r) => {

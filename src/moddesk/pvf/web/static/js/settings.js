@@ -1,6 +1,6 @@
 // Settings: the MCP switch and port (saved for the next start), the live URL, and a config per client.
 import { op } from "./api.js";
-import { t } from "./i18n.js";
+import { getLang, t, word } from "./i18n.js";
 import { $, attempt, h, notice, on } from "./main.js";
 
 async function paint() {
@@ -19,11 +19,11 @@ async function paint() {
     h("div", { class: "field" }, h("span", {}, t("settings.token")), h("code", { id: "token" }, token),
       s.token ? h("button", { onclick: () => navigator.clipboard?.writeText(s.token) }, t("settings.copy")) : null),
     h("div", { class: "field" }, h("span", {}, t("settings.roots")),
-      h("div", { id: "roots" }, ...(s.roots || []).map((r) => h("div", {}, h("code", {}, r.path), " ", h("span", { class: "muted" }, r.label))))),
+      h("div", { id: "roots" }, ...(s.roots || []).map((r) => h("div", {}, h("code", {}, r.path), " ", h("span", { class: "muted" }, word(r.label)))))),
     h("h3", {}, t("settings.clients")),
-    ...s.clients.map((c) => h("div", { "data-client": c.id }, h("div", { class: "field" }, h("b", {}, c.name),
+    ...s.clients.map((c) => h("div", { "data-client": c.id }, h("div", { class: "field" }, h("b", { class: "name" }, c.name),
       c.config ? h("button", { onclick: () => navigator.clipboard?.writeText(c.config) }, t("settings.copy")) : null),
-      c.config ? h("pre", { class: "config" }, c.config) : h("div", { class: "muted" }, c.note)))));
+      c.config ? h("pre", { class: "config" }, c.config) : h("div", { class: "muted", title: c.note }, getLang() === "zh" && c.noteZh ? c.noteZh : c.note)))));
 }
 
 export function init() { on("view", (name) => { if (name === "settings") paint(); }); }
