@@ -134,3 +134,30 @@ def test_top_level_explain_alias(tmp_path: Path) -> None:
     script.write_text("#PVF_File\n\n[stackable type]\n\t`[waste]`\t0\n", "utf-8")
     code, out = _run("explain", str(script), "stackable/gold.stk")
     assert code == 0 and "消耗品 Consumable" in out
+
+
+def test_check_reports_a_relation_no_file_defines(tmp_path: Path) -> None:
+    """#35: a rule naming an undefined relation would explain nothing; check says so, with where."""
+    rules = {
+        "rules": [
+            {
+                "id": "wpn.broken",
+                "match": {"extensions": [".wpn"]},
+                "target": {"kind": "token", "section": "broken"},
+                "annotation": {"title": "Broken ref", "type": "reference", "relation": "no-such-relation"},
+            }
+        ]
+    }
+    named = tmp_path / "refs.json"
+    named.write_text(json.dumps(rules), "utf-8")
+    code, out = _run("docs", "check", str(named), "--json")
+    assert code == 1
+    issues = json.loads(out)["issues"]
+    assert issues == [
+        {
+            "path": "refs.json:$.rules[0].annotation.relation",
+            "message": "relation 'no-such-relation' is not defined",
+        }
+    ]
+    code, out = _run("docs", "check", str(named))
+    assert code == 1 and "no-such-relation" in out

@@ -177,13 +177,13 @@ class AnnotationDocs:
         """Validate user rule files against the builtin layer without activating; [] when valid."""
         try:
             docs = parse_user_texts(sources)
-            activate([Layer("builtin", self._builtin), Layer("user", tuple(docs))])
+            snap = activate([Layer("builtin", self._builtin), Layer("user", tuple(docs))])
         except ServiceError as exc:
             issues: list[dict[str, str]] = exc.details.get("issues", [])
             return issues
         except RuleValidationError as exc:
             return [i.to_dict() for i in exc.issues]
-        return []
+        return _unresolved_relations(docs, snap)
 
     # -- search -----------------------------------------------------------------------------
 
@@ -588,6 +588,30 @@ def _render_hit(hit: Hit, view: Any, resolver: Resolver) -> dict[str, Any]:
             item["reference"] = resolver.resolve(relation, ref_id, context)
     item.update(view.positions.locate(hit.start, hit.end))
     return item
+
+
+def _unresolved_relations(docs: Sequence[RuleDocument], snap: Snapshot) -> list[dict[str, str]]:
+    """Every relation the user's documents name that the engine could not resolve (missing or a cycle).
+
+    Activation accepts such a name (a later file may define it), but ``explain`` would find nothing
+    behind it: ``docs check`` reports it so a rule never silently explains nothing.
+    """
+    issues: list[dict[str, str]] = []
+    for doc in docs:
+        named = [
+            (f"{doc.source}:{d.json_path}.annotation.relation", d.annotation.relation)
+            for d in (*doc.rules, *doc.fields)
+            if d.annotation is not None and d.annotation.relation
+        ]
+        named += [
+            (f"{doc.source}:$.relations.{spec.name}.relations", member)
+            for spec in doc.relations
+            for member in spec.relations
+        ]
+        for where, name in named:
+            for problem in _expand_relations(snap, name)[1]:
+                issues.append({"path": where, "message": problem["message"]})
+    return issues
 
 
 def _expand_relations(snap: Snapshot, name: str | None) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
