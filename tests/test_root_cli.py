@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from moddesk import __version__
 from moddesk.cli import GROUPS
 
@@ -66,7 +68,19 @@ def test_kit_demo_runs_end_to_end(tmp_path: Path) -> None:
 
 # What `moddesk --help` may not load: the heavy libraries and every system (each group is imported
 # only when it runs). Checked in a fresh interpreter, as a user's shell runs it.
-HEAVY = ("numpy", "lxml", "mcp", "httpx", "starlette", "uvicorn", "pydantic", "quickjs", "pygls")
+HEAVY = (
+    "numpy",
+    "lxml",
+    "mcp",
+    "httpx",
+    "starlette",
+    "uvicorn",
+    "pydantic",
+    "quickjs",
+    "pygls",
+    "re2",
+    "watchfiles",
+)
 SYSTEM_PACKAGES = ("moddesk.pvf", "moddesk.ra3", "moddesk.xiangqi", "moddesk.agents_cli")
 
 
@@ -110,3 +124,18 @@ def test_each_group_line_in_root_help_is_the_groups_own_help() -> None:
     for name, (module, help_line) in GROUPS.items():
         group = importlib.import_module(module).app
         assert group.info.help == help_line, f"update GROUPS[{name!r}] in moddesk/cli.py"
+
+
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_group_help_imports_no_other_system_and_no_heavy_library(group: str) -> None:
+    """`moddesk <group> --help` loads its own CLI only: no numpy, lxml, MCP SDK, HTTP stack, re2…
+
+    (pydantic is typer's own: it coerces every parameter with it.)
+    """
+    loaded = modules_after(group, "--help")
+    assert GROUPS[group][0] in loaded
+    heavy = sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in HEAVY} - {"pydantic"})
+    others = sorted(
+        m for m in loaded if m.startswith(SYSTEM_PACKAGES) and not m.startswith(f"moddesk.{group}")
+    )
+    assert not heavy and not others, f"`moddesk {group} --help` imported {heavy + others}"

@@ -236,3 +236,14 @@ def test_toolset_help_names_exactly_the_registry(command: str) -> None:
     assert listed is not None, text
     assert listed.group(1).split(",") == [t for t in TOOLSETS if t != "core"]
     assert tuple(listed.group(2).split(",")) == DEFAULT_TOOLSETS
+
+
+def test_names_in_help_texts_equal_their_sources() -> None:
+    """Help texts name formats and versions without loading numpy; these are the real lists."""
+    from moddesk.pvf.annotations import SUPPORTED_VERSIONS
+    from moddesk.pvf.annotations.cli import ANNOTATION_VERSIONS
+    from moddesk.pvf.archive import FORMATS
+    from moddesk.pvf.workbench.cli import ARCHIVE_FORMATS
+
+    assert ARCHIVE_FORMATS == FORMATS
+    assert ANNOTATION_VERSIONS == SUPPORTED_VERSIONS

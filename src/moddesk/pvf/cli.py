@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import anyio
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -233,6 +232,8 @@ def serve(
 @app.command()
 def connect() -> None:
     """Stdio MCP bridge to the running `moddesk pvf serve` (for clients that only speak stdio)."""
+    import anyio
+
     from moddesk.kit.local_service import bridge_stdio, require
     from moddesk.pvf.agent.serve import endpoint_path
 
@@ -287,6 +288,8 @@ def search(
     region: RegionOption = None,
 ) -> None:
     """Search archive paths or file text (on a file, or in the running server's workspace)."""
+    import anyio
+
     if mode not in ("content", "path", "regex"):
         raise typer.BadParameter("mode is content, path or regex")
     if not query:
@@ -350,6 +353,8 @@ def read(
     region: RegionOption = None,
 ) -> None:
     """Print an archive file's text (or a description of a binary file)."""
+    import anyio
+
     if not path:
         raise typer.BadParameter("--path is required")
     with _errors():

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,13 +21,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from moddesk.kit.errors import ServiceError
-from moddesk.ra3.core.completeness import gap_line
-from moddesk.ra3.core.errors import Ra3Error
-from moddesk.ra3.core.index import BuildProgress, ModIndex
-from moddesk.ra3.core.project import find_project_root
-from moddesk.ra3.core.query import QueryApi
-from moddesk.ra3.core.settings import configure
-from moddesk.ra3.core.snapshot import SnapshotSource, ra3_home, write_snapshot
+
+if TYPE_CHECKING:  # the index core (lxml) loads when a command runs, not for `--help`
+    from moddesk.ra3.core.index import BuildProgress, ModIndex
+    from moddesk.ra3.core.query import QueryApi
 
 console = Console()
 err_console = Console(stderr=True)
@@ -62,6 +59,9 @@ def _config(
 ) -> Any:
     if not project.is_dir():
         raise ServiceError("PROJECT_NOT_FOUND", f"{project} is not a folder")
+    from moddesk.ra3.core.project import find_project_root
+    from moddesk.ra3.core.settings import configure
+
     root = Path(os.path.abspath(project)) if entry else (find_project_root(project) or project)
     cfg, _saved, written = configure(
         root, sdk=sdk, schema=schema, entries=entry, data_paths=data_path, use_manifests=manifests
@@ -84,6 +84,9 @@ def run_index(
     quiet: bool = False,
 ) -> ModIndex:
     """Build a project's index with a progress bar; returns the live index."""
+    from moddesk.ra3.core.index import ModIndex
+    from moddesk.ra3.core.snapshot import ra3_home
+
     cfg = _config(project, schema, sdk, entry, data_path, manifests)
     index = ModIndex(cfg, cache_dir=ra3_home() / "cache")
     if quiet:
@@ -137,6 +140,8 @@ def _status_line(answer: dict[str, Any]) -> None:
 
 def _gap_lines(idx: dict[str, Any]) -> None:
     """What keeps the index incomplete, one line per gap kind (索引缺口)."""
+    from moddesk.ra3.core.completeness import gap_line
+
     for kind, gap in (idx.get("gaps") or {}).items():
         console.print(f"[yellow]缺口[/yellow] {escape(gap_line(kind, gap))}", highlight=False, soft_wrap=True)
 
@@ -160,6 +165,10 @@ def _paging(answer: dict[str, Any]) -> None:
 
 
 def _api(project: Path, fresh: bool) -> QueryApi:
+    from moddesk.ra3.core.project import find_project_root
+    from moddesk.ra3.core.query import QueryApi
+    from moddesk.ra3.core.snapshot import SnapshotSource
+
     root = find_project_root(project) or project
     if fresh:
         return QueryApi(run_index(root, quiet=True))
@@ -210,6 +219,10 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Index a SAGE mod project (progress bar), print counts and diagnostics, write the snapshot."""
+        from moddesk.ra3.core.errors import Ra3Error
+        from moddesk.ra3.core.query import QueryApi
+        from moddesk.ra3.core.snapshot import write_snapshot
+
         try:
             index = run_index(
                 project,

@@ -11,9 +11,8 @@ import sys
 import webbrowser
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -25,11 +24,10 @@ from moddesk.kit.errors import ServiceError
 from moddesk.kit.leftovers import owner_alive, pid_alive, sweep_stale
 from moddesk.kit.links import print_link
 from moddesk.xiangqi import uci_cli
-from moddesk.xiangqi.core.diagram import styled_rows
-from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.gametext import message_sentence
-from moddesk.xiangqi.rpc import CHANNEL, MAX_LOAD_BODY, dispatch, error_body, panel_link
-from moddesk.xiangqi.store import Settings
+
+if TYPE_CHECKING:  # the game service, its store and the HTTP client load when a command runs
+    from moddesk.xiangqi.game import GameService
+    from moddesk.xiangqi.store import Settings
 
 app = typer.Typer(help="Chinese chess against the AI model or the local engine.", no_args_is_help=True)
 console = Console()
@@ -100,6 +98,9 @@ def _advertised(settings: Settings, url: str, token: str, *, has_mcp: bool) -> I
 @contextlib.contextmanager
 def _service(config: Path | None) -> Iterator[tuple[Settings, GameService]]:
     """A game service with the model-timeout watchdog running, closed when the block ends."""
+    from moddesk.xiangqi.game import GameService
+    from moddesk.xiangqi.store import Settings
+
     settings = Settings.load(config)
     service = GameService(settings)
     service.start_watchdog()
@@ -129,7 +130,7 @@ def serve(
 def _serve(port: int, open_browser: bool, config: Path | None) -> None:
     from moddesk.kit.mcp import serve_http
     from moddesk.xiangqi.mcp import build_server
-    from moddesk.xiangqi.rpc import rpc_routes
+    from moddesk.xiangqi.rpc import MAX_LOAD_BODY, panel_link, rpc_routes
 
     with _service(config) as (settings, service):
         sweep_stale([settings.database().parent])  # temps a killed service left (dead owners only)
@@ -160,6 +161,8 @@ def connect(config: ConfigOpt = None) -> None:
     """Stdio MCP bridge to the running `moddesk xiangqi serve` (for clients that only speak stdio)."""
     import anyio
 
+    from moddesk.xiangqi.store import Settings
+
     settings = Settings.load(config)
     try:
         record = local_service.require(endpoint_file(settings), "moddesk xiangqi serve")
@@ -179,7 +182,7 @@ def mcp(
     from moddesk.kit.http import LoopbackServer
     from moddesk.kit.mcp import serve_stdio
     from moddesk.xiangqi.mcp import build_server
-    from moddesk.xiangqi.rpc import panel_app
+    from moddesk.xiangqi.rpc import panel_app, panel_link
 
     with _service(config) as (settings, service), contextlib.ExitStack() as running:
         panel = None
@@ -200,6 +203,8 @@ def _call(
     endpoint: str, payload: dict[str, Any], url: str | None, local: bool, config: Path | None
 ) -> dict[str, Any]:
     """Run a hero action on the running service (RPC) or, with --local, in this process."""
+    from moddesk.xiangqi.store import Settings
+
     settings = Settings.load(config)
     if local:
         return _call_local(settings, endpoint, payload)
@@ -217,6 +222,9 @@ def _call(
 
 def _call_local(settings: Settings, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The action on an in-process service; waits for a local engine's reply like the panel would show."""
+    from moddesk.xiangqi.game import GameService
+    from moddesk.xiangqi.rpc import dispatch
+
     service = GameService(settings)
     try:
         value = dispatch(service, endpoint, payload)
@@ -235,6 +243,10 @@ def _call_local(settings: Settings, endpoint: str, payload: dict[str, Any]) -> d
 
 def _call_remote(url: str, endpoint: str, payload: dict[str, Any], token: str | None) -> dict[str, Any]:
     """The action over the service's RPC channel; its error body becomes a ServiceError again."""
+    import httpx
+
+    from moddesk.xiangqi.rpc import CHANNEL
+
     headers = local_service.auth_headers(token) if token else {}
     try:
         response = httpx.post(f"{url}{CHANNEL}/{endpoint}", json=payload, timeout=120, headers=headers)
@@ -266,6 +278,8 @@ def board_text(value: dict[str, Any]) -> Text:
     Red is drawn red; where the output has no colour (a pipe, NO_COLOR) each piece keeps its FEN
     letter (upper case Red) so 马车炮 of the two sides stay apart.
     """
+    from moddesk.xiangqi.core.diagram import styled_rows
+
     last = value.get("lastMove") or {}
     marks = {sq for sq in (last.get("from"), last.get("to")) if isinstance(sq, int)}
     text = Text()
@@ -351,6 +365,8 @@ def show(value: dict[str, Any], as_json: bool, lang: str = "zh") -> None:
 
 
 def _show_state(value: dict[str, Any], lang: str) -> None:
+    from moddesk.xiangqi.gametext import message_sentence
+
     status = value["status"]
     if value["phase"] == "over":
         console.print(say("over", lang, reason=status["reasonZh"]), style="bold", markup=False)
@@ -428,6 +444,8 @@ def _show_review(review: dict[str, Any], lang: str) -> None:
 
 def show_error(exc: ServiceError, as_json: bool, lang: str = "zh") -> None:
     """Print a failed command's error: the Chinese sentence first (or English), the code, the legal moves, the hint."""
+    from moddesk.xiangqi.rpc import error_body
+
     body = error_body(exc)
     if as_json:
         console.print_json(json.dumps(body, ensure_ascii=False))

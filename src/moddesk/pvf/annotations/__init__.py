@@ -37,12 +37,47 @@ INVALID_VERSION, DOCUMENT_NOT_FOUND, DEFINITION_TOO_LARGE, SECTION_NOT_FOUND, RU
 ``DirectoryLookup`` serves an exported text tree from disk (CLI, tests).
 """
 
-from moddesk.pvf.annotations.docs import AnnotationDocs, parse_user_texts, user_rule_sources
-from moddesk.pvf.annotations.loader import parse_document, parse_document_text
-from moddesk.pvf.annotations.lookup import DirectoryLookup, MappingLookup
-from moddesk.pvf.annotations.model import SUPPORTED_VERSIONS, RuleDocument, RuleIssue, RuleValidationError
-from moddesk.pvf.annotations.relations import ArchiveLookup
-from moddesk.pvf.annotations.script import ScriptView, parse_script
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from moddesk.pvf.annotations.docs import AnnotationDocs, parse_user_texts, user_rule_sources
+    from moddesk.pvf.annotations.loader import parse_document, parse_document_text
+    from moddesk.pvf.annotations.lookup import DirectoryLookup, MappingLookup
+    from moddesk.pvf.annotations.model import SUPPORTED_VERSIONS, RuleDocument, RuleIssue, RuleValidationError
+    from moddesk.pvf.annotations.relations import ArchiveLookup
+    from moddesk.pvf.annotations.script import ScriptView, parse_script
+
+# Each name loads its module on first use (PEP 562), so importing a submodule such as
+# ``annotations.cli`` (for `moddesk pvf --help`) does not load the rules engine.
+_HOMES = {
+    "AnnotationDocs": "docs",
+    "parse_user_texts": "docs",
+    "user_rule_sources": "docs",
+    "parse_document": "loader",
+    "parse_document_text": "loader",
+    "DirectoryLookup": "lookup",
+    "MappingLookup": "lookup",
+    "SUPPORTED_VERSIONS": "model",
+    "RuleDocument": "model",
+    "RuleIssue": "model",
+    "RuleValidationError": "model",
+    "ArchiveLookup": "relations",
+    "ScriptView": "script",
+    "parse_script": "script",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "SUPPORTED_VERSIONS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,9 +12,10 @@ from rich.markup import escape
 
 from moddesk.kit.clierrors import print_error, read_utf8
 from moddesk.kit.errors import ServiceError
-from moddesk.pvf.annotations import SUPPORTED_VERSIONS, AnnotationDocs, DirectoryLookup, parse_user_texts
-from moddesk.pvf.annotations.relations import ArchiveLookup
-from moddesk.pvf.format.errors import PvfFormatError
+
+if TYPE_CHECKING:  # the rules engine loads when a command runs, not for `--help`
+    from moddesk.pvf.annotations import AnnotationDocs
+    from moddesk.pvf.annotations.relations import ArchiveLookup
 
 console = Console()
 err_console = Console(stderr=True)
@@ -23,6 +24,9 @@ RulesOption = Annotated[
     list[Path] | None,
     typer.Option("--rules", help="User rules JSON file (repeatable); layered over the builtin rules."),
 ]
+# the PVF versions annotations know, named in help without loading the rules engine
+# (tests/pvf/test_cli.py checks them against moddesk.pvf.annotations.SUPPORTED_VERSIONS)
+ANNOTATION_VERSIONS = ("classic", "90US", "90CN", "110US")
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the tool's JSON result.")]
 
 
@@ -34,6 +38,8 @@ class ArchiveTextLookup:
 
     def read_text(self, path: str) -> str | None:
         """The rendered text of ``path``, or None when absent or not text."""
+        from moddesk.pvf.format.errors import PvfFormatError
+
         if path not in self._archive:
             return None
         try:
@@ -55,6 +61,8 @@ def _fail(error: ServiceError, as_json: bool = False) -> None:
 
 
 def _docs(rules: list[Path] | None) -> AnnotationDocs:
+    from moddesk.pvf.annotations import AnnotationDocs, parse_user_texts
+
     sources = [(p.name, read_utf8(p)) for p in rules or []]
     return AnnotationDocs(parse_user_texts(sources))
 
@@ -91,7 +99,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         relation: Annotated[str | None, typer.Option("--relation", help="Relation name.")] = None,
         version: Annotated[
-            str, typer.Option("--version", help=f"all or one of {', '.join(SUPPORTED_VERSIONS)}.")
+            str, typer.Option("--version", help=f"all or one of {', '.join(ANNOTATION_VERSIONS)}.")
         ] = "all",
         show_all: Annotated[
             bool, typer.Option("--all-status", help="Also show disabled/overridden definitions.")
@@ -220,6 +228,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
     ) -> None:
         """Explain what the annotations say about a real file, line by line."""
+        from moddesk.pvf.annotations import DirectoryLookup
+
         archive: Any = None
         lookup: ArchiveLookup | None
         try:
@@ -344,7 +354,7 @@ def _register_check(docs_app: typer.Typer) -> None:
         except ServiceError as exc:
             _fail(exc, as_json)
             return
-        issues = AnnotationDocs().check_texts(texts)
+        issues = _annotation_docs().check_texts(texts)
         if as_json:
             _print_json({"valid": not issues, "issues": issues})
         elif issues:
@@ -354,3 +364,10 @@ def _register_check(docs_app: typer.Typer) -> None:
             console.print("valid")
         if issues:
             raise typer.Exit(1)
+
+
+def _annotation_docs() -> AnnotationDocs:
+    """The builtin rules (loaded on first use)."""
+    from moddesk.pvf.annotations import AnnotationDocs
+
+    return AnnotationDocs()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -12,7 +12,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
 
 from moddesk.kit.errors import ServiceError, person_message
-from moddesk.pvf.scripting.service import ScriptService
+
+if TYPE_CHECKING:  # loaded by the commands that use it, not for `--help`
+    from moddesk.pvf.scripting.service import ScriptService
 
 console = Console()
 script_app = typer.Typer(
@@ -77,6 +79,7 @@ def run_command(
     yes: bool = typer.Option(False, "--yes", help="do not ask before saving"),
 ) -> None:
     """Run SCRIPT on ARCHIVE: print its logs and the changes it would make; --apply saves them."""
+    from moddesk.pvf.scripting.service import ScriptService
     from moddesk.pvf.service import PvfService
 
     service = PvfService()

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,11 +22,13 @@ from rich.table import Table
 from moddesk.kit.clierrors import as_service_error, print_error, read_utf8
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.files import temp_prefix
-from moddesk.pvf.archive import FORMATS, Archive, normalize_path
-from moddesk.pvf.entrypaths import check_entry_path
-from moddesk.pvf.format import mojibake
-from moddesk.pvf.format.errors import PvfFormatError
-from moddesk.pvf.format.kinds import ANIMATION_EXTENSIONS, ext
+
+if TYPE_CHECKING:  # the archive code (numpy) loads when a command runs, not for `--help`
+    from moddesk.pvf.archive import Archive
+
+# the formats ``pack``/``generate`` write, named in help texts without loading the archive code
+# (numpy); tests/pvf/test_cli.py checks them against moddesk.pvf.archive.FORMATS
+ARCHIVE_FORMATS = ("classic", "90US", "90CN")
 
 #: Written by ``extract`` so that ``pack`` rebuilds the same logical archive.
 MANIFEST = ".moddesk-pvf.json"
@@ -54,6 +56,8 @@ def register(app: typer.Typer) -> None:
 @contextmanager
 def _format_errors(as_json: bool = False) -> Iterator[None]:
     """A format error as the person reads it (Chinese first, the entry named); JSON on stdout with --json."""
+    from moddesk.pvf.format.errors import PvfFormatError
+
     try:
         yield
     except PvfFormatError as exc:
@@ -108,6 +112,8 @@ def info(
     archive: ArchiveArg, as_json: Annotated[bool, typer.Option("--json")] = False, region: RegionOption = None
 ) -> None:
     """Show an archive's format, region, version and size (reads only the directory)."""
+    from moddesk.pvf.archive import Archive
+
     with _format_errors(as_json), Archive.open(archive, region=region) as pvf:
         kinds: dict[str, int] = {}
         for e in pvf.entries:
@@ -137,6 +143,8 @@ def ls(
     region: RegionOption = None,
 ) -> None:
     """List entries (optionally filtered by a glob; case-insensitive)."""
+    from moddesk.pvf.archive import Archive, normalize_path
+
     glob = normalize_path(pattern)
     shown = 0
     with _format_errors(), Archive.open(archive, region=region) as pvf:
@@ -158,6 +166,8 @@ def cat(
     korean: KoreanOption = False,
 ) -> None:
     """Print one entry: scripts as #PVF_File text, .str as text; --raw for bytes."""
+    from moddesk.pvf.archive import Archive
+
     with _format_errors(), Archive.open(archive, region=region) as pvf:
         pvf.korean_mojibake = korean
         for problem in pvf.entry_problems(path):  # shown, not fatal: the bytes may still be useful
@@ -195,6 +205,8 @@ def _safe_part(part: str) -> str:
 
 
 def _safe_relpath(path: str) -> Path:
+    from moddesk.pvf.format.errors import PvfFormatError
+
     parts = [_safe_part(p) for p in path.replace("\\", "/").split("/") if p not in ("", ".", "..")]
     if not parts:
         raise PvfFormatError(
@@ -228,6 +240,8 @@ def extract(
     ``%XX`` escapes and listed; the manifest keeps every original path, so ``pack`` restores them.
     On any failure nothing is published and the staging folder is removed.
     """
+    from moddesk.pvf.archive import Archive, normalize_path
+
     if out.exists():
         err_console.print(f"[red]TARGET_EXISTS[/red]: {escape(str(out))} already exists")
         raise typer.Exit(2)
@@ -276,6 +290,8 @@ _STRING_TABLES = ("stringtable.bin", "n_string.lst")
 
 def _damage_of(pvf: Archive) -> tuple[dict[str, str], str | None]:
     """(entry path → its checksum problem, the damaged string table every text depends on or None)."""
+    from moddesk.pvf.archive import normalize_path
+
     own: dict[str, str] = {}
     for entry in pvf.entries:
         for problem in pvf.entry_problems(entry):
@@ -298,6 +314,9 @@ def _extract_into(
     Returns (file count, escaped names, damaged entries with their problem).
     """
     from moddesk.kit.files import publish_no_overwrite
+    from moddesk.pvf.archive import normalize_path
+    from moddesk.pvf.format.errors import PvfFormatError
+    from moddesk.pvf.format.kinds import ANIMATION_EXTENSIONS, ext
 
     manifest: dict[str, object] = {"format": pvf.format, "region": pvf.region, "files": []}
     files: list[dict[str, object]] = []
@@ -362,6 +381,8 @@ def _extract_into(
 
 def _painted_korean(pvf: Archive, kind: str, data: bytes) -> bool:
     """Whether an NKPI text entry was shown repaired by ``--korean-mojibake``."""
+    from moddesk.pvf.format import mojibake
+
     if not pvf.korean_mojibake or kind != "text" or pvf.family.value != "nkpi":
         return False
     if len(data) % 2:
@@ -381,6 +402,10 @@ def pack_folder(
     folder: Path, fmt: str, region: str, progress: Callable[[int, int], None] | None = None
 ) -> Archive:
     """An archive holding ``folder``'s files: text compiled/encoded, others stored raw (see ``extract``)."""
+    from moddesk.pvf.archive import Archive, normalize_path
+    from moddesk.pvf.entrypaths import check_entry_path
+    from moddesk.pvf.format import mojibake
+
     manifest_path = folder / MANIFEST
     if manifest_path.exists():
         manifest = _read_manifest(manifest_path)
@@ -456,6 +481,8 @@ def read_user_bytes(file: Path) -> bytes:
 
 def _encode_file(pvf: Archive, file: Path, path: str, text: str) -> bytes:
     """The stored bytes of one text file; an encoding or compile error names the file and its line."""
+    from moddesk.pvf.format.errors import PvfFormatError
+
     try:
         return pvf.encode_text(path, text)
     except PvfFormatError as exc:
@@ -477,7 +504,7 @@ def _looks_like_text(path: str, data: bytes) -> bool:
 def pack(
     folder: Annotated[Path, typer.Argument(help="folder of files (an `extract` output or a text export)")],
     out: Annotated[Path, typer.Argument(help="archive to write (atomically)")],
-    fmt: Annotated[str, typer.Option("--format", help=f"one of {', '.join(FORMATS)}")] = "classic",
+    fmt: Annotated[str, typer.Option("--format", help=f"one of {', '.join(ARCHIVE_FORMATS)}")] = "classic",
     region: Annotated[str, typer.Option(help="classic text code page: tw, cn, kr, jp")] = "cn",
 ) -> None:
     """Build an archive from a folder: #PVF_File text is compiled, .str encoded, the rest stored."""
@@ -498,7 +525,7 @@ def pack(
 def generate(
     out: Annotated[Path, typer.Argument(help="archive to write (atomically)")],
     fmt: Annotated[
-        str, typer.Option("--format", help=f"one of {', '.join(FORMATS)} (nkpi = 90US)")
+        str, typer.Option("--format", help=f"one of {', '.join(ARCHIVE_FORMATS)} (nkpi = 90US)")
     ] = "classic",
     files: Annotated[int, typer.Option("--files", min=16, help="number of files")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="same seed, same bytes")] = 0,
@@ -517,6 +544,8 @@ def generate(
 
 def verify(archive: ArchiveArg) -> None:
     """Check name hashes, checksums, the HASH section and every chunk; list every problem found."""
+    from moddesk.pvf.archive import Archive
+
     with _format_errors(), Archive.open(archive) as pvf, _progress("verify") as progress:
         problems = pvf.verify(progress)
     if problems:
