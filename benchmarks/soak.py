@@ -106,6 +106,14 @@ def _code(result: Any) -> str | None:
     return str(result_payload(result).get("error") or "UNKNOWN") if result.is_error else None
 
 
+def _person(endpoint: Path) -> dict[str, str]:
+    """The person key of the server's current run, from its 0600 person file (as the CLI reads it)."""
+    from moddesk.kit.person import read_person
+
+    access = read_person(endpoint)
+    return access.headers() if access is not None else {}
+
+
 def _token(endpoint: Path) -> str:
     """The bearer token of the server's current run (a restart writes a new one)."""
     try:
@@ -186,7 +194,7 @@ async def xiangqi_client(
         async def call(endpoint: str, payload: dict[str, Any]) -> dict[str, Any] | None:
             ops[f"xiangqi_{endpoint}"] += 1
             try:
-                auth = {"Authorization": f"Bearer {_token(endpoint_file)}"}
+                auth = _person(endpoint_file)  # the RPC channel is the person's
                 body = (await http.post(f"{base}/xiangqi-mate/{endpoint}", json=payload, headers=auth)).json()
             except (httpx.HTTPError, ValueError):
                 errors["DISCONNECTED"] += 1

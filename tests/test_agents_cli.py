@@ -182,30 +182,53 @@ def test_status_reports_configs_problems_and_skills(
     assert broken.read_text() == "{oops"
 
 
-def test_config_writes_the_running_serves_token_for_header_clients(
-    tmp_path: Path, env: dict[str, str]
-) -> None:
-    """With a `moddesk pvf serve` running (its endpoint file, written by a live process), header
-    clients get its URL and bearer token; stdio-only clients get the `pvf connect` bridge."""
+def test_configs_hold_no_secret_unless_http_is_asked_for(tmp_path: Path, env: dict[str, str]) -> None:
+    """With a `moddesk pvf serve` running (its endpoint file, written by a live process), every
+    client gets the stdio bridge (`pvf connect` reads the token at each start); the token goes
+    into a config only for an explicit --url of that serve, and never into a project-scope file."""
     from moddesk.kit import local_service
 
     config_dir = tmp_path / "config"
     env = {**env, "MODDESK_CONFIG_DIR": str(config_dir)}
     endpoint = config_dir / "endpoints" / "pvf.json"
     local_service.publish(endpoint, "http://127.0.0.1:47999", "tok-123")  # this test process is alive
-    code = _run(["config", "claude-code", "--system", "pvf", "--print"], env, tmp_path)
-    assert code.returncode == 0, code.stderr
+    for client in ("claude-code", "cursor", "vscode", "codex", "claude-desktop", "json"):
+        printed = _run(["config", client, "--system", "pvf", "--print"], env, tmp_path)
+        assert printed.returncode == 0, printed.stderr
+        assert "tok-123" not in printed.stdout and "connect" in printed.stdout, client
+    # the person asks for HTTP explicitly: a user-scope config gets the header
+    code = _run(
+        ["config", "claude-code", "--system", "pvf", "--url", "http://127.0.0.1:47999/mcp", "--print"],
+        env,
+        tmp_path,
+    )
     entry = json.loads(code.stdout)["mcpServers"]["moddesk-pvf"]
     assert entry == {
         "type": "http",
         "url": "http://127.0.0.1:47999/mcp",
         "headers": {"Authorization": "Bearer tok-123"},
     }
-    codex = _run(["config", "codex", "--system", "pvf", "--print"], env, tmp_path)
-    assert 'Authorization = "Bearer tok-123"' in codex.stdout
-    desktop = _run(["config", "claude-desktop", "--system", "pvf", "--print"], env, tmp_path)
-    args = json.loads(desktop.stdout)["mcpServers"]["moddesk-pvf"]["args"]
-    assert args == ["pvf", "connect"] and "tok-123" not in desktop.stdout
+    # …but a project-scope file (often committed) never gets it
+    project = tmp_path / "project"
+    project.mkdir()
+    refused = _run(
+        [
+            "config", "vscode", "--system", "pvf", "--url", "http://127.0.0.1:47999/mcp",
+            "--scope", "project", "--project-dir", str(project), "--yes",
+        ],
+        env,
+        tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "CONFIG_UNSUPPORTED" in refused.stderr
+    assert not (project / ".vscode" / "mcp.json").exists()
+    written = _run(
+        ["config", "vscode", "--system", "pvf", "--scope", "project", "--project-dir", str(project), "--yes"],
+        env,
+        tmp_path,
+    )
+    assert written.returncode == 0, written.stderr
+    text = (project / ".vscode" / "mcp.json").read_text()
+    assert "tok-123" not in text and "connect" in text
     # a URL that is not the running serve's gets no token
     other = _run(
         ["config", "cursor", "--system", "pvf", "--url", "http://127.0.0.1:1/mcp", "--print"], env, tmp_path

@@ -105,21 +105,30 @@ def _confirm(question: str, yes: bool) -> None:
         raise typer.Exit(1)
 
 
-def _running_service(system: str, url: str | None, takes_url: bool) -> tuple[str | None, dict[str, str]]:
-    """The URL and bearer-token header of a running local service for ``system``.
+def _running_service(system: str, url: str | None) -> tuple[str | None, dict[str, str]]:
+    """The URL and bearer-token header when the person asked for HTTP explicitly (``--url``).
 
-    pvf: the running ``moddesk pvf serve`` when the client takes a URL (else the stdio bridge);
-    xiangqi: only for an explicit ``--url`` of its running ``serve``. A token is written only
-    for the service it belongs to (the URL in its endpoint file).
+    Without ``--url`` every client gets the stdio launcher (``pvf connect`` bridges to the running
+    serve and reads the token itself at each start), so no config file holds a secret. A token is
+    written only for the service it belongs to (the URL in its endpoint file).
     """
     record = _endpoint_record(system)
-    if record is None or not record.hasMcp:
+    if url is None or record is None or not record.hasMcp:
         return url, {}
-    if url is None and system == "pvf" and takes_url:
-        url = record.mcp_url
-    if url is not None and url.rstrip("/") in (record.mcp_url, record.url):
+    if url.rstrip("/") in (record.mcp_url, record.url):
         return url, auth_headers(record.token)
     return url, {}
+
+
+def _no_secret_in_project(scope: Scope, headers: dict[str, str]) -> None:
+    """A project-scope file is often committed and outlives the run: never put a token there."""
+    if scope == "project" and headers:
+        raise ServiceError(
+            "CONFIG_UNSUPPORTED",
+            "an HTTP config needs the run's bearer token, which is never written into a project-scope file",
+            hint="Omit --url (the stdio launcher needs no secret), or use --scope user.",
+            errorZh="HTTP 配置需要本次运行的令牌，令牌不会写入项目级配置文件：去掉 --url 使用 stdio 启动器，或改用 --scope user。",
+        )
 
 
 def _endpoint_record(system: str) -> ServiceEndpoint | None:
@@ -160,7 +169,7 @@ def config_command(
     loc = _locations(project_dir)
     try:
         target = None if client == "json" else get_client(client)
-        url, headers = _running_service(system, url, target is None or target.supports_url)
+        url, headers = _running_service(system, url)
         spec = system_server(
             system, launcher_path(loc), server_args or (), url=url, name=name, headers=headers
         )
@@ -181,6 +190,7 @@ def config_command(
         raise typer.BadParameter("--scope must be user or project")
     scope_value: Scope = "user" if chosen == "user" else "project"
     try:
+        _no_secret_in_project(scope_value, headers)
         launcher: LauncherPlan | None = plan_launcher(loc) if spec.transport == "stdio" else None
         change: ConfigChange = plan_config(target, scope_value, spec, loc)
     except ServiceError as exc:

@@ -151,7 +151,9 @@ def test_two_servers_side_by_side(tmp_path: Path) -> None:
         )
         assert state.returncode == 0, state.stdout + state.stderr  # reached the first server
         session = json.loads(state.stdout)["sessionId"]
-        auth = {"Authorization": f"Bearer {_endpoint(tmp_path)['token']}"}  # the first server's token
+        # the person key of the first server, from its 0600 person file (what the CLI used above)
+        person = json.loads((tmp_path / "data dir" / "serve.person.json").read_text())
+        auth = {"Authorization": f"Person {person['key']}"}
         listed = httpx.post(
             f"http://127.0.0.1:{port_a}/xiangqi-mate/state", json={"sessionId": session}, headers=auth
         )

@@ -149,12 +149,13 @@ def test_serve_prints_config_and_answers_cli_mirrors(served: tuple[subprocess.Po
     _proc, banner = served
     url = re.search(r"MCP endpoint[^\n]*\n(\S+)\n", banner)
     assert url is not None
-    config = json.loads(banner[banner.index("{") : banner.rindex("}") + 1])
-    assert config["mcpServers"]["moddesk-pvf"]["url"] == url.group(1)
-    # the run's bearer token: in the copy-paste config and in the endpoint file only the user reads
-    bearer = config["mcpServers"]["moddesk-pvf"]["headers"]["Authorization"]
+    # the agent's bearer token lives in the endpoint file only the user reads, not on the terminal
     endpoint = json.loads((Path(os.environ["MODDESK_CONFIG_DIR"]) / "endpoints" / "pvf.json").read_text())
-    assert bearer == f"Bearer {endpoint['token']}" and len(endpoint["token"]) >= 32
+    assert len(endpoint["token"]) >= 32 and endpoint["token"] not in banner
+    # the person's one-time login link: alone on its line, never wrapped
+    links = [line.strip() for line in banner.splitlines() if "/login?code=" in line]
+    assert len(links) == 1 and links[0].startswith(url.group(1).removesuffix("/mcp") + "/login?code=")
+    assert "agents config" in banner
     if sys.platform != "win32":
         mode = (Path(os.environ["MODDESK_CONFIG_DIR"]) / "endpoints" / "pvf.json").stat().st_mode
         assert mode & 0o777 == 0o600

@@ -107,7 +107,7 @@ def start_serve(tmp_path: Path, port: int, **extra_env: str) -> subprocess.Popen
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            # up, and guarded: a request without the run's token is turned away
+            # up, and guarded: a request without the person's login is turned away
             if httpx.get(f"http://127.0.0.1:{port}/xiangqi/", timeout=1).status_code == 401:
                 return proc
         except httpx.HTTPError:
@@ -150,7 +150,8 @@ def test_serve_restart_keeps_the_game(tmp_path: Path) -> None:
         endpoint_file = tmp_path / "data dir" / "serve.json"
         assert sys.platform == "win32" or stat.S_IMODE(endpoint_file.stat().st_mode) == 0o600
         endpoint = json.loads(endpoint_file.read_text())
-        auth = {"Authorization": f"Bearer {endpoint['token']}"}
+        assert "key" not in endpoint  # the agent's endpoint file; the person key has its own file
+        auth = _auth(tmp_path)
         after = json.loads(runner.invoke(app, ["state", "--session", session, "--url", url, "--json"]).output)
         assert after["history"] == before["history"] and after["revision"] == before["revision"]
         assert after["pending"] == "ai-thinking"
@@ -171,9 +172,9 @@ def test_serve_restart_keeps_the_game(tmp_path: Path) -> None:
 
 
 def _auth(tmp_path: Path) -> dict[str, str]:
-    """The running server's bearer token, from its endpoint file (what the CLI reads too)."""
-    endpoint = json.loads((tmp_path / "data dir" / "serve.json").read_text())
-    return {"Authorization": f"Bearer {endpoint['token']}"}
+    """The person key of the running server, from its 0600 person file (what the CLI reads too)."""
+    person = json.loads((tmp_path / "data dir" / "serve.person.json").read_text())
+    return {"Authorization": f"Person {person['key']}"}
 
 
 def test_server_killed_during_a_local_engine_think_resumes_after_restart(tmp_path: Path) -> None:

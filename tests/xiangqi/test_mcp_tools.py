@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +15,10 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
-from moddesk.kit.mcp import result_payload, serve_http
+from moddesk.kit.mcp import result_payload
+from moddesk.kit.person import login_like_a_browser
 from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.mcp import build_server
-from moddesk.xiangqi.rpc import panel_link, rpc_routes
+from moddesk.xiangqi.serving import XiangqiHttp
 from moddesk.xiangqi.store import Settings
 
 TOOLS = {
@@ -43,7 +45,10 @@ async def call(client: Client, name: str, args: dict[str, Any]) -> tuple[bool, d
     return bool(result.is_error), result_payload(result), result.content[0].text  # type: ignore[union-attr]
 
 
-async def game_flow(client: Client) -> None:
+PersonMove = Callable[[str], Awaitable[None]]
+
+
+async def game_flow(client: Client, person_move: PersonMove) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
     read_only = {n for n, t in tools.items() if t.annotations is not None and t.annotations.read_only_hint}
@@ -75,7 +80,19 @@ async def game_flow(client: Client) -> None:
     assert failed and err["error"] == "INVALID_ARGUMENT" and err["errorZh"]
     assert {f["path"].split(".")[0] for f in err["fields"]} == {"move"} and len(err["legalMoves"]) == 44
 
-    prompt = await client.get_prompt("xiangqi", {"command": "move 炮二平五"})
+    # the prompt is text for the model: fetching it never acts for the person
+    for command in ("move 炮二平五", "resign", "undo 2"):
+        prompt = await client.get_prompt("xiangqi", {"command": command})
+        said = prompt.messages[0].content.text  # type: ignore[union-attr]
+        assert "Only the person" in said, said
+    _failed, untouched, _ = await call(client, "xiangqi_board", {"includeMoves": False})
+    assert (
+        untouched["plies"] == 0
+        and untouched["phase"] == "playing"
+        and untouched["status"]["state"] == "playing"
+    )
+    await person_move("炮二平五")
+    prompt = await client.get_prompt("xiangqi", {"command": "state"})
     said = prompt.messages[0].content.text  # type: ignore[union-attr]
     assert "your turn" in said and "炮二平五" in said
 
@@ -125,27 +142,36 @@ def test_stdio(tmp_path: Path) -> None:
         command=sys.executable, args=["-m", "moddesk.cli", "xiangqi", "mcp"], env=env
     )
 
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "moddesk.cli", "xiangqi", *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+    async def person_move(move: str) -> None:
+        # the person's own command finds the panel through the 0600 person file
+        done = await anyio.to_thread.run_sync(lambda: cli("move", move, "--json"))
+        assert done.returncode == 0, done.stdout + done.stderr
+
     async def run() -> None:
         async with Client(params, read_timeout_seconds=60) as client:
-            await game_flow(client)
-            # the stdio server also serves the person's panel, and links it from the game
+            await game_flow(client, person_move)
+            # the stdio server also serves the person's panel, and tells the model where it is
             _failed, value, _text = await call(client, "xiangqi_board", {"includeMoves": False})
             panel = value["panelUrl"]
             assert panel.startswith("http://127.0.0.1:") and value["sessionId"] in panel
             base = panel.split("/xiangqi/")[0]
-            async with httpx.AsyncClient(timeout=10) as stranger:  # another local program, no token
+            async with httpx.AsyncClient(timeout=10) as stranger:  # another local program, no login
                 assert (await stranger.get(f"{base}/xiangqi/")).status_code == 401
                 assert (await stranger.post(f"{base}/xiangqi-mate/state", json={})).status_code == 401
-            # the link carries the run's token once: the browser is logged in by a cookie
-            async with httpx.AsyncClient(timeout=10, follow_redirects=True) as http:
-                page = await http.get(panel)
+            # the person asks for a login link; it logs the browser in once (cookie + CSRF token)
+            opened = await anyio.to_thread.run_sync(lambda: cli("open", "--no-browser"))
+            link = next(line for line in opened.stdout.splitlines() if "/login?code=" in line)
+            with httpx.Client(timeout=10) as http:
+                login_like_a_browser(http, link)
+                page = http.get(panel)
                 assert page.status_code == 200 and "panel.js" in page.text
-                assert "token=" not in str(page.url) and value["sessionId"] in str(page.url)
-                state = await http.post(f"{base}/xiangqi-mate/state", json={"sessionId": value["sessionId"]})
+                state = http.post(f"{base}/xiangqi-mate/state", json={"sessionId": value["sessionId"]})
                 assert state.json()["value"]["revision"] == value["revision"]
-                foreign = await http.post(
-                    f"{base}/xiangqi-mate/state", json={}, headers={"Host": "evil.example"}
-                )
+                foreign = http.post(f"{base}/xiangqi-mate/state", json={}, headers={"Host": "evil.example"})
                 assert foreign.status_code == 421
 
     anyio.run(run)
@@ -153,38 +179,38 @@ def test_stdio(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def http_server(tmp_path: Path):  # type: ignore[no-untyped-def]
+def http_server(tmp_path: Path) -> Iterator[tuple[GameService, XiangqiHttp]]:
     service = GameService(fast_settings(tmp_path))
-    holder: dict[str, str] = {}
-    server = serve_http(
-        build_server(service, lambda s: panel_link(holder["url"])(s)), 0, extra_routes=rpc_routes(service)
-    )
-    holder["url"] = server.url
-    with server:
-        yield service, server.url
+    with XiangqiHttp(service, 0) as server:
+        yield service, server
     service.close()
 
 
-def test_streamable_http(http_server: tuple[GameService, str]) -> None:
-    _service, url = http_server
+def test_streamable_http(http_server: tuple[GameService, XiangqiHttp]) -> None:
+    _service, server = http_server
+
+    async def person_move(move: str) -> None:
+        async with httpx.AsyncClient(timeout=30, headers=server.person_headers()) as person:
+            answer = (await person.post(f"{server.url}/xiangqi-mate/move", json={"move": move})).json()
+            assert answer["ok"], answer
 
     async def run() -> None:
-        async with Client(f"{url}/mcp", read_timeout_seconds=60) as client:
-            await game_flow(client)
+        async with server.client() as client:
+            await game_flow(client, person_move)
             _failed, value, text = await call(client, "xiangqi_new", {})
             assert (
-                value["panelUrl"] == f"{url}/xiangqi/?session={value['sessionId']}"
-                and value["panelUrl"] in text
+                value["panelUrl"] == f"{server.url}/xiangqi/?session={value['sessionId']}"
+                and f"panel for the person: {value['panelUrl']}" in text
             )
 
     anyio.run(run)
 
 
-def test_concurrent_moves_and_reads(http_server: tuple[GameService, str]) -> None:
-    service, url = http_server
+def test_concurrent_moves_and_reads(http_server: tuple[GameService, XiangqiHttp]) -> None:
+    service, server = http_server
 
     async def run() -> None:
-        async with Client(f"{url}/mcp", read_timeout_seconds=60) as client:
+        async with server.client() as client:
             _, game, _ = await call(client, "xiangqi_new", {"side": "b"})  # the model (red) moves first
             assert game["pending"] == "ai-thinking"
             session, revision = game["sessionId"], game["revision"]
@@ -217,10 +243,12 @@ def test_concurrent_moves_and_reads(http_server: tuple[GameService, str]) -> Non
     anyio.run(run)
 
 
-def test_rpc_move_shapes_and_guards(http_server: tuple[GameService, str]) -> None:
-    service, url = http_server
+def test_rpc_move_shapes_and_guards(http_server: tuple[GameService, XiangqiHttp]) -> None:
+    service, server = http_server
+    url = server.url
     rpc = f"{url}/xiangqi-mate"
     with httpx.Client(timeout=30) as http:
+        login_like_a_browser(http, server.login_link())
         created = http.post(f"{rpc}/new", json={"side": "r", "opponent": "model"}).json()
         assert created["ok"] is True
         session = created["value"]["sessionId"]

@@ -37,7 +37,7 @@ def served(tmp_path: Path) -> Iterator[tuple[dict[str, Any], dict[str, str], Pat
         [sys.executable, "-m", "moddesk.cli", "xiangqi", "serve", "--port", "0"],
         env=env,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+        stdout=(tmp_path / "serve terminal.txt").open("w"),
         stderr=subprocess.DEVNULL,
     )
     endpoint = tmp_path / "games dir" / "serve.json"
@@ -62,19 +62,38 @@ def served(tmp_path: Path) -> Iterator[tuple[dict[str, Any], dict[str, str], Pat
             proc.wait()
 
 
-def test_every_route_needs_the_token(served: tuple[dict[str, Any], dict[str, str], Path]) -> None:
-    record, _, endpoint = served
+def test_every_route_needs_the_right_principal(
+    served: tuple[dict[str, Any], dict[str, str], Path], tmp_path: Path
+) -> None:
+    record, env, endpoint = served
     assert sys.platform == "win32" or endpoint.stat().st_mode & 0o777 == 0o600
-    routes = [("GET", "/"), ("GET", "/favicon.ico"), ("GET", "/xiangqi/"), ("GET", "/xiangqi/panel.js")]
+    person_file = endpoint.with_name("serve.person.json")
+    assert sys.platform == "win32" or person_file.stat().st_mode & 0o777 == 0o600
+    assert "key" not in json.loads(endpoint.read_text())  # the endpoint file holds the agent's token only
+    routes = [("GET", "/"), ("GET", "/xiangqi/"), ("GET", "/xiangqi/panel.js")]
     routes += [("POST", f"/xiangqi-mate/{name}") for name in (*ENDPOINTS, "nope")]
     routes += [("POST", "/mcp"), ("GET", "/mcp"), ("DELETE", "/mcp"), ("GET", "/nothing")]
+    agent = {"Authorization": f"Bearer {record['token']}"}
+    person = {"Authorization": f"Person {json.loads(person_file.read_text())['key']}"}
     with httpx.Client(base_url=record["url"], timeout=10) as http:
         for method, path in routes:
-            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "moddesk_token=wrong"}):
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "moddesk_person_1=wrong"}):
                 answer = http.request(method, path, headers=headers, json={})
                 assert answer.status_code == 401, (method, path, headers, answer.status_code)
-                assert_error_object(answer, "UNAUTHORIZED")
-        good = {"Authorization": f"Bearer {record['token']}"}
+                if method == "GET" and not path.startswith(("/mcp", "/nothing")):
+                    # a page the browser opens: a Chinese page saying how to log in
+                    assert (
+                        answer.headers["content-type"].startswith("text/html")
+                        and "moddesk xiangqi open" in answer.text
+                    )
+                else:
+                    assert_error_object(answer, "UNAUTHORIZED" if path == "/mcp" else "LOGIN_REQUIRED")
+        # the agent's token: /mcp only; the person's moves and resignation are refused with it
+        for name in ("move", "resign", "undo", "draw", "state"):
+            refused = http.post(f"/xiangqi-mate/{name}", json={}, headers=agent)
+            assert refused.status_code == 403, name
+            assert_error_object(refused, "PERSON_ONLY")
+        good = person
         assert http.post("/xiangqi-mate/state", json={}, headers=good).status_code == 200
         deep = http.post("/xiangqi-mate/state", content=b"[" * 20_000 + b"]" * 20_000, headers=good)
         assert deep.status_code == 400 and deep.json()["ok"] is False  # never a 500
@@ -98,6 +117,27 @@ def test_every_route_needs_the_token(served: tuple[dict[str, Any], dict[str, str
             wrong["error"]["code"] == "INVALID_ARGUMENT" and "must be a string" in wrong["error"]["message"]
         )
         assert wrong["error"]["errorZh"].startswith("着法必须是字符串")
+
+    # the serve terminal shows the person's login link alone on its line; it logs a browser in once
+    lines = (tmp_path / "serve terminal.txt").read_text().splitlines()
+    links = [line for line in lines if "/login?code=" in line]
+    assert len(links) == 1 and links[0].startswith(record["url"] + "/login?code=")
+    assert record["token"] not in "\n".join(lines)
+    with httpx.Client(timeout=10) as browser:
+        assert browser.get(links[0]).status_code == 200
+        assert browser.get(links[0]).status_code == 403
+    # `moddesk xiangqi open` mints a fresh one from the person file
+    opened = subprocess.run(
+        [sys.executable, "-m", "moddesk.cli", "xiangqi", "open", "--no-browser"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    fresh = [line for line in opened.stdout.splitlines() if "/login?code=" in line]
+    assert opened.returncode == 0 and len(fresh) == 1 and fresh[0] != links[0]
+    with httpx.Client(timeout=10) as browser:
+        assert browser.get(fresh[0]).status_code == 200
 
 
 def assert_error_object(answer: httpx.Response, code: str) -> None:

@@ -1,8 +1,9 @@
 """Loopback-only HTTP: a Host/Origin/bearer guard for our own routes and a uvicorn runner.
 
 The guard answers like the MCP SDK's transport security: a Host that is not ours → 421, a
-foreign Origin → 403 (a missing Origin is fine: non-browser clients send none), and, where a
-second local process connects, a missing or wrong bearer token → 401.
+foreign Origin → 403 (a missing Origin is fine: non-browser clients send none), then checks the
+principal (``kit.principals``): the agent's bearer token for ``/mcp``, the person's session for
+the rest; a missing credential → 401, the other principal's → 403.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hmac
+import html
 import json
 import logging
 import re
@@ -19,12 +21,23 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import parse_qs
 
 import psutil
 import uvicorn
 
 from moddesk.kit.errors import ServiceError, register_codes
+from moddesk.kit.person import (
+    CSRF_FRAGMENT,
+    CSRF_HEADER,
+    CSRF_QUERY,
+    LOGIN_PATH,
+    MESSAGES_ZH,
+    PERSON_SCRIPT_PATH,
+    PersonGate,
+    safe_next,
+)
+from moddesk.kit.principals import AccessPolicy, Principal
 
 LOOPBACK = "127.0.0.1"
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -79,8 +92,20 @@ async def _refuse(
     await send({"type": "http.response.body", "body": body})
 
 
+# the agent's credential: the bearer token of the endpoint file (what `connect` and configs use)
+_TOKEN_HINT = "Send the bearer token from the service's endpoint file (the stdio `connect` bridge does)."
+_BEARER = [(b"www-authenticate", b"Bearer")]
+
+
 class HostOriginGuard:
-    """ASGI middleware: reject foreign Host (421), foreign Origin (403), bad bearer token (401)."""
+    """ASGI middleware: reject foreign Host (421), foreign Origin (403), then check the principal.
+
+    With an ``AccessPolicy`` and a ``PersonGate`` every request is checked against the owner of
+    its path (``kit.principals``): the agent's bearer token opens the agent's paths only (``/mcp``),
+    the person's session (+ CSRF token) or person key opens everything else, and the agent's
+    token there is ``403 PERSON_ONLY``. Without them (a listener that has no person, like ``ra3
+    watch``) the bearer token opens everything but ``open_paths``.
+    """
 
     def __init__(
         self,
@@ -90,6 +115,9 @@ class HostOriginGuard:
         bearer_token: str | None = None,
         open_paths: Iterable[str] = (),
         max_body: int | None = None,
+        policy: AccessPolicy | None = None,
+        person: PersonGate | None = None,
+        port: int = 0,
     ) -> None:
         self.app = app
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
@@ -97,6 +125,9 @@ class HostOriginGuard:
         self.bearer_token = bearer_token
         self.open_paths = set(open_paths)
         self.max_body = max_body
+        self.policy = policy
+        self.person = person
+        self.port = port
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -117,59 +148,197 @@ class HostOriginGuard:
                 send, 403, "ORIGIN_REJECTED", "Invalid Origin header", "Open the page from this server."
             )
             return
-        if self.bearer_token is not None and scope.get("path") not in self.open_paths:
-            if await self._token_login(scope, send):
+        if self.policy is not None and self.person is not None:
+            if not await PrincipalCheck(self, scope, send, headers).admit():
                 return
-            if not self._authorized(headers):
-                await _refuse(
-                    send,
-                    401,
-                    "UNAUTHORIZED",
-                    "Missing or wrong bearer token",
-                    "Open the link the server printed, or send its token.",
-                    [(b"www-authenticate", b"Bearer")],
-                )
-                return
+        elif (
+            self.bearer_token is not None
+            and scope.get("path") not in self.open_paths
+            and not self.bearer_ok(headers)
+        ):
+            await _refuse(send, 401, "UNAUTHORIZED", "Missing or wrong bearer token", _TOKEN_HINT, _BEARER)
+            return
         if self.max_body is not None and scope["type"] == "http":
             await _capped(self.app, self.max_body, scope, receive, send, headers)
             return
         await self.app(scope, receive, send)
 
-    def _authorized(self, headers: dict[str, str]) -> bool:
-        """The bearer header, or the cookie a page got by opening its ``?token=`` link once."""
-        assert self.bearer_token is not None
-        expected = self.bearer_token.encode()
+    def bearer_ok(self, headers: dict[str, str]) -> bool:
+        """The agent's ``Authorization: Bearer <token>`` (never a cookie: browsers hold the person's)."""
+        if self.bearer_token is None:
+            return False
         supplied = headers.get("authorization", "")
-        if supplied.startswith("Bearer ") and hmac.compare_digest(supplied[7:].encode(), expected):
-            return True
-        cookie = _cookie(headers.get("cookie", ""), TOKEN_COOKIE)
-        return cookie is not None and hmac.compare_digest(cookie.encode(), expected)
-
-    async def _token_login(self, scope: Scope, send: Send) -> bool:
-        """A browser GET with the right ``?token=``: set the cookie, redirect to the bare URL."""
-        if scope["type"] != "http" or scope.get("method") != "GET":
-            return False
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        supplied = query.get("token", [""])[0]
-        assert self.bearer_token is not None
-        if not supplied or not hmac.compare_digest(supplied.encode(), self.bearer_token.encode()):
-            return False
-        cookie = f"{TOKEN_COOKIE}={self.bearer_token}; Path=/; HttpOnly; SameSite=Strict"
-        rest = urlencode([(k, v) for k, values in query.items() if k != "token" for v in values])
-        location = quote(str(scope.get("path", "/"))) + (f"?{rest}" if rest else "")
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 303,
-                "headers": [
-                    (b"location", location.encode("latin-1", "replace")),
-                    (b"set-cookie", cookie.encode()),
-                    (b"cache-control", b"no-store"),
-                ],
-            }
+        return supplied.startswith("Bearer ") and hmac.compare_digest(
+            supplied[7:].encode(), self.bearer_token.encode()
         )
-        await send({"type": "http.response.body", "body": b""})
+
+
+class PrincipalCheck:
+    """One request against the access policy: let it through, or answer it (401/403, login, script)."""
+
+    def __init__(self, guard: HostOriginGuard, scope: Scope, send: Send, headers: dict[str, str]) -> None:
+        assert guard.policy is not None and guard.person is not None
+        self.policy = guard.policy
+        self.person = guard.person
+        self.guard = guard
+        self.scope = scope
+        self.send = send
+        self.headers = headers
+        self.path = str(scope.get("path", "/"))
+        self.method = str(scope.get("method", "GET"))
+        self.query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+
+    async def admit(self) -> bool:
+        owner = self.policy.principal(self.path)
+        if owner is Principal.AGENT:
+            return await self._agent()
+        if owner is Principal.ANYONE:
+            return await self._open()
+        return await self._person()
+
+    async def _agent(self) -> bool:
+        if self.guard.bearer_ok(self.headers):
+            return True
+        if self._session() is not None or self._keyed():
+            await self._refuse(403, "AGENT_ONLY", "the person's session does not open the MCP endpoint")
+            return False
+        await _refuse(self.send, 401, "UNAUTHORIZED", "Missing or wrong bearer token", _TOKEN_HINT, _BEARER)
+        return False
+
+    async def _open(self) -> bool:
+        if self.path == LOGIN_PATH and self.scope["type"] == "http":
+            await self._login()
+            return False
+        if self.path == PERSON_SCRIPT_PATH and self.scope["type"] == "http":
+            await _send(self.send, 200, PERSON_SCRIPT.encode(), b"text/javascript; charset=utf-8")
+            return False
         return True
+
+    async def _person(self) -> bool:
+        if self._keyed():
+            return True
+        session = self._session()
+        if session is not None:
+            site = self.headers.get("sec-fetch-site")
+            if site is not None and site not in ("same-origin", "none"):
+                # a page on another port of this host is "same-site": it gets the cookie, not the page
+                await self._refuse(403, "CSRF_REQUIRED", f"a {site} request cannot act for the person")
+                return False
+            if self.policy.is_navigation(self.method, self.path):
+                return True
+            supplied = self.headers.get(CSRF_HEADER) or self.query.get(CSRF_QUERY, [""])[0]
+            if self.person.csrf_ok(session, supplied):
+                return True
+            await self._refuse(403, "CSRF_REQUIRED", "the page's CSRF token is missing or wrong")
+            return False
+        if self.guard.bearer_ok(self.headers):
+            await self._refuse(
+                403, "PERSON_ONLY", f"{self.method} {self.path} is the person's, not the agent's"
+            )
+            return False
+        if self.policy.is_navigation(self.method, self.path):
+            await _send(self.send, 401, _login_needed_page(self.policy.system), b"text/html; charset=utf-8")
+            return False
+        await self._refuse(401, "LOGIN_REQUIRED", "this route needs the person's login session")
+        return False
+
+    def _session(self) -> str | None:
+        cookie = _cookie(self.headers.get("cookie", ""), self.person.cookie_name(self.guard.port))
+        return self.person.session(cookie)
+
+    def _keyed(self) -> bool:
+        return self.person.key_ok(self.headers.get("authorization", ""))
+
+    async def _refuse(self, status: int, code: str, message: str) -> None:
+        body = json_body(self.policy.error_body(self.person.error(code, message)))
+        await _send(self.send, status, body, b"application/json")
+
+    async def _login(self) -> None:
+        """Redeem ``?code=``: a session cookie for this port, then on to ``next`` with the CSRF token.
+
+        The answer is a page that refreshes to ``next`` rather than a redirect: a navigation our
+        own page starts is same-origin, so the SameSite=Strict cookie goes with it even when the
+        person clicked the link in a page of another site.
+        """
+        code = self.query.get("code", [""])[0]
+        base = f"http://{LOOPBACK}:{self.guard.port}"
+        try:
+            session = self.person.redeem(code, base)
+        except ServiceError as exc:
+            page = _message_page(exc.details.get("errorZh", ""), exc.message, exc.hint or "")
+            await _send(self.send, 403, page, b"text/html; charset=utf-8")
+            return
+        target = safe_next(self.query.get("next", ["/"])[0]) + f"#{CSRF_FRAGMENT}={session.csrf}"
+        cookie = f"{self.person.cookie_name(self.guard.port)}={session.session_id}; Path=/; HttpOnly; SameSite=Strict"
+        page = _refresh_page(target)
+        await _send(self.send, 200, page, b"text/html; charset=utf-8", [(b"set-cookie", cookie.encode())])
+
+
+async def _send(
+    send: Send, status: int, body: bytes, content_type: bytes, extra: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type),
+                (b"cache-control", b"no-store"),
+                (b"referrer-policy", b"no-referrer"),
+                (b"x-content-type-options", b"nosniff"),
+                *extra,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _message_page(zh: str, en: str, hint: str) -> bytes:
+    text = (
+        '<!doctype html><html lang="zh-CN"><meta charset="utf-8"><title>moddesk</title>'
+        '<body style="font-family:sans-serif;max-width:40em;margin:3em auto">'
+        f"<h1>{html.escape(zh)}</h1><p>{html.escape(en)}</p><p>{html.escape(hint)}</p></body></html>"
+    )
+    return text.encode()
+
+
+def _login_needed_page(system: str) -> bytes:
+    return _message_page(
+        MESSAGES_ZH["LOGIN_REQUIRED"].format(system=system),
+        "This page needs a login link.",
+        f"Open the link the service printed on its terminal, or run `moddesk {system} open`.",
+    )
+
+
+def _refresh_page(target: str) -> bytes:
+    url = html.escape(target, quote=True)
+    text = (
+        '<!doctype html><html lang="zh-CN"><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={url}"><title>moddesk</title>'
+        f'<body><p>已登录，正在打开页面… Logged in, opening the page… <a href="{url}">继续 / continue</a></p>'
+        "</body></html>"
+    )
+    return text.encode()
+
+
+# Served at PERSON_SCRIPT_PATH; pages load it before their own scripts. It moves the CSRF token
+# from the login redirect's fragment into this origin's localStorage (scoped by port, unlike
+# cookies) and lets the page read it back as ``moddeskCsrf()``.
+PERSON_SCRIPT = f"""// moddesk: the person's CSRF token for this service (kit/person.py says why it lives here)
+(function () {{
+  var KEY = "{CSRF_FRAGMENT}";
+  var held = "";
+  var match = /(?:^#|&){CSRF_FRAGMENT}=([^&]*)/.exec(location.hash);
+  if (match) {{
+    held = decodeURIComponent(match[1]);
+    try {{ localStorage.setItem(KEY, held); }} catch (e) {{ /* private mode: keep it for this page */ }}
+    history.replaceState(null, "", location.pathname + location.search);
+  }}
+  window.moddeskCsrf = function () {{
+    try {{ return localStorage.getItem(KEY) || held; }} catch (e) {{ return held; }}
+  }};
+}})();
+"""
 
 
 def guard(
@@ -179,8 +348,11 @@ def guard(
     extra_origins: Iterable[str] = (),
     open_paths: Iterable[str] = (),
     max_body: int | None = None,
+    policy: AccessPolicy | None = None,
+    person: PersonGate | None = None,
 ) -> HostOriginGuard:
-    """Wrap ``app`` so only loopback Hosts and our own Origins on ``port`` get through."""
+    """Wrap ``app`` so only loopback Hosts and our own Origins on ``port`` get through, each
+    request by the principal that owns its path (when ``policy`` and ``person`` are given)."""
     return HostOriginGuard(
         app,
         loopback_hosts(port),
@@ -188,6 +360,9 @@ def guard(
         bearer_token=bearer_token,
         open_paths=open_paths,
         max_body=max_body,
+        policy=policy,
+        person=person,
+        port=port,
     )
 
 
@@ -237,7 +412,6 @@ def _allow_quick_rebind(sock: socket.socket) -> None:
 
 # ---------------------------------------------------------------------- bounded request bodies
 
-TOKEN_COOKIE = "moddesk_token"
 MAX_JSON_BODY = 1 << 20
 MAX_JSON_DEPTH = 32
 

@@ -51,6 +51,8 @@ from moddesk.kit.http import LOOPBACK, ASGIApp, LoopbackServer, guard, loopback_
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.mcplog import enable_logging
 from moddesk.kit.pages import TEXT_BUDGET_MAX, ResultPages, utf8_len
+from moddesk.kit.person import PersonGate
+from moddesk.kit.principals import AccessPolicy
 
 logger = logging.getLogger("moddesk.mcp")
 
@@ -440,8 +442,11 @@ def http_app(
     mcp_path: str = "/mcp",
     open_paths: tuple[str, ...] = (),
     max_body: int | None = None,
+    policy: AccessPolicy | None = None,
+    person: PersonGate | None = None,
 ) -> ASGIApp:
-    """One ASGI app: our routes first, the MCP endpoint at ``mcp_path``, everything guarded."""
+    """One ASGI app: our routes first, the MCP endpoint at ``mcp_path``, everything guarded
+    (with ``policy`` + ``person``: ``mcp_path`` the agent's, the other routes the person's)."""
     if getattr(server, "stateless_http", False):
         sessions: dict[str, Any] = {"stateless_http": True}
     else:
@@ -457,7 +462,15 @@ def http_app(
             yield
 
     host = Starlette(routes=[*(extra_routes or []), Mount("/", app=mcp_app)], lifespan=lifespan)
-    return guard(host, port, bearer_token=bearer_token, open_paths=open_paths, max_body=max_body)
+    return guard(
+        host,
+        port,
+        bearer_token=bearer_token,
+        open_paths=open_paths,
+        max_body=max_body,
+        policy=policy,
+        person=person,
+    )
 
 
 def serve_http(
@@ -466,11 +479,19 @@ def serve_http(
     extra_routes: list[BaseRoute] | None = None,
     bearer_token: str | None = None,
     max_body: int | None = None,
+    policy: AccessPolicy | None = None,
+    person: PersonGate | None = None,
 ) -> LoopbackServer:
     """Bind 127.0.0.1:``port`` (0 = free) and return the not-yet-started server (``.start()``)."""
     return LoopbackServer(
         lambda bound: http_app(
-            server, bound, extra_routes=extra_routes, bearer_token=bearer_token, max_body=max_body
+            server,
+            bound,
+            extra_routes=extra_routes,
+            bearer_token=bearer_token,
+            max_body=max_body,
+            policy=policy,
+            person=person,
         ),
         port,
     )

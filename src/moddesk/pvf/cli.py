@@ -179,7 +179,7 @@ def serve(
 ) -> None:
     """Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
     from moddesk.pvf.agent.serve import Workbench
-    from moddesk.pvf.settings import client_config, load_settings, settings_path
+    from moddesk.pvf.settings import load_settings, settings_path
     from moddesk.pvf.toolsets import parse_toolsets
     from moddesk.pvf.workbench.roots import load_added_roots, save_added_roots
 
@@ -207,20 +207,23 @@ def serve(
             console.print(
                 f"opened {escape(opened['sourcePath'])} ({opened['fileCount']} files, {opened['format']})"
             )
-        print_link(console, "MCP endpoint (loopback only, bearer token required):", bench.url)
-        print_link(console, "Workbench page (the link logs the browser in):", bench.page_login_url)
-        console.print(f"token and url for clients: {escape(str(endpoint))} (readable by you only)")
+        print_link(console, "MCP endpoint (loopback only, the agent's bearer token):", bench.url)
+        console.print(f"agent token and url: {escape(str(endpoint))} (readable by you only)")
         for granted in bench.service.access_roots().describe():
             console.print(f"agents may use: {escape(granted['path'])} ({escape(granted['label'])})")
         console.print(
-            "Connect a client: `moddesk agents config <client> --system pvf`, or `moddesk pvf connect`"
+            "Connect a client: `moddesk agents config <client> --system pvf` (stdio bridge, no secret in it)"
+        )
+        link = bench.login_link()
+        print_link(
+            console,
+            "工作台页面 Workbench page for you (one-time login link; `moddesk pvf open` gives a new one):",
+            link,
         )
         if open_page:
             import webbrowser
 
-            webbrowser.open(bench.page_login_url)
-        console.print("Client config to copy:")
-        print_unwrapped(console, client_config(bench.url, bench.token))
+            webbrowser.open(link)
         console.print("Ctrl+C stops the server.")
 
     with _errors():
@@ -240,6 +243,30 @@ def connect() -> None:
     with _errors():
         record = require(endpoint_path(), "moddesk pvf serve")
     anyio.run(bridge_stdio, record.mcp_url, record.token)
+
+
+@app.command("open")
+def open_page_command(
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="only print the link, do not open the browser")
+    ] = False,
+) -> None:
+    """Give yourself a fresh one-time login link to the running workbench page (and open it).
+
+    The link is minted from the person key the running serve left in a file only your OS user
+    can read; an agent that only speaks MCP never reads that file.
+    """
+    from moddesk.kit.person import require_person
+    from moddesk.pvf.agent.serve import endpoint_path
+    from moddesk.pvf.web.routes import PAGE_PATH
+
+    with _errors():
+        link = require_person(endpoint_path(), "pvf").login_link(PAGE_PATH)
+    print_link(console, "一次性登录链接 One-time login link to the workbench page:", link)
+    if not no_browser:
+        import webbrowser
+
+        webbrowser.open(link)
 
 
 @app.command()

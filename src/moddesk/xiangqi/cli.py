@@ -27,6 +27,7 @@ from moddesk.xiangqi import uci_cli
 
 if TYPE_CHECKING:  # the game service, its store and the HTTP client load when a command runs
     from moddesk.xiangqi.game import GameService
+    from moddesk.xiangqi.serving import XiangqiHttp
     from moddesk.xiangqi.store import Settings
 
 app = typer.Typer(help="Chinese chess against the AI model or the local engine.", no_args_is_help=True)
@@ -71,11 +72,13 @@ def _read_endpoint(path: Path) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def _advertised(settings: Settings, url: str, token: str, *, has_mcp: bool) -> Iterator[Path | None]:
-    """Record the service's URL and bearer token (file mode 0600) while the block runs.
+def _advertised(settings: Settings, http: XiangqiHttp) -> Iterator[Path | None]:
+    """Record the service's URL and agent token, and beside it the person key (both 0600), while
+    the block runs.
 
     A file written by another service that still runs is left alone (both servers coexist; the
-    CLI keeps talking to the first); on exit only our own record is removed.
+    CLI keeps talking to the first); on exit only our own record is removed. The note about it
+    goes to stderr: stdout of the stdio server is JSON-RPC only.
     """
     path = endpoint_file(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,15 +87,15 @@ def _advertised(settings: Settings, url: str, token: str, *, has_mcp: bool) -> I
         # stderr: under `xiangqi mcp` stdout carries JSON-RPC only (a stray line breaks the client)
         err_console.print(
             f"[yellow]another xiangqi service (pid {current.get('pid')}) at {current.get('url')} "
-            f"is what `moddesk xiangqi` commands reach; use --url {url} for this one[/]"
+            f"is what `moddesk xiangqi` commands reach; this one is at {http.url}[/]"
         )
         yield None
         return
-    local_service.publish(path, url, token, has_mcp=has_mcp)
+    http.publish(path)
     try:
         yield path
     finally:
-        local_service.withdraw(path, token)
+        http.withdraw()
 
 
 @contextlib.contextmanager
@@ -128,31 +131,24 @@ def serve(
 
 
 def _serve(port: int, open_browser: bool, config: Path | None) -> None:
-    from moddesk.kit.mcp import serve_http
-    from moddesk.xiangqi.mcp import build_server
-    from moddesk.xiangqi.rpc import MAX_LOAD_BODY, panel_link, rpc_routes
+    from moddesk.xiangqi.serving import XiangqiHttp
 
     with _service(config) as (settings, service):
         sweep_stale([settings.database().parent])  # temps a killed service left (dead owners only)
-        token = local_service.new_token()
-        holder: dict[str, str] = {}
-        server = build_server(service, lambda s: panel_link(holder["url"], token)(s))
-        http = serve_http(
-            server, port, extra_routes=rpc_routes(service), bearer_token=token, max_body=MAX_LOAD_BODY
-        )
-        holder["url"] = http.url
-        with _advertised(settings, http.url, token, has_mcp=True) as endpoint:
-            print_link(
-                console,
-                "[bold]xiangqi[/] 棋盘面板 panel (the link logs the browser in):",
-                f"{http.url}/xiangqi/?token={token}",
-            )
-            print_link(console, "[bold]xiangqi[/] MCP (bearer token required):", f"{http.url}/mcp")
-            console.print(f"token and url for clients: {endpoint} (readable by you only)")
+        http = XiangqiHttp(service, port)
+        with _advertised(settings, http) as endpoint:
+            print_link(console, "[bold]xiangqi[/] MCP (the agent's bearer token):", http.mcp_url)
+            console.print(f"agent token and url: {endpoint} (readable by you only)")
             console.print("stdio clients: `moddesk xiangqi connect` bridges to this service")
             console.print(f"games in {settings.database()}")
+            link = http.login_link()
+            print_link(
+                console,
+                "[bold]xiangqi[/] 棋盘面板 panel for you (one-time login link; `moddesk xiangqi open` gives a new one):",
+                link,
+            )
             if open_browser:
-                webbrowser.open(f"{http.url}/xiangqi/?token={token}")
+                webbrowser.open(link)
             http.serve_forever()
 
 
@@ -178,22 +174,51 @@ def mcp(
     no_panel: Annotated[bool, typer.Option("--no-panel", help="Do not start the browser panel.")] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Stdio MCP server for an AI client; also serves the panel for the person."""
-    from moddesk.kit.http import LoopbackServer
+    """Stdio MCP server for an AI client; also serves the panel for the person.
+
+    The panel's login link is never printed here: the client keeps this process's stderr in its
+    logs, which the model may read. The person gets a link with `moddesk xiangqi open`.
+    """
     from moddesk.kit.mcp import serve_stdio
     from moddesk.xiangqi.mcp import build_server
-    from moddesk.xiangqi.rpc import panel_app, panel_link
+    from moddesk.xiangqi.serving import XiangqiHttp
 
     with _service(config) as (settings, service), contextlib.ExitStack() as running:
-        panel = None
-        token = local_service.new_token()
+        panel: XiangqiHttp | None = None
         if not no_panel:
-            panel = LoopbackServer(lambda port: panel_app(service, port, token), panel_port).start()
+            panel = XiangqiHttp(service, panel_port, mcp=False).start()
             running.callback(panel.stop)
-            running.enter_context(_advertised(settings, panel.url, token, has_mcp=False))
-            # on a line of its own: a client's log view must not wrap it
-            print(f"xiangqi 棋盘面板 panel:\n{panel.url}/xiangqi/?token={token}", file=sys.stderr)
-        serve_stdio(build_server(service, panel_link(panel.url, token) if panel else None))
+            running.enter_context(_advertised(settings, panel))
+            print(
+                f"xiangqi panel: {panel.panel_url()} (log in: run `moddesk xiangqi open`)",
+                file=sys.stderr,
+            )
+        serve_stdio(build_server(service, panel.panel_url if panel else None))
+
+
+@app.command("open")
+def open_panel(
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Only print the link.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Give yourself a fresh one-time login link to the running panel (and open it in the browser).
+
+    The link is minted from the person key the running service left in a file only your OS user
+    can read; the model, which only speaks MCP, never reads that file.
+    """
+    from moddesk.kit.person import require_person
+    from moddesk.xiangqi.rpc import PANEL_PATH
+    from moddesk.xiangqi.store import Settings
+
+    settings = Settings.load(config)
+    try:
+        link = require_person(endpoint_file(settings), "xiangqi").login_link(PANEL_PATH)
+    except ServiceError as exc:
+        show_error(exc, False)
+        raise typer.Exit(2) from None
+    print_link(console, "一次性登录链接 One-time login link to the xiangqi panel:", link)
+    if not no_browser:
+        webbrowser.open(link)
 
 
 # ----------------------------------------------------------------------------------- person commands
@@ -216,8 +241,11 @@ def _call(
             hint="Start `moddesk xiangqi serve` (or `mcp`), pass --url, or use --local.",
         )
     target = url if url is not None else record.url if record is not None else ""
-    token = record.token if record is not None and target == record.url else None
-    return _call_remote(target, endpoint, payload, token)
+    from moddesk.kit.person import read_person
+
+    person = read_person(endpoint_file(settings))
+    headers = person.headers() if person is not None and person.url == target else {}
+    return _call_remote(target, endpoint, payload, headers)
 
 
 def _call_local(settings: Settings, endpoint: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -241,21 +269,15 @@ def _call_local(settings: Settings, endpoint: str, payload: dict[str, Any]) -> d
         service.close()
 
 
-def _call_remote(url: str, endpoint: str, payload: dict[str, Any], token: str | None) -> dict[str, Any]:
-    """The action over the service's RPC channel; its error body becomes a ServiceError again."""
+def _call_remote(url: str, endpoint: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """The action over the service's RPC channel, as the person (the key of the 0600 person file);
+    its error body (a refusal included) becomes a ServiceError again."""
     import httpx
 
     from moddesk.xiangqi.rpc import CHANNEL
 
-    headers = local_service.auth_headers(token) if token else {}
     try:
         response = httpx.post(f"{url}{CHANNEL}/{endpoint}", json=payload, timeout=120, headers=headers)
-        if response.status_code == 401:
-            raise ServiceError(
-                "UNAUTHORIZED",
-                f"the service at {url} wants its bearer token",
-                hint="Omit --url so the token is read from the service's endpoint file.",
-            )
         body = response.json()
     except (httpx.HTTPError, ValueError) as exc:
         raise ServiceError(

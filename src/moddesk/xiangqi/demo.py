@@ -9,15 +9,13 @@ from typing import Any
 
 import anyio
 import httpx
-from mcp import Client
 from rich.console import Console
 
 from moddesk.kit.links import print_link
-from moddesk.kit.mcp import result_payload, serve_http
+from moddesk.kit.mcp import result_payload
 from moddesk.xiangqi.cli import board_text
 from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.mcp import build_server
-from moddesk.xiangqi.rpc import panel_link, rpc_routes
+from moddesk.xiangqi.serving import XiangqiHttp
 from moddesk.xiangqi.store import Settings
 
 PERSON_MOVES = ["炮二平五", "马二进三", "车一平二", "兵七进一"]
@@ -32,11 +30,12 @@ def _check(condition: bool, what: str) -> None:
         raise DemoFailed(what)
 
 
-async def _play(url: str, console: Console) -> dict[str, Any]:
-    rpc = f"{url}/xiangqi-mate"
+async def _play(http: XiangqiHttp, console: Console) -> dict[str, Any]:
+    """The model holds the agent's token (MCP only); the person holds the person key (RPC only)."""
+    rpc = f"{http.url}/xiangqi-mate"
     async with (
-        Client(f"{url}/mcp", read_timeout_seconds=60) as model,
-        httpx.AsyncClient(timeout=60) as person,
+        http.client() as model,
+        httpx.AsyncClient(timeout=60, headers=http.person_headers()) as person,
     ):
         new = await model.call_tool("xiangqi_new", {"side": "r"})
         game = result_payload(new)
@@ -100,16 +99,12 @@ def run(console: Console) -> None:
     with tempfile.TemporaryDirectory(prefix="moddesk-xiangqi-demo-") as tmp:
         settings = Settings(db_path=Path(tmp) / "games.db", think_time=0.2, hint_time=0.3, review_time=0.1)
         service = GameService(settings)
-        holder: dict[str, str] = {}
-        http = serve_http(
-            build_server(service, lambda s: panel_link(holder["url"])(s)), 0, extra_routes=rpc_routes(service)
-        )
-        holder["url"] = http.url
+        http = XiangqiHttp(service, 0)
         try:
             with http:
                 print_link(console, "service (MCP at /mcp, panel at /xiangqi/):", http.url)
                 try:
-                    anyio.run(_play, http.url, console)
+                    anyio.run(_play, http, console)
                 except BaseExceptionGroup as group:  # the MCP client wraps failures in task groups
                     failed = group.subgroup(DemoFailed)
                     if failed is None:

@@ -694,6 +694,12 @@ class GameService:
                 "the person ended this game (resigned or agreed a draw); only the person can take moves back now",
                 hint="Start a new game with xiangqi_new if the person wants another.",
             )
+        if self._status(record, game)["state"] != "playing":
+            raise GameError(
+                "UNDO_REFUSED",
+                "the game is over; only the person can reopen it by taking moves back",
+                hint="Start a new game with xiangqi_new if the person wants another.",
+            )
         if count > MODEL_UNDO_PLIES:
             raise GameError(
                 "UNDO_REFUSED",

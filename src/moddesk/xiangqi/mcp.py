@@ -22,7 +22,7 @@ from moddesk.kit.mcp import add_tool, new_server
 from moddesk.xiangqi.core.diagram import diagram_rows
 from moddesk.xiangqi.game import MAX_HINT_COUNT, MAX_HINT_DEPTH, GameService
 from moddesk.xiangqi.gametext import render_text
-from moddesk.xiangqi.rpc import dispatch, parse_command
+from moddesk.xiangqi.rpc import parse_command
 
 INSTRUCTIONS = (
     "Chinese chess (xiangqi) against the person you are talking with. You are the opponent: "
@@ -161,7 +161,7 @@ class MoveCoords(BaseModel):
 
 
 def build_server(service: GameService, panel_url: Callable[[str], str | None] | None = None) -> MCPServer:
-    """An ``MCPServer`` whose tools play as the opponent and whose prompt acts for the person."""
+    """An ``MCPServer`` whose tools play as the opponent and whose prompt gives the model text (it never acts)."""
     server = new_server(
         "moddesk-xiangqi",
         INSTRUCTIONS,
@@ -338,20 +338,58 @@ def build_server(service: GameService, panel_url: Callable[[str], str | None] | 
 
     @server.prompt(
         name="xiangqi",
-        title="Xiangqi command (acts for you, the person)",
+        title="Xiangqi command (text for the model; the person acts in the panel)",
         description="new | state | move <着法> | undo [n] | hint | draw offer|accept|decline | resign | review | export",
     )
     def xiangqi_prompt(command: str) -> str:
+        """Text only: a prompt can be fetched by the model's own connection, so it never acts for the
+        person (moves, undo, resign are theirs: the panel or `moddesk xiangqi …`)."""
         try:
             endpoint, payload = parse_command(command)
-            value = dispatch(service, endpoint, payload)
         except ServiceError as exc:
             return f"[xiangqi] {error_card(exc)}"
-        if endpoint == "export":
-            return f"[xiangqi export]\n{value['pgn']}"
-        head = f"[xiangqi] the person ran `{command.strip()}`."
-        if value.get("phase") == "playing" and value.get("pending") == "ai-thinking":
-            head += " It is now your turn: answer with xiangqi_move."
-        return head + "\n" + render_text(with_panel(value))
+        return prompt_text(service, endpoint, payload, command.strip(), link)
 
     return server
+
+
+# what each acting command is for the model: who does it, and with which tool or command
+_PERSON_DOES = {
+    "move": "Only the person moves their pieces: they play {move} on their panel or with `moddesk xiangqi move {move}`.",
+    "undo": "Only the person takes moves back for themselves: the panel's 悔棋 button or `moddesk xiangqi undo`.",
+    "resign": "Only the person can resign, and only after confirming it themselves: the panel's 认输 button "
+    "or `moddesk xiangqi resign`. Nothing was resigned.",
+    "fallback": "The person can let the local engine move for you: the panel or `moddesk xiangqi fallback`.",
+    "draw": "Only the person offers, accepts or declines a draw for their side: the panel or "
+    "`moddesk xiangqi draw {action}`; you offer or answer with xiangqi_draw.",
+}
+
+
+def prompt_text(
+    service: GameService,
+    endpoint: str,
+    payload: dict[str, Any],
+    command: str,
+    link: Callable[[str], str | None],
+) -> str:
+    """The xiangqi prompt's text for ``command``: reads are answered, actions are described, never done."""
+    head = f"[xiangqi] the person's command: `{command}`."
+    if endpoint == "new":
+        args = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        return f"{head}\nStart the game with xiangqi_new {args}."
+    if endpoint in ("hint", "review"):
+        return f"{head}\nCall xiangqi_{endpoint} to answer it."
+    try:
+        value = service.export(None) if endpoint == "export" else service.state(None)
+    except ServiceError as exc:
+        return f"[xiangqi] {error_card(exc)}"
+    if endpoint == "export":
+        return f"[xiangqi export]\n{value['pgn']}"
+    value["panelUrl"] = link(value["sessionId"])
+    if endpoint in _PERSON_DOES:
+        head += " " + _PERSON_DOES[endpoint].format(
+            move=payload.get("move", ""), action=payload.get("action", "")
+        )
+    if value.get("phase") == "playing" and value.get("pending") == "ai-thinking":
+        head += " It is your turn: answer with xiangqi_move."
+    return head + "\n" + render_text(value)

@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.http import MAX_JSON_DEPTH, ASGIApp, guard, json_depth
+from moddesk.kit.http import MAX_JSON_DEPTH, json_depth
 from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.gamefiles.games import EXPORT_FORMATS, decode_upload, export_record, load_record
 
@@ -295,12 +294,7 @@ def rpc_routes(service: GameService) -> list[BaseRoute]:
     ]
 
 
-def panel_app(service: GameService, port: int, token: str | None = None) -> ASGIApp:
-    """RPC + panel alone (what ``moddesk xiangqi mcp`` serves beside stdio), Host/Origin (+ token) guarded."""
-    return guard(Starlette(routes=rpc_routes(service)), port, bearer_token=token, max_body=MAX_LOAD_BODY)
-
-
-def panel_link(base_url: str, token: str | None = None) -> Callable[[str], str]:
-    """The panel URL of a session on a server at ``base_url`` (opening it once logs the browser in)."""
-    login = f"&token={token}" if token else ""
-    return lambda session: f"{base_url}{PANEL_PATH}?session={session}{login}"
+def panel_link(base_url: str) -> Callable[[str], str]:
+    """The panel URL of a session on a server at ``base_url`` (no secret: the person logs in with
+    the link on the serve terminal or from `moddesk xiangqi open`)."""
+    return lambda session: f"{base_url}{PANEL_PATH}?session={session}"

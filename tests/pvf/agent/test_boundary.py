@@ -304,32 +304,27 @@ def _every_route(bench: Workbench) -> list[tuple[str, str]]:
     return [*found, ("POST", "/mcp"), ("GET", "/mcp"), ("DELETE", "/mcp"), ("GET", "/"), ("GET", "/nothing")]
 
 
-def test_every_route_needs_the_token(bench: Workbench) -> None:
+def test_every_route_needs_a_credential(bench: Workbench) -> None:
     routes = _every_route(bench)
     assert len(routes) > 8
     base = bench.server.url
+    cookie = f"moddesk_person_{bench.server.port}"
     with httpx.Client(base_url=base, timeout=10) as http:
         for method, path in routes:
-            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": "moddesk_token=wrong"}):
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Cookie": f"{cookie}=wrong"}):
                 answer = http.request(method, path, headers=headers, json={})
                 assert answer.status_code == 401, (method, path, headers, answer.status_code)
-        good = {"Authorization": f"Bearer {bench.token}"}
-        assert http.get("/api/workspace", headers=good).status_code == 200
-        # the page's settings view hands out configs that work as pasted: with this run's token
-        settings = http.post("/api/ops/settings", json={}, headers=good).json()
-        claude = next(c for c in settings["clients"] if c["id"] == "claude-code")
-        assert f"Bearer {bench.token}" in claude["config"]
-        # the page link logs a browser in once; the token leaves the URL
-        login = http.get(f"/?token={bench.token}")
-        assert login.status_code == 303 and "token" not in login.headers["location"]
-        assert "HttpOnly" in login.headers["set-cookie"] and "SameSite=Strict" in login.headers["set-cookie"]
+        # the old way in (the agent's token in the page's address) logs nobody in any more
+        old = http.get(f"/?token={bench.token}")
+        assert old.status_code == 401 and "set-cookie" not in old.headers
         assert (
-            http.get("/api/workspace", headers={"Cookie": f"moddesk_token={bench.token}"}).status_code == 200
+            http.get("/api/workspace", headers={"Authorization": f"Bearer {bench.token}"}).status_code == 403
         )
+        assert http.get("/api/workspace", headers=bench.person_headers()).status_code == 200
 
 
 def test_bad_window_bodies_are_400_not_500(bench: Workbench) -> None:
-    good = {"Authorization": f"Bearer {bench.token}", "Content-Type": "application/json"}
+    good = {**bench.person_headers(), "Content-Type": "application/json"}
     bodies = [
         b"not json",
         b"[]",
@@ -344,12 +339,12 @@ def test_bad_window_bodies_are_400_not_500(bench: Workbench) -> None:
                 assert answer.status_code == 400, (path, body[:20], answer.status_code, answer.text)
 
 
-def _post_huge(port: int, token: str, total: int, declared: bool) -> tuple[int, int]:
+def _post_huge(port: int, authorization: str, total: int, declared: bool) -> tuple[int, int]:
     """POST ``total`` bytes to the window route (declared length or chunked); (status, bytes sent)."""
     head = [
         "POST /api/windows HTTP/1.1",
         f"Host: 127.0.0.1:{port}",
-        f"Authorization: Bearer {token}",
+        f"Authorization: {authorization}",
         "Content-Type: application/json",
         f"Content-Length: {total}" if declared else "Transfer-Encoding: chunked",
     ]
@@ -393,7 +388,8 @@ def _post_huge(port: int, token: str, total: int, declared: bool) -> tuple[int, 
 def test_300_mib_post_is_413_without_memory_growth(bench: Workbench, declared: bool) -> None:
     process = psutil.Process()
     before = process.memory_info().rss
-    status, sent = _post_huge(bench.server.port, bench.token, 300 << 20, declared)
+    authorization = bench.person_headers()["Authorization"]
+    status, sent = _post_huge(bench.server.port, authorization, 300 << 20, declared)
     grown = process.memory_info().rss - before
     assert status == 413
     assert sent < 300 << 20  # the server stopped reading long before the end

@@ -11,7 +11,6 @@ import httpx
 import pytest
 from mcp import Client
 
-from moddesk.kit.local_service import auth_headers
 from moddesk.kit.mcp import result_payload
 from moddesk.pvf.agent.serve import Workbench
 from moddesk.pvf.archive import Archive
@@ -358,7 +357,7 @@ def test_editor_window_drafts_over_http(bench: Workbench, archive: Path) -> None
     async def flow() -> None:
         async with (
             bench.client() as client,
-            httpx.AsyncClient(base_url=base, headers=auth_headers(bench.token)) as http,
+            httpx.AsyncClient(base_url=base, headers=bench.person_headers()) as http,  # the person's editor
         ):
             opened = await open_archive(client, archive)
             ws, rev = opened["workspaceId"], opened["revision"]

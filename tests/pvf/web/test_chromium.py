@@ -102,7 +102,7 @@ def page(browser: Any, bench: Workbench) -> Iterator[Any]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(bench.page_login_url)  # the printed link logs the browser in (token cookie)
+    page.goto(bench.login_link())  # the printed link logs the browser in (cookie + the page's CSRF token)
     page.wait_for_selector("body[data-ready='1']")
     yield page
     context.close()
@@ -410,7 +410,9 @@ def test_views_render(page: Any, bench: Workbench, archive: Path) -> None:
     page.click("#views button[data-view='settings']")
     page.wait_for_selector("#main-settings [data-client='claude-code'] pre")
     assert bench.url in page.inner_text("#mcp-url")
-    assert page.inner_text("#token") == bench.token  # for the client configs below, which carry it
+    # the agent's token, shown to the person for an HTTP config by hand; the configs below carry none
+    assert page.inner_text("#token") == bench.token
+    assert bench.token not in page.inner_text("#main-settings [data-client='claude-code'] pre")
     assert str(archive.parent) in page.inner_text("#roots")
     shot(page, "settings")
     page.click("#views button[data-view='scripts']")
@@ -522,7 +524,7 @@ def test_conflict_view_when_the_file_changes_under_a_draft(page: Any, browser: A
     other_context = browser.new_context(viewport={"width": 1280, "height": 800})
     other = other_context.new_page()
     try:
-        other.goto(bench.page_login_url)
+        other.goto(bench.login_link())
         other.wait_for_selector("#tree .row[data-path]")
         for window in (page, other):
             window.evaluate("path => window.dispatchEvent(new CustomEvent('pvf-open', {detail: path}))", path)

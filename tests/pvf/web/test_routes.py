@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from moddesk.kit.person import login_like_a_browser
 from moddesk.pvf.agent.serve import Workbench
 from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.service import PvfService
@@ -32,9 +34,12 @@ def base(bench: Workbench) -> str:
     return bench.page_url.removesuffix("/pvf/")
 
 
-def client(bench: Workbench) -> httpx.Client:
-    """What a logged-in page sends: the run's bearer token."""
-    return httpx.Client(base_url=base(bench), timeout=30, headers={"authorization": f"Bearer {bench.token}"})
+@contextlib.contextmanager
+def client(bench: Workbench) -> Iterator[httpx.Client]:
+    """What a logged-in page sends: the session cookie of a login link and the page's CSRF token."""
+    with httpx.Client(base_url=base(bench), timeout=30) as http:
+        login_like_a_browser(http, bench.login_link())
+        yield http
 
 
 def test_ops_answer_like_the_service_and_refuse_bad_input(bench: Workbench) -> None:
@@ -64,21 +69,32 @@ def test_ops_answer_like_the_service_and_refuse_bad_input(bench: Workbench) -> N
 
 def test_routes_sit_behind_the_host_and_origin_guard(bench: Workbench) -> None:
     with httpx.Client(base_url=base(bench), timeout=30) as anonymous:
-        # without the run's token nothing of the page answers: not the data, not the stream
+        # without the person's session nothing of the page answers: not the data, not the stream
         assert anonymous.post("/api/ops/info", json={}).status_code == 401
         assert anonymous.get("/api/events", params={"window": "w"}).status_code == 401
-        # the link the CLI prints logs the browser in once (cookie), then the page works
-        login = anonymous.get(bench.page_login_url.removeprefix(base(bench)))
-        assert login.status_code == 303 and login.headers["location"] == "/pvf/"
-        assert anonymous.post("/api/ops/info", json={}).json()["open"] is True
-        settings = anonymous.post("/api/ops/settings", json={}).json()
-        assert settings["token"] == bench.token
+        # the agent's token is for /mcp only
+        agent = {"authorization": f"Bearer {bench.token}"}
+        refused = anonymous.post("/api/ops/info", json={}, headers=agent)
+        assert refused.status_code == 403 and refused.json()["error"] == "PERSON_ONLY"
+        # the link the CLI prints logs the browser in once (cookie + the page's CSRF token)
+        link = bench.login_link()
+        login = anonymous.get(link)
+        assert login.status_code == 200 and "moddesk-csrf=" in login.text
+        assert "HttpOnly" in login.headers["set-cookie"] and "SameSite=Strict" in login.headers["set-cookie"]
+        assert anonymous.get(link).status_code == 403  # one time only
+        # the cookie alone opens the page, not its data: the CSRF token goes with every call
+        assert anonymous.get("/pvf/").status_code == 200
+        assert anonymous.post("/api/ops/info", json={}).json()["error"] == "CSRF_REQUIRED"
+    with client(bench) as http:
+        assert http.post("/api/ops/info", json={}).json()["open"] is True
+        settings = http.post("/api/ops/settings", json={}).json()
+        assert settings["token"] == bench.token  # shown to the person, for an HTTP config by hand
         assert any(
             r["path"] == str(Path(bench.service.info()["sourcePath"]).parent) for r in settings["roots"]
         )
         claude = next(c for c in settings["clients"] if c["id"] == "claude-code")
-        assert bench.token in claude["config"]  # the copy-paste config carries the header
-    with client(bench) as http:
+        # the copy-paste configs start the stdio bridge: no secret in them
+        assert bench.token not in claude["config"] and '"connect"' in claude["config"]
         foreign = http.post("/api/ops/info", json={}, headers={"origin": "http://evil.example"})
         assert foreign.status_code == 403
         rebound = http.post("/api/ops/info", json={}, headers={"host": "evil.example"})

@@ -52,7 +52,7 @@ def page(bench: Workbench) -> Iterator[Any]:
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(bench.page_login_url)  # the printed link logs the browser in
+        page.goto(bench.login_link())  # the printed link logs the browser in (cookie + CSRF token)
         page.wait_for_selector("body[data-ready='1']")
         yield page
         browser.close()

@@ -13,13 +13,9 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
 
-from moddesk.kit.http import LoopbackServer
-from moddesk.kit.mcp import serve_http
 from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.mcp import build_server
-from moddesk.xiangqi.rpc import panel_link, rpc_routes
+from moddesk.xiangqi.serving import XiangqiHttp
 from moddesk.xiangqi.store import Settings
 
 CHROMIUM = os.environ.get("MODDESK_CHROMIUM", "/usr/bin/chromium")
@@ -57,17 +53,14 @@ def panel_settings() -> dict[str, Any]:
 
 
 @pytest.fixture
-def served(tmp_path: Path, panel_settings: dict[str, Any]) -> Iterator[tuple[GameService, LoopbackServer]]:
+def served(tmp_path: Path, panel_settings: dict[str, Any]) -> Iterator[tuple[GameService, XiangqiHttp]]:
     _need_chromium()
     extra = panel_settings
     service = GameService(
         Settings(db_path=tmp_path / "games.db", think_time=0.05, hint_time=0.1, review_time=0.02, **extra)
     )
     service.start_watchdog(0.2)  # as `xiangqi serve` does: the server's timeout fires without any read
-    holder: dict[str, str] = {}
-    server = build_server(service, lambda s: panel_link(holder["url"])(s))
-    http = serve_http(server, 0, extra_routes=rpc_routes(service))
-    holder["url"] = http.url
+    http = XiangqiHttp(service, 0)
     http.start()
     try:
         yield service, http
@@ -77,7 +70,7 @@ def served(tmp_path: Path, panel_settings: dict[str, Any]) -> Iterator[tuple[Gam
 
 
 @pytest.fixture
-def page(served: tuple[GameService, LoopbackServer]) -> Iterator[Any]:
+def page(served: tuple[GameService, XiangqiHttp]) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -85,7 +78,11 @@ def page(served: tuple[GameService, LoopbackServer]) -> Iterator[Any]:
         try:
             context = browser.new_context(viewport={"width": 1000, "height": 720}, locale="zh-CN")
             context.set_default_timeout(60000)  # two shared cores under parallel test load
-            yield context.new_page()
+            page = context.new_page()
+            # the person logs in with the link `serve` prints: session cookie + the page's CSRF token
+            page.goto(served[1].login_link())
+            page.wait_for_function("() => !!localStorage.getItem('moddesk-csrf') && !location.hash")
+            yield page
         finally:
             browser.close()
 
@@ -94,7 +91,7 @@ def _moves(page: Any) -> list[str]:
     return [t.strip() for t in page.locator("#movelist .mv").all_inner_texts()]
 
 
-def test_play_local_engine_undo_hint(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+def test_play_local_engine_undo_hint(served: tuple[GameService, XiangqiHttp], page: Any) -> None:
     _service, http = served
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -124,11 +121,11 @@ def test_play_local_engine_undo_hint(served: tuple[GameService, LoopbackServer],
     assert errors == []
 
 
-def _model_move(url: str, move: str) -> dict[str, Any]:
+def _model_move(http: XiangqiHttp, move: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
 
     async def run() -> None:
-        async with Client(f"{url}/mcp", read_timeout_seconds=30) as client:
+        async with http.client() as client:  # the model: the agent's token, /mcp only
             result = await client.call_tool("xiangqi_move", {"move": move})
             out["result"] = result
 
@@ -138,7 +135,7 @@ def _model_move(url: str, move: str) -> dict[str, Any]:
     return out
 
 
-def test_model_reply_arrives_by_polling(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+def test_model_reply_arrives_by_polling(served: tuple[GameService, XiangqiHttp], page: Any) -> None:
     _service, http = served
     page.goto(f"{http.url}/xiangqi/")
     page.select_option("#new-opponent", "model")
@@ -147,7 +144,7 @@ def test_model_reply_arrives_by_polling(served: tuple[GameService, LoopbackServe
     page.click('g.piece[data-square="70"]')
     page.click('circle.target-hit[data-target="67"]', force=True)
     page.wait_for_function("document.getElementById('status').textContent === '对手思考中…'", timeout=60000)
-    result = _model_move(http.url, "马8进7")["result"]
+    result = _model_move(http, "马8进7")["result"]
     assert not result.is_error, result.content[0].text
     page.wait_for_function("document.querySelectorAll('#movelist .mv').length === 2", timeout=60000)
     assert _moves(page) == ["炮二平五", "马8进7"]
@@ -155,7 +152,7 @@ def test_model_reply_arrives_by_polling(served: tuple[GameService, LoopbackServe
     page.screenshot(path=str(artifact_dir() / "xiangqi-panel-model.png"), full_page=True)
 
 
-def test_review_and_resign(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+def test_review_and_resign(served: tuple[GameService, XiangqiHttp], page: Any) -> None:
     service, http = served
     value = service.new("hero", "r", "model")
     service.move("hero", "h2e2")
@@ -184,7 +181,7 @@ def _until(page: Any, script: str, seconds: float = 60) -> None:
 
 
 def test_polling_backs_off_stops_and_offers_fallback(
-    served: tuple[GameService, LoopbackServer], page: Any
+    served: tuple[GameService, XiangqiHttp], page: Any
 ) -> None:
     _service, http = served
     polls: list[str] = []
@@ -230,7 +227,7 @@ def _start_waiting_for_the_model(page: Any, url: str) -> None:
 
 @pytest.mark.parametrize("panel_settings", [{"model_timeout": 14}])
 def test_model_never_answers_countdown_then_the_servers_fallback_arrives(
-    served: tuple[GameService, LoopbackServer], page: Any
+    served: tuple[GameService, XiangqiHttp], page: Any
 ) -> None:
     _service, http = served
     polls: list[float] = []
@@ -260,7 +257,7 @@ def test_model_never_answers_countdown_then_the_servers_fallback_arrives(
 
 
 def test_fallback_button_refreshes_when_the_reply_already_came(
-    served: tuple[GameService, LoopbackServer], page: Any
+    served: tuple[GameService, XiangqiHttp], page: Any
 ) -> None:
     service, http = served
     _start_waiting_for_the_model(page, http.url)
@@ -281,7 +278,7 @@ def _texts(page: Any, selector: str) -> list[str]:
     return [t.strip() for t in page.locator(selector).all_inner_texts()]
 
 
-def test_board_reads_like_a_chinese_board(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+def test_board_reads_like_a_chinese_board(served: tuple[GameService, XiangqiHttp], page: Any) -> None:
     service, http = served
     value = service.new("hero", "r", "model")
     for move, actor in (("h2e2", "hero"), ("h9g7", "opponent"), ("h0g2", "hero"), ("i9h9", "opponent")):
@@ -313,7 +310,7 @@ def test_board_reads_like_a_chinese_board(served: tuple[GameService, LoopbackSer
 
 
 def test_flipped_board_hint_in_pawns_and_eval_not_clipped(
-    served: tuple[GameService, LoopbackServer], page: Any
+    served: tuple[GameService, XiangqiHttp], page: Any
 ) -> None:
     service, http = served
     # Black to move, Red a rook up: the evaluation is far from even
@@ -341,7 +338,7 @@ def test_flipped_board_hint_in_pawns_and_eval_not_clipped(
 
 
 def test_load_a_record_review_it_and_export_xqf(
-    served: tuple[GameService, LoopbackServer], page: Any, tmp_path: Path
+    served: tuple[GameService, XiangqiHttp], page: Any, tmp_path: Path
 ) -> None:
     from moddesk.xiangqi.gamefiles import records
 
@@ -381,7 +378,7 @@ def docs_shot(page: Any, name: str) -> None:
         page.screenshot(path=str(docs / name), full_page=True)
 
 
-def test_connection_loss_and_recovery(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+def test_connection_loss_and_recovery(served: tuple[GameService, XiangqiHttp], page: Any) -> None:
     """The service goes away while the model thinks: the page says so, freezes the wait, sends nothing,
     retries by itself, and shows the model's move (once) when the service is back on the same port."""
     service, http = served
@@ -408,11 +405,9 @@ def test_connection_loss_and_recovery(served: tuple[GameService, LoopbackServer]
     docs_shot(page, "xiangqi-connection-lost.png")
     # the model answers while the page is cut off; then the service comes back on the same port
     service.move("opponent", "h9g7", session)
-    revived = serve_http(
-        build_server(service, lambda s: panel_link(f"http://127.0.0.1:{port}")(s)),
-        port,
-        extra_routes=rpc_routes(service),
-    )
+    # back on the same port with the same person gate (a restarted process has a new one, and the
+    # person opens the new login link its terminal prints)
+    revived = XiangqiHttp(service, port, person=http.person)
     revived.start()
     try:
         page.wait_for_selector("#connection", state="hidden", timeout=60000)
@@ -427,7 +422,7 @@ def test_connection_loss_and_recovery(served: tuple[GameService, LoopbackServer]
     assert errors == []
 
 
-def test_draw_offer_on_the_panel(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+def test_draw_offer_on_the_panel(served: tuple[GameService, XiangqiHttp], page: Any) -> None:
     """The model offers a draw: the person sees 对手提和 and accepts; the person's own offer waits for the model."""
     service, http = served
     value = service.new("hero", "r", "model")
@@ -455,7 +450,7 @@ def test_draw_offer_on_the_panel(served: tuple[GameService, LoopbackServer], pag
     assert state["status"]["reason"] == "DRAW_AGREED" and service.export(session)["result"] == "1/2-1/2"
 
 
-def test_a_refused_upload_is_shown(served: tuple[GameService, LoopbackServer], page: Any) -> None:
+def test_a_refused_upload_is_shown(served: tuple[GameService, XiangqiHttp], page: Any) -> None:
     """载入棋谱 with a 3 MB file: the service refuses it (413) and the person reads why."""
     _service, http = served
     errors: list[str] = []
@@ -473,7 +468,7 @@ def test_a_refused_upload_is_shown(served: tuple[GameService, LoopbackServer], p
 
 
 def test_a_file_with_two_games_lists_them_and_loads_the_one_picked(
-    served: tuple[GameService, LoopbackServer], page: Any
+    served: tuple[GameService, XiangqiHttp], page: Any
 ) -> None:
     _service, http = served
     here = Path(__file__).resolve().parents[1] / "records"

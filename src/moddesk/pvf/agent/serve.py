@@ -24,6 +24,7 @@ from moddesk.kit.http import BodyTooLarge, LoopbackServer, read_json_body
 from moddesk.kit.leftovers import sweep_remembered, sweep_stale, system_temp_dir
 from moddesk.kit.local_service import http_client, new_token, publish, withdraw
 from moddesk.kit.mcp import serve_http
+from moddesk.kit.person import PERSON_SCHEME, PersonGate, publish_person, withdraw_person
 from moddesk.kit.roots import grant
 from moddesk.pvf.agent.mcp import build_workbench_server
 from moddesk.pvf.service import PvfService
@@ -34,6 +35,7 @@ from moddesk.pvf.settings import (
     settings_path,
 )
 from moddesk.pvf.toolsets import TOOLSETS
+from moddesk.pvf.web.access import PVF_ACCESS
 from moddesk.pvf.web.routes import PAGE_PATH, web_routes
 from moddesk.pvf.workbench.roots import workbench_roots
 
@@ -178,7 +180,8 @@ class Workbench:
         granted = workbench_roots(roots)
         current = self.service.roots
         self.service.roots = granted if current is None else current.with_roots(granted.roots)
-        self.token = token or new_token()
+        self.token = token or new_token()  # the agent's: opens /mcp only
+        self.person = PersonGate(system="pvf")  # the person's: login links, sessions, CSRF
         routes = window_routes(self.service) + web_routes(self.service, lambda: self.url, lambda: self.token)
         self.server: LoopbackServer = serve_http(
             build_workbench_server(self.service, toolsets),
@@ -186,6 +189,8 @@ class Workbench:
             routes,
             bearer_token=self.token,
             max_body=MAX_REQUEST_BODY,
+            policy=PVF_ACCESS,
+            person=self.person,
         )
         self._endpoint: Path | None = None
 
@@ -198,19 +203,25 @@ class Workbench:
         """The person's page (the workbench in the browser)."""
         return f"{self.server.url}{PAGE_PATH}"
 
-    @property
-    def page_login_url(self) -> str:
-        """The page with the run's token once: opening it sets the browser's token cookie."""
-        return f"{self.page_url}?token={self.token}"
+    def login_link(self, next_path: str = PAGE_PATH) -> str:
+        """A fresh one-time login link for the person (the serve terminal prints one; `pvf open`
+        mints more from the person file). Never give it to the agent."""
+        return self.person.login_link(self.server.url, next_path)
+
+    def person_headers(self) -> dict[str, str]:
+        """The header the person's own CLI sends (the key from the 0600 person file)."""
+        return {"Authorization": f"{PERSON_SCHEME} {self.person.key}"}
 
     def client(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """An SDK Client for this workbench's MCP endpoint, sending the bearer token."""
         return http_client(self.url, self.token)
 
     def publish_endpoint(self, path: Path | None = None) -> Path:
-        """Write the endpoint file (url + token, mode 0600) clients and `pvf connect` read."""
+        """Write the endpoint file (url + agent token, mode 0600) clients and `pvf connect` read,
+        and beside it the person file (the person key, 0600) only `moddesk pvf open` reads."""
         target = path or endpoint_path()
         publish(target, self.server.url, self.token)
+        publish_person(target, self.server.url, self.person.key)
         self._endpoint = target
         return target
 
@@ -277,6 +288,7 @@ class Workbench:
     def _withdraw(self) -> None:
         if self._endpoint is not None:
             withdraw(self._endpoint, self.token)
+            withdraw_person(self._endpoint, self.person.key)
             self._endpoint = None
 
     def __enter__(self) -> Workbench:

@@ -7,9 +7,8 @@ from typing import Any
 
 from moddesk.kit.agents.clients import CLIENTS, Client, ServerSpec, snippet
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.local_service import auth_headers
 from moddesk.pvf.service import PvfService
-from moddesk.pvf.settings import SERVER_NAME, McpSettings, load_settings, save_settings, settings_path
+from moddesk.pvf.settings import McpSettings, load_settings, save_settings, settings_path
 from moddesk.pvf.web.ops import Args
 
 
@@ -33,22 +32,24 @@ def settings_ops(
 ) -> dict[str, Callable[[Args], Any]]:
     """``settings`` reads, ``settingsSave`` writes ``pvf.toml`` (applied at the next start).
 
-    The page is already past the token check, so showing it the run's token (for the client
-    configs) gives nothing away; agents never get it from the page.
+    Both are the person's (``pvf.web.access``). The copy-paste client configs start the stdio
+    bridge (``moddesk-mcp pvf connect``), which reads the run's token itself: no config holds a
+    secret. The token is shown on its own for a person who wants an HTTP config by hand.
     """
+    from moddesk.kit.agents.launcher import launcher_path
+    from moddesk.kit.agents.locations import Locations
+    from moddesk.kit.agents.systems import system_server
 
     def read(_: Args) -> dict[str, Any]:
         saved = load_settings()
-        url = mcp_url()
-        secret = token()
-        spec = ServerSpec(SERVER_NAME, url=url, headers=auth_headers(secret) if secret else {})
+        spec = system_server("pvf", launcher_path(Locations.from_env()))
         return {
             "ok": True,
             "enabled": saved.enabled,
             "port": saved.port,
             "path": str(settings_path()),
-            "url": url,
-            "token": secret,
+            "url": mcp_url(),
+            "token": token(),
             "roots": service.access_roots().describe(),
             "clients": [_client_config(c, spec) for c in CLIENTS.values()]
             + [{"id": "json", "name": "JSON", "config": snippet(None, spec), "note": None}],

@@ -93,7 +93,9 @@ async function rpc(endpoint, payload, quiet) {
   let res;
   try {
     res = await fetch(RPC + endpoint, {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      // the person's session is the HttpOnly cookie plus this page's CSRF token (/_moddesk/person.js)
+      method: "POST", headers: { "Content-Type": "application/json", "X-Moddesk-CSRF": window.moddeskCsrf() },
+      body: JSON.stringify(body),
     });
   } catch (err) {
     connectionLost();
@@ -151,7 +153,8 @@ async function retry() {
   let data = null;
   try {
     const res = await fetch(RPC + "state", {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      method: "POST", headers: { "Content-Type": "application/json", "X-Moddesk-CSRF": window.moddeskCsrf() },
+      body: JSON.stringify(body),
     });
     data = await res.json();
   } catch (err) {

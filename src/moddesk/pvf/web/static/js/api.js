@@ -1,14 +1,9 @@
 // The only way the page talks to the server: POST /api/ops/<name> and the /api/events stream.
-// The run's token normally rides in the cookie the printed login link sets (same-origin fetches
-// send it); a token still in the address (no login redirect in between) goes as a Bearer header.
-const query = new URLSearchParams(location.search);
-const token = query.get("token") || sessionStorage.getItem("pvf-token") || "";
-if (token) sessionStorage.setItem("pvf-token", token);
-
+// The person's session rides in the HttpOnly cookie the login link set; every call also sends
+// the page's CSRF token (kept per port by /_moddesk/person.js, loaded before this module).
 export function headers(extra = {}) {
-  const out = { "content-type": "application/json", ...extra };
-  if (token) out.authorization = `Bearer ${token}`;
-  return out;
+  const csrf = typeof window.moddeskCsrf === "function" ? window.moddeskCsrf() : "";
+  return { "content-type": "application/json", "x-moddesk-csrf": csrf, ...extra };
 }
 
 export class OpError extends Error {
@@ -32,13 +27,19 @@ export async function windowCall(path, body, method = "POST") {
   return response.json();
 }
 
-// Server-sent events read through fetch (EventSource cannot send the Authorization header).
+// Server-sent events read through fetch (EventSource cannot send the CSRF header).
 export function subscribe(windowId, onEvent, onState) {
   let stopped = false;
   async function run() {
     while (!stopped) {
       try {
         const response = await fetch(`/api/events?window=${encodeURIComponent(windowId)}`, { headers: headers() });
+        if (response.status === 401 || response.status === 403) {
+          // logged out (a restarted service, a cleared browser): retrying cannot help, a new link can
+          stopped = true;
+          onEvent("denied", await response.json().catch(() => ({ error: "HTTP_" + response.status })));
+          break;
+        }
         onState(true);
         const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = "";

@@ -77,6 +77,7 @@ function onEvent(name, data) {
     emit("frozen", true);
     for (const operationId of data) windowCall(`${state.windowId}/ack`, { operationId, dirty: draftCheck() });
   } else if (name === "frozen") emit("frozen", data); // editing waits until the operation ends
+  else if (name === "denied") notice({ code: data.error, message: data.errorZh || data.message, hint: data.hint });
   else emit(name, data);
 }
 
