@@ -575,7 +575,8 @@ class LoopbackServer:
         """Bind first, then build the app for the port actually bound (guards need to know it)."""
         self._socket = bind_loopback(port)
         self.port: int = self._socket.getsockname()[1]
-        config = uvicorn.Config(build_app(self.port), log_level=log_level, lifespan="on", access_log=False)
+        self.app: ASGIApp = build_app(self.port)  # the guarded app (its route table is walked by tests)
+        config = uvicorn.Config(self.app, log_level=log_level, lifespan="on", access_log=False)
         self._server = _QuietSignalServer(config)
         self._thread: threading.Thread | None = None
 

@@ -5,8 +5,9 @@ person's channel (``/xiangqi-mate/*``, the panel) is the person's. ``XIANGQI_ACC
 names the actions seed 002 gives the person alone, the route that performs each, and how the
 MCP side refuses it; README's security model and ``tests/kit/test_principals.py`` read it.
 
-Draw offers (#32): the person's acceptance of a draw belongs here as one more ``PersonAction``
-(its route, and "the model may offer, never accept for the person" as the agent side).
+A new action of the person's (a new RPC endpoint) is the person's by default (the guard refuses
+the agent's token on every route but ``/mcp``); add it here so the README and the principal test
+name it.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ XIANGQI_PERSON_ACTIONS = (
         "undo after a resignation or a finished game (reopen it)",
         (f"POST {CHANNEL}/undo",),
         "xiangqi_undo answers UNDO_REFUSED once the game is resigned or over",
+    ),
+    PersonAction(
+        "draw",
+        "提和、同意或拒绝和棋（本方）",
+        "offer, accept or decline a draw for the person's side",
+        (f"POST {CHANNEL}/draw",),
+        "xiangqi_draw offers or answers for the model's side only; it can never accept the model's own offer",
     ),
     PersonAction(
         "fallback",

@@ -21,6 +21,10 @@ from moddesk.xiangqi.access import XIANGQI_ACCESS
 from moddesk.xiangqi.game import GameService
 from moddesk.xiangqi.rpc import MAX_LOAD_BODY, PANEL_PATH, rpc_routes
 
+# the RPC routes cap their own bodies (and say so in the person's words: a record file's limit);
+# the guard's cap is the backstop for everything else (/mcp), well above the routes' own
+BACKSTOP_BODY = 4 * MAX_LOAD_BODY
+
 
 class XiangqiHttp:
     """The game service's HTTP listener; ``mcp=False`` serves the person's panel alone (the stdio
@@ -46,7 +50,7 @@ class XiangqiHttp:
                 port,
                 extra_routes=rpc_routes(service),
                 bearer_token=self.token,
-                max_body=MAX_LOAD_BODY,
+                max_body=BACKSTOP_BODY,
                 policy=XIANGQI_ACCESS,
                 person=self.person,
             )
@@ -55,7 +59,7 @@ class XiangqiHttp:
                 lambda bound: guard(
                     Starlette(routes=rpc_routes(service)),
                     bound,
-                    max_body=MAX_LOAD_BODY,
+                    max_body=BACKSTOP_BODY,
                     policy=XIANGQI_ACCESS,
                     person=self.person,
                 ),
