@@ -94,21 +94,20 @@ def test_every_pvf_route(pvf: Workbench) -> None:
     table = routes_of(window_routes(service) + web_routes(service, lambda: pvf.url, lambda: pvf.token))
     names = sorted(OPS) + sorted(settings_ops(service, lambda: pvf.url, lambda: pvf.token))
     base = pvf.page_url.removesuffix("/pvf/")
-    headers = {"authorization": f"Bearer {pvf.token}"}
+    headers = pvf.person_headers()  # the page's routes are the person's
     with httpx.Client(base_url=base, timeout=30) as http:
         checked = check_table(http, table, {"name": names, "window": ["w1"]}, headers)
     assert checked >= len(names) + 5
 
 
 def test_every_xiangqi_rpc_route(tmp_path: Path) -> None:
-    from moddesk.kit.http import LoopbackServer
-    from moddesk.xiangqi.rpc import panel_app
+    from moddesk.xiangqi.serving import XiangqiHttp
 
     settings = Settings.model_validate(
         {"db_path": tmp_path / "games.db", "engine": "builtin", "think_time": 0.05}
     )
     service = GameService(settings)
-    server = LoopbackServer(lambda port: panel_app(service, port, token="t0ken"))
+    server = XiangqiHttp(service, 0, mcp=False)  # the panel alone, as `xiangqi mcp` serves it
     server.start()
     try:
         with httpx.Client(base_url=server.url, timeout=30) as http:
@@ -116,7 +115,7 @@ def test_every_xiangqi_rpc_route(tmp_path: Path) -> None:
                 http,
                 routes_of(rpc_routes(service)),
                 {"endpoint": list(ENDPOINTS)},
-                {"authorization": "Bearer t0ken"},
+                server.person_headers(),  # the RPC channel is the person's
             )
         assert checked >= len(ENDPOINTS)
     finally:

@@ -133,16 +133,16 @@ def served(archive: Path, config_dir: Path) -> Iterator[tuple[subprocess.Popen[s
 
 
 def test_serve_links_are_whole_lines_in_a_narrow_log(served: tuple[subprocess.Popen[str], str]) -> None:
-    """Piped at 40 columns: every URL is alone on its line and whole, the config is valid JSON."""
+    """Piped at 40 columns: every URL is alone on its line and whole; the login link logs in once."""
     _proc, banner = served
     links = [line for line in banner.splitlines() if "http" in line and not line.lstrip().startswith('"')]
     assert len(links) == 2 and all(re.fullmatch(r"http://127\.0\.0\.1:\d+/\S+", line) for line in links)
     page = next(line for line in links if "/mcp" not in line)
-    token = json.loads((Path(os.environ["MODDESK_CONFIG_DIR"]) / "endpoints" / "pvf.json").read_text())
+    endpoint = json.loads((Path(os.environ["MODDESK_CONFIG_DIR"]) / "endpoints" / "pvf.json").read_text())
     assert "Workbench page" in banner.splitlines()[banner.splitlines().index(page) - 1]
-    assert len(page) > 40 and httpx.get(page, follow_redirects=False).status_code in (200, 302, 303)
-    config = json.loads(banner[banner.index("{") : banner.rindex("}") + 1])
-    assert config["mcpServers"]["moddesk-pvf"]["headers"]["Authorization"] == f"Bearer {token['token']}"
+    assert "/login?code=" in page and endpoint["token"] not in banner
+    assert len(page) > 40 and httpx.get(page, follow_redirects=False).status_code == 200
+    assert httpx.get(page, follow_redirects=False).status_code == 403  # one time only
 
 
 def test_serve_prints_config_and_answers_cli_mirrors(served: tuple[subprocess.Popen[str], str]) -> None:

@@ -255,6 +255,7 @@ def test_serve_log_has_the_panel_link_whole_on_its_own_line(tmp_path: Path) -> N
     log = server.communicate()[0].decode()
     lines = log.splitlines()
     links = [line for line in lines if "http" in line]
-    panel = f"http://127.0.0.1:{port}/xiangqi/?token={endpoint['token']}"
-    assert links == [panel, f"http://127.0.0.1:{port}/mcp"], log
-    assert "panel" in lines[lines.index(panel) - 1]
+    assert len(links) == 2 and links[0] == f"http://127.0.0.1:{port}/mcp", log
+    panel = links[1]  # the person's one-time login link, whole
+    assert panel.startswith(f"http://127.0.0.1:{port}/login?code=") and panel.endswith("&next=/xiangqi/")
+    assert "panel" in lines[lines.index(panel) - 1] and endpoint["token"] not in log
