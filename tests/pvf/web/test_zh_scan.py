@@ -163,7 +163,7 @@ def test_every_view_speaks_chinese(bench: Workbench) -> None:
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(bench.page_login_url)
+        page.goto(bench.login_link())
         page.wait_for_selector("body[data-ready='1']")
 
         def scan(view: str) -> None:
