@@ -36,7 +36,7 @@ def main() -> None:
     analyst = Analyst(args.engine)
     started = time.monotonic()
     try:
-        review = review_game(analyst, START_FEN, moves, args.seconds, replay, "all", budget=1e9)
+        review = review_game(analyst, START_FEN, moves, args.seconds, "all", budget=1e9)
     finally:
         analyst.close()
     took = time.monotonic() - started
