@@ -67,8 +67,8 @@ def _tag_text(value: str) -> str:
 
 
 def check_person_consent(actor: Actor, offer: dict[str, Any] | None) -> None:
-    """The one place for the draw's person-only rule (#27: register it in the kit's person-only
-    action registry when that lands): accepting the model's offer is the person's action alone."""
+    """The service's side of the draw's person-only rule: accepting the model's offer is the
+    person's action alone (the route side is the "draw" PersonAction in ``xiangqi.access``)."""
     if offer is not None and offer["by"] == "opponent" and actor != "hero":
         raise GameError(
             "DRAW_REFUSED",
