@@ -8,6 +8,7 @@ figure is the median wall time of fresh interpreters.
 
     .venv/bin/python benchmarks/cli_startup.py             # 15 rounds
     .venv/bin/python benchmarks/cli_startup.py --rounds 5
+    .venv/bin/python benchmarks/cli_startup.py --before /tmp/old/src   # also an older checkout's
 """
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ COMMANDS = [
 ]
 
 
-def wall_ms(argv: list[str]) -> float:
-    """One fresh interpreter running ``argv`` to the end, in milliseconds."""
+def wall_ms(argv: list[str], src: str | None = None) -> float:
+    """One fresh interpreter running ``argv`` to the end, in milliseconds (``src``: moddesk from there)."""
     env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
+    if src is not None:
+        env["PYTHONPATH"] = src
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, *argv], check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env
@@ -60,28 +63,35 @@ def wall_ms(argv: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
-    rounds = parser.parse_args().rounds
-    everything = [PEER, FLOOR, *COMMANDS]
-    runs: dict[str, list[float]] = {name: [] for name, _ in everything}
-    for _, argv in everything:
-        wall_ms(argv)  # warm the file cache and the bytecode
+    parser.add_argument("--before", help="an older checkout's src/ folder, measured in the same rounds")
+    options = parser.parse_args()
+    rounds = options.rounds
+    everything: list[tuple[str, list[str], str | None]] = [
+        (name, argv, None) for name, argv in [PEER, FLOOR, *COMMANDS]
+    ]
+    if options.before:
+        everything += [(f"{name} (before)", argv, options.before) for name, argv in COMMANDS]
+    runs: dict[str, list[float]] = {name: [] for name, _, _ in everything}
+    for _, argv, src in everything:
+        wall_ms(argv, src)  # warm the file cache and the bytecode
     for _ in range(rounds):
-        for name, argv in everything:
-            runs[name].append(wall_ms(argv))
+        for name, argv, src in everything:
+            runs[name].append(wall_ms(argv, src))
     peer = statistics.median(runs[PEER[0]])
     floor = statistics.median(runs[FLOOR[0]])
     load = os.getloadavg()[0]
     print(f"{rounds} rounds, median wall time, load {load:.1f}")
-    print(f"{PEER[0]:<30} {peer:7.0f} ms   (peer)")
-    print(f"{FLOOR[0]:<30} {floor:7.0f} ms   {floor / peer:4.2f}× the peer  (the framework's floor)")
+    print(f"{PEER[0]:<34} {peer:7.0f} ms   (peer)")
+    print(f"{FLOOR[0]:<34} {floor:7.0f} ms   {floor / peer:4.2f}× the peer  (the framework's floor)")
     worst = 0.0
-    for name, _ in COMMANDS:
+    for name in [n for n, _, _ in everything[2:]]:
         took = statistics.median(runs[name])
         ratio = took / peer
-        worst = max(worst, ratio)
+        if not name.endswith("(before)"):
+            worst = max(worst, ratio)
         mark = "ok" if ratio <= TARGET else "over"
         print(
-            f"{name:<30} {took:7.0f} ms   {ratio:4.2f}× the peer  ({mark}, target ≤ {TARGET:g}×)"
+            f"{name:<34} {took:7.0f} ms   {ratio:4.2f}× the peer  ({mark}, target ≤ {TARGET:g}×)"
             f"  {took / floor:4.2f}× the floor"
         )
     print(f"worst ratio {worst:.2f}× (target ≤ {TARGET:g}×)")
