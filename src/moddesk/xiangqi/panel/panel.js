@@ -304,6 +304,7 @@ function renderSide(v) {
   $("btn-resign").disabled = offline || !playing;
   for (const id of ["btn-new", "btn-review", "btn-export", "btn-fallback"]) $(id).disabled = offline;
   $("load-file").disabled = offline;
+  document.querySelector("label.filebtn").classList.toggle("disabled", offline);
   $("record-game").disabled = offline;
   const offer = playing ? v.drawOffer : null;
   $("btn-draw").disabled = offline || !playing || (offer && offer.by === "hero");
