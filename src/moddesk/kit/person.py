@@ -191,12 +191,10 @@ class PersonGate:
 
     def error(self, code: str, message: str) -> ServiceError:
         """A refusal with its Chinese message and the command that gives a fresh link."""
-        return ServiceError(
-            code,
-            message,
-            hint=f"Open the login link the service printed, or run `moddesk {self.system} open`.",
-            errorZh=MESSAGES_ZH[code].format(system=self.system),
-        )
+        hint = f"Open the login link the service printed, or run `moddesk {self.system} open`."
+        if code == "AGENT_ONLY":
+            hint = f"MCP clients connect with `moddesk agents config <client> --system {self.system}`."
+        return ServiceError(code, message, hint=hint, errorZh=MESSAGES_ZH[code].format(system=self.system))
 
     def _invalid(self, message: str) -> ServiceError:
         return self.error("LOGIN_LINK_INVALID", message)

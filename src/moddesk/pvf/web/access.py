@@ -46,11 +46,18 @@ PVF_PERSON_ACTIONS = (
         "the agent applies only its own plans through its tools, behind the drafts barrier",
     ),
     PersonAction(
+        "lifecycle",
+        "在页面上打开、关闭、保存、另存存档",
+        "open, close, save and save-as the archive from the page",
+        ("POST /api/ops/open", "POST /api/ops/close", "POST /api/ops/save", "POST /api/ops/saveAs"),
+        "the agent's own lifecycle tools wait for the editor windows' answers (the drafts barrier)",
+    ),
+    PersonAction(
         "roots",
-        "授予根目录：在页面上打开任意位置的存档（其文件夹成为根目录）",
-        "grant roots: open an archive anywhere from the page (its folder becomes a root)",
-        ("POST /api/ops/open",),
-        "pvf_archive_open reaches only folders inside the roots; no tool grants a root",
+        "授予根目录（只能在命令行：serve ARCHIVE、--root DIR）",
+        "grant roots (only on the command line: serve ARCHIVE, --root DIR)",
+        (),  # no HTTP route grants a root, the person's page included
+        "no tool and no route grants a root; pvf_archive_open reaches only folders inside the roots",
     ),
 )
 
