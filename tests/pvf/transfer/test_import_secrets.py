@@ -145,3 +145,29 @@ def test_names_and_contents_that_are_not_secrets() -> None:
 def test_the_secret_checks_never_raise(data: bytes, name: str) -> None:
     secret_by_content(data)
     secret_by_name(PurePath(name or "x"))
+
+
+def test_a_prepare_task_reports_what_the_person_did_with_its_plan(bench: Bench, tmp_path: Path) -> None:
+    folder = tmp_path / "to import"
+    folder.mkdir()
+    (folder / "a.equ").write_text("#PVF_File\n[name]\n`a`\n", encoding="utf-8")
+    tasks = bench.service.tasks
+    # an import prepared as a task (as over MCP), then applied by the person on the page
+    prepared_task = tasks.start(
+        "import.prepare", lambda ctx: bench.imports.prepare(bench.ws, [str(folder)], "")
+    )
+    plan = tasks.wait(prepared_task, 60)["result"]
+    assert bench.service.task_status(prepared_task)["planState"] == "pending"
+    keys = [i["key"] for i in bench.imports.preview(plan["planId"])["items"]]
+    applied = bench.imports.apply(plan["planId"], bench.revision, keys, by="person")
+    status = bench.service.task_status(prepared_task)
+    assert status["planState"] == "applied" and status["appliedByPerson"] is True
+    assert status["resultingRevision"] == applied["revision"] and status["discardedByPerson"] is False
+    # an export discarded by the person
+    export_task = tasks.start(
+        "export.prepare", lambda ctx: bench.exports.prepare(bench.ws, bench.revision, "selection", ["etc"])
+    )
+    export_plan = tasks.wait(export_task, 60)["result"]
+    bench.exports.discard(export_plan["planId"], by="person")
+    dropped = bench.service.task_status(export_task)
+    assert dropped["planState"] == "discarded" and dropped["discardedByPerson"] is True
