@@ -247,10 +247,16 @@ impl NativeArchive {
     }
 
     /// The NKPI directory's fields (table, pools and chunk index as bytes), or None for classic.
-    fn nkpi_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Container::Nkpi(d) = &self.container else {
+    ///
+    /// The pools are handed over, not kept: the native side needs them only to make the paths
+    /// (done at open), and the renderer gets the current ones from Python (`set_nkpi_strings`);
+    /// a second call answers empty pools.
+    fn nkpi_info<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Container::Nkpi(d) = &mut self.container else {
             return Ok(None);
         };
+        let pool_a = std::mem::take(&mut d.pool_a);
+        let pool_w = std::mem::take(&mut d.pool_w);
         let out = PyDict::new(py);
         let h = &d.header;
         out.set_item("variant", d.variant.name)?;
@@ -264,8 +270,8 @@ impl NativeArchive {
         out.set_item("hash_size", h.hash_size)?;
         out.set_item("name_size", h.name_size)?;
         out.set_item("rows", PyBytes::new(py, &d.rows))?;
-        out.set_item("pool_a", PyBytes::new(py, &d.pool_a))?;
-        out.set_item("pool_w", PyBytes::new(py, &d.pool_w))?;
+        out.set_item("pool_a", PyBytes::new(py, &pool_a))?;
+        out.set_item("pool_w", PyBytes::new(py, &pool_w))?;
         out.set_item("prefix", PyBytes::new(py, &d.name_prefix))?;
         out.set_item("tail", PyBytes::new(py, &d.name_tail))?;
         out.set_item("cumulative", i64_bytes(py, &d.cumulative))?;
