@@ -195,6 +195,18 @@ def test_every_view_speaks_chinese(bench: Workbench) -> None:
         page.wait_for_selector("#code-wrap")
         assert equ
         scan("files")
+        # the EN switch shows the English half of the same docs, and back
+        page.wait_for_selector("#ann-panel .item")
+        assert "其他文件引用" in page.inner_text("#ann-panel")
+        page.click("#btn-lang")
+        page.wait_for_function(
+            "() => document.querySelector('#ann-panel').innerText.includes('The code other files use')"
+        )
+        assert "其他文件引用" not in page.inner_text("#ann-panel")
+        page.click("#btn-lang")
+        page.wait_for_function(
+            "() => document.querySelector('#ann-panel').innerText.includes('其他文件引用')"
+        )
         # search: a query with hits, then one with none (the why and what would match)
         page.click("#views button[data-view='search']")
         page.fill("#search-q", "equipment/*.equ")
