@@ -4,6 +4,8 @@
 //! plus offset arrays), never one Python object per entry. Long calls release the GIL.
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
@@ -131,14 +133,37 @@ fn pieces<'a>(blob: &'a [u8], ends: &[u64]) -> PyResult<Vec<&'a [u8]>> {
 
 /// An open archive's directory held natively: the entry table (paths in one buffer), the
 /// container's arrays, and the string source for rendering.
-#[pyclass(module = "moddesk_native.pvf", name = "Archive")]
+/// The renderer's string source and links, set from Python before a pass and extended by it.
+#[derive(Default)]
+struct RenderState {
+    strings: Option<Strings>,
+    links: Option<Links>,
+}
+
+/// Lock `m` without holding the GIL while waiting (a holder may need the GIL to finish).
+fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> MutexGuard<'a, T> {
+    loop {
+        match m.try_lock() {
+            Ok(guard) => return guard,
+            Err(TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                py.detach(|| std::thread::sleep(Duration::from_millis(1)))
+            }
+        }
+    }
+}
+
+/// Frozen (every method takes `&self`): Python threads may read one archive at the same time (an
+/// archive diff beside the index build); what changes sits behind mutexes.
+#[pyclass(module = "moddesk_native.pvf", name = "Archive", frozen)]
 pub struct NativeArchive {
     container: Container,
     paths: Vec<u8>,
     path_ends: Vec<u64>,
     legacy_rows: Vec<u64>,
-    strings: Option<Strings>,
-    links: Option<Links>,
+    /// The NKPI pools until `nkpi_info` hands them to Python.
+    pools: Mutex<Option<(Vec<u8>, Vec<u8>)>>,
+    state: Mutex<RenderState>,
 }
 
 impl NativeArchive {
@@ -180,13 +205,20 @@ fn open_archive(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<NativeArchi
                     (found.buffer, found.ends, found.legacy_rows)
                 }
             };
+            let mut container = container;
+            let pools = match &mut container {
+                Container::Nkpi(d) => {
+                    Some((std::mem::take(&mut d.pool_a), std::mem::take(&mut d.pool_w)))
+                }
+                Container::Classic(_) => None,
+            };
             Ok(NativeArchive {
                 container,
                 paths,
                 path_ends,
                 legacy_rows,
-                strings: None,
-                links: None,
+                pools: Mutex::new(pools),
+                state: Mutex::new(RenderState::default()),
             })
         })
         .map_err(format_error)
@@ -251,12 +283,11 @@ impl NativeArchive {
     /// The pools are handed over, not kept: the native side needs them only to make the paths
     /// (done at open), and the renderer gets the current ones from Python (`set_nkpi_strings`);
     /// a second call answers empty pools.
-    fn nkpi_info<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Container::Nkpi(d) = &mut self.container else {
+    fn nkpi_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Container::Nkpi(d) = &self.container else {
             return Ok(None);
         };
-        let pool_a = std::mem::take(&mut d.pool_a);
-        let pool_w = std::mem::take(&mut d.pool_w);
+        let (pool_a, pool_w) = lock(py, &self.pools).take().unwrap_or_default();
         let out = PyDict::new(py);
         let h = &d.header;
         out.set_item("variant", d.variant.name)?;
@@ -330,8 +361,8 @@ impl NativeArchive {
     }
 
     /// Use a classic `stringtable.bin` (its bytes) as the string source of `render_many`.
-    fn set_classic_strings(&mut self, py: Python<'_>, table: &[u8]) -> PyResult<()> {
-        self.strings = Some(
+    fn set_classic_strings(&self, py: Python<'_>, table: &[u8]) -> PyResult<()> {
+        lock(py, &self.state).strings = Some(
             py.detach(|| Strings::classic(table))
                 .map_err(format_error)?,
         );
@@ -339,13 +370,14 @@ impl NativeArchive {
     }
 
     /// Use NKPI pools (their current bytes) as the string source of `render_many`.
-    fn set_nkpi_strings(&mut self, pool_a: &[u8], pool_w: &[u8]) {
-        self.strings = Some(Strings::nkpi(pool_a.to_vec(), pool_w.to_vec()));
+    fn set_nkpi_strings(&self, py: Python<'_>, pool_a: &[u8], pool_w: &[u8]) {
+        lock(py, &self.state).strings = Some(Strings::nkpi(pool_a.to_vec(), pool_w.to_vec()));
     }
 
     /// Classic string links resolved up front: parallel lists of link ids, keys, texts and folded texts.
     fn set_links(
-        &mut self,
+        &self,
+        py: Python<'_>,
         ids: Vec<i32>,
         keys: Vec<Vec<u8>>,
         texts: Vec<Vec<u8>>,
@@ -360,7 +392,7 @@ impl NativeArchive {
         for (((id, key), text), fold) in ids.into_iter().zip(keys).zip(texts).zip(folded) {
             links.insert((id, key), (text, fold));
         }
-        self.links = Some(links);
+        lock(py, &self.state).links = Some(links);
         Ok(())
     }
 
@@ -371,7 +403,7 @@ impl NativeArchive {
     /// Answers (buffer, uint64 ends, uint8 kinds: 0 text / 1 raw bytes, first error or None).
     #[pyo3(signature = (data, indexes, fold, terminator, resolver))]
     fn render_many<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         data: &Bound<'_, PyAny>,
         indexes: &[u8],
@@ -380,20 +412,18 @@ impl NativeArchive {
         resolver: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let indexes = self.checked(u32_list(indexes)?)?;
-        if self.strings.is_none() {
-            return Err(PyValueError::new_err(
-                "set_classic_strings / set_nkpi_strings first",
-            ));
-        }
         let numbering = self.numbering();
         let batch = with_bytes(data, |bytes| {
             Ok(py.detach(|| Batch::read(&self.container, bytes, &indexes)))
         })?;
+        let mut state = lock(py, &self.state);
+        let Some(strings) = state.strings.as_mut() else {
+            return Err(PyValueError::new_err(
+                "set_classic_strings / set_nkpi_strings first",
+            ));
+        };
         let needed = {
-            let strings = self
-                .strings
-                .as_ref()
-                .ok_or_else(|| PyValueError::new_err("no strings"))?;
+            let strings: &Strings = strings;
             py.detach(|| batch.refs_for_caller(strings, numbering, fold))
         };
         if !needed.is_empty() {
@@ -409,10 +439,6 @@ impl NativeArchive {
                     "resolver: one text and one folded text per reference",
                 ));
             }
-            let strings = self
-                .strings
-                .as_mut()
-                .ok_or_else(|| PyValueError::new_err("no strings"))?;
             for ((r, t), f) in needed.iter().zip(texts).zip(folded) {
                 strings.resolve(*r, t.to_vec(), f.to_vec());
             }
@@ -421,14 +447,13 @@ impl NativeArchive {
             fold,
             terminator: terminator.to_vec(),
         };
-        let this = &*self;
-        let strings = this
-            .strings
-            .as_ref()
-            .ok_or_else(|| PyValueError::new_err("no strings"))?;
-        let path_of = |i: u32| this.path(i);
-        let (blob, ends, kinds) =
-            py.detach(|| batch.render(strings, numbering, this.links.as_ref(), &options, &path_of));
+        let state: &RenderState = &state;
+        let Some(strings) = state.strings.as_ref() else {
+            return Err(PyValueError::new_err("no strings"));
+        };
+        let path_of = |i: u32| self.path(i);
+        let (blob, ends, kinds) = py
+            .detach(|| batch.render(strings, numbering, state.links.as_ref(), &options, &path_of));
         let error = match &batch.error {
             Some((k, e)) => Some(error_tuple(py, *k, e)?),
             None => None,

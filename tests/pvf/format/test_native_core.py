@@ -264,3 +264,25 @@ def test_native_asked_without_the_module_is_an_error(monkeypatch: pytest.MonkeyP
     with pytest.raises(ServiceError) as caught:
         Archive.open(tmp_path / "a.pvf")
     assert caught.value.code == "NATIVE_CORE_MISSING"
+
+
+def test_two_threads_read_one_native_archive(generated: dict[str, Path]) -> None:
+    """An archive diff reads the archive beside the index build's render pass (no shared lock):
+    the native handle serves both at once, each with the reference's answer."""
+    import threading
+
+    with _core("python"), Archive.open(generated["classic"]) as archive:
+        want_bytes = list(archive.iter_indexed_bytes())
+        want_texts = [b for _, b in archive.iter_rendered(fold=True, terminator="\0")]
+    with _core("native"), Archive.open(generated["classic"]) as archive:
+        got: dict[str, Any] = {}
+
+        def read() -> None:
+            got["bytes"] = [list(archive.iter_indexed_bytes()) for _ in range(3)]
+
+        thread = threading.Thread(target=read)
+        thread.start()
+        texts = [[b for _, b in archive.iter_rendered(fold=True, terminator="\0")] for _ in range(3)]
+        thread.join()
+    assert all(t == want_texts for t in texts)
+    assert all(b == want_bytes for b in got["bytes"])
