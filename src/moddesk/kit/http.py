@@ -294,12 +294,20 @@ async def _send(
 
 
 def _message_page(zh: str, en: str, hint: str) -> bytes:
+    """A small bilingual page; a `command` in the text is shown as code the person can copy."""
+
+    def shown(text: str) -> str:
+        return _CODE.sub(r"<code>\1</code>", html.escape(text))
+
     text = (
         '<!doctype html><html lang="zh-CN"><meta charset="utf-8"><title>moddesk</title>'
-        '<body style="font-family:sans-serif;max-width:40em;margin:3em auto">'
-        f"<h1>{html.escape(zh)}</h1><p>{html.escape(en)}</p><p>{html.escape(hint)}</p></body></html>"
+        '<body style="font-family:sans-serif;max-width:40em;margin:3em auto;line-height:1.6">'
+        f'<h2 style="font-weight:600">{shown(zh)}</h2><p>{shown(en)}</p><p>{shown(hint)}</p></body></html>'
     )
     return text.encode()
+
+
+_CODE = re.compile(r"`([^`]+)`")
 
 
 def _login_needed_page(system: str) -> bytes:
