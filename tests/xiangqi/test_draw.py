@@ -8,13 +8,12 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from mcp import Client
 
 from moddesk.kit.errors import ServiceError
-from moddesk.kit.mcp import result_payload, serve_http
+from moddesk.kit.mcp import result_payload
 from moddesk.xiangqi.game import GameService
-from moddesk.xiangqi.mcp import build_server
-from moddesk.xiangqi.rpc import parse_command, rpc_routes
+from moddesk.xiangqi.rpc import parse_command
+from moddesk.xiangqi.serving import XiangqiHttp
 from moddesk.xiangqi.store import Settings
 
 
@@ -119,10 +118,10 @@ def test_command_words() -> None:
 
 def test_draw_over_mcp_and_rpc(tmp_path: Path) -> None:
     service = GameService(settings(tmp_path))
-    server = serve_http(build_server(service), 0, extra_routes=rpc_routes(service))
+    server = XiangqiHttp(service, 0)  # the model on /mcp with its token, the person on the RPC
 
     async def run(url: str) -> None:
-        async with Client(f"{url}/mcp", read_timeout_seconds=60) as client:
+        async with server.client() as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert "xiangqi_draw" in tools
             new = await client.call_tool("xiangqi_new", {"side": "r"})
@@ -132,7 +131,14 @@ def test_draw_over_mcp_and_rpc(tmp_path: Path) -> None:
             assert "draw offer: by you (the model) at ply 0, open: only the person can accept it" in text
             own = await client.call_tool("xiangqi_draw", {"action": "accept", "sessionId": session})
             assert own.is_error and result_payload(own)["error"] == "DRAW_REFUSED"
-            async with httpx.AsyncClient(timeout=30) as http:
+            # the agent's token cannot accept for the person; the person's key can
+            agent = {"Authorization": f"Bearer {server.token}"}
+            async with httpx.AsyncClient(timeout=30) as stranger:
+                refused = await stranger.post(
+                    f"{url}/xiangqi-mate/draw", json={"sessionId": session, "action": "accept"}, headers=agent
+                )
+                assert refused.status_code == 403 and refused.json()["error"]["code"] == "PERSON_ONLY"
+            async with httpx.AsyncClient(timeout=30, headers=server.person_headers()) as http:
                 answer = await http.post(
                     f"{url}/xiangqi-mate/draw", json={"sessionId": session, "action": "accept"}
                 )
