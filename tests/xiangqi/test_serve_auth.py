@@ -170,3 +170,33 @@ def test_connect_bridges_a_stdio_client(served: tuple[dict[str, Any], dict[str, 
             assert refused.is_error
 
     anyio.run(flow)
+
+
+def test_stdio_mcp_prints_no_credential_on_stderr(tmp_path: Path) -> None:
+    """Clients keep a stdio server's stderr in their logs (the model may read them): `xiangqi mcp`
+    names the panel and `moddesk xiangqi open` there, never a login link, the person key or a token."""
+    env = _env(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moddesk.cli", "xiangqi", "mcp"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    proc.stdin.write(
+        (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n").encode()
+    )
+    proc.stdin.flush()
+    person_file = tmp_path / "games dir" / "serve.person.json"
+    deadline = time.monotonic() + 60
+    while not person_file.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the panel never started"
+        time.sleep(0.1)
+    key = json.loads(person_file.read_text())["key"]
+    out, err = proc.communicate(timeout=60)  # closes stdin: the server ends
+    said = err.decode()
+    assert "xiangqi panel: http://127.0.0.1:" in said and "moddesk xiangqi open" in said
+    assert key not in said and key not in out.decode()
+    assert "/login?code=" not in said and "token=" not in said
