@@ -8,6 +8,7 @@ pub mod classic;
 pub mod container;
 pub mod crypto;
 pub mod error;
+pub mod lookup;
 pub mod nkpi;
 pub mod render;
 pub mod strings;

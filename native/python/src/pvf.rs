@@ -15,6 +15,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use moddesk_pvf::batch::Batch;
 use moddesk_pvf::container::{self, Container};
+use moddesk_pvf::lookup::PathIndex;
 use moddesk_pvf::nkpi;
 use moddesk_pvf::render::{Links, Numbering, RenderOptions};
 use moddesk_pvf::strings::Strings;
@@ -164,6 +165,8 @@ pub struct NativeArchive {
     /// The NKPI pools until `nkpi_info` hands them to Python.
     pools: Mutex<Option<(Vec<u8>, Vec<u8>)>>,
     state: Mutex<RenderState>,
+    /// The path lookup, built on first use (`build_lookup`).
+    lookup: Mutex<Option<PathIndex>>,
 }
 
 impl NativeArchive {
@@ -219,6 +222,7 @@ fn open_archive(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<NativeArchi
                 legacy_rows,
                 pools: Mutex::new(pools),
                 state: Mutex::new(RenderState::default()),
+                lookup: Mutex::new(None),
             })
         })
         .map_err(format_error)
@@ -308,6 +312,38 @@ impl NativeArchive {
         out.set_item("cumulative", i64_bytes(py, &d.cumulative))?;
         out.set_item("originals", i64_bytes(py, &d.original_sizes))?;
         Ok(Some(out))
+    }
+
+    /// Entries whose path is not ASCII (uint32): the caller normalises their keys for `build_lookup`.
+    fn non_ascii_rows<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let rows: Vec<u32> = (0..self.container.count() as u32)
+            .filter(|&i| !self.path(i).is_ascii())
+            .collect();
+        u32_bytes(py, &rows)
+    }
+
+    /// Build the path lookup: ASCII paths are normalised here, `keys` are the caller's keys of
+    /// `rows` (the non-ASCII ones, UTF-8).
+    fn build_lookup(&self, py: Python<'_>, rows: &[u8], keys: Vec<Vec<u8>>) -> PyResult<()> {
+        let rows = u32_list(rows)?;
+        if rows.len() != keys.len() {
+            return Err(PyValueError::new_err("one key per row"));
+        }
+        let given: HashMap<u32, Vec<u8>> = rows.into_iter().zip(keys).collect();
+        let count = self.container.count();
+        let path = |i: usize| self.path(i as u32);
+        let index = py.detach(|| PathIndex::build(count, &path, given));
+        *lock(py, &self.lookup) = Some(index);
+        Ok(())
+    }
+
+    /// The entries whose normalised key is `key`, in directory order (build_lookup first).
+    fn find(&self, py: Python<'_>, key: &[u8]) -> PyResult<Vec<u32>> {
+        let guard = lock(py, &self.lookup);
+        let Some(index) = guard.as_ref() else {
+            return Err(PyValueError::new_err("build_lookup first"));
+        };
+        Ok(index.find(key, &|i| self.path(i as u32)))
     }
 
     /// Directory indexes in storage order (uint32).

@@ -147,6 +147,7 @@ class Archive:
         self._paths: list[str] | native_fmt.PathTable = []
         #: the native core's handle when this archive was opened by it (decided once, at open)
         self._native: Any = None
+        self._native_lookup = False  # whether the native path lookup is built
         self._lookup: dict[str, int] | None = None
         self._region = region
         self._region_confidence: float | None = None
@@ -393,6 +394,14 @@ class Archive:
         return ArchiveEntry(path, i, size, kind, modified, data_type)
 
     def _index(self) -> dict[str, int]:
+        """Lookup key → first live entry; with the native core, of the added entries only (the
+        source entries are found natively, without a dictionary of every name)."""
+        if self._lookup is None and self._native is not None:
+            added: dict[str, int] = {}
+            for i in range(self._source_count, len(self._paths)):
+                if i not in self._deleted:
+                    added.setdefault(normalize_path(self._paths[i]), i)
+            self._lookup = added
         if self._lookup is None:
             lookup: dict[str, int] = {}
             if not self._deleted and names_are_normal(self._paths):  # each name is its own key
@@ -407,7 +416,21 @@ class Archive:
         return self._lookup
 
     def _find(self, path: str) -> int | None:
-        return self._index().get(normalize_path(path))
+        key = normalize_path(path)
+        if self._native is not None:
+            if not self._native_lookup:
+                self._build_native_lookup()
+            for i in self._native.find(key.encode("utf-8", "surrogatepass")):
+                if i not in self._deleted:
+                    return int(i)
+        return self._index().get(key)
+
+    def _build_native_lookup(self) -> None:
+        """The native path lookup: ASCII paths keyed natively, the others by ``normalize_path`` here."""
+        rows = np.frombuffer(self._native.non_ascii_rows(), dtype="<u4").tolist()
+        keys = [normalize_path(self._paths[i]).encode("utf-8", "surrogatepass") for i in rows]
+        self._native.build_lookup(native_fmt.index_bytes(rows), keys)
+        self._native_lookup = True
 
     def _require(self, path: str) -> int:
         self._check_open()

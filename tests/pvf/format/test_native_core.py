@@ -70,8 +70,26 @@ def _reading(archive: Archive) -> dict[str, Any]:
         "bytes": _outcome(lambda: list(archive.iter_indexed_bytes())),
         "texts": _outcome(lambda: [b for _, b in archive.iter_rendered()]),
         "folded": _outcome(lambda: [b for _, b in archive.iter_rendered(fold=True, terminator="\0")]),
-        "lookup": [archive.getinfo(p).index for p in archive.namelist()[:50]],
+        "lookup": [
+            _outcome(lambda p=p: archive.getinfo(p).index) for p in _lookup_probes(archive.namelist())
+        ],
     }
+
+
+def _lookup_probes(names: list[str]) -> list[str]:
+    """Every name, and spellings that normalise to it (or to nothing): case, separators, prefixes."""
+    probes = list(names)
+    for p in names[:200]:
+        probes += [
+            p.upper(),
+            " ./" + p.replace("/", "\\") + "\t",
+            "/" + p,
+            "./" + p,
+            p + "/",
+            p + "x",
+            "ǅ" + p,
+        ]
+    return probes
 
 
 def _both(open_one: Callable[[], Archive]) -> dict[str, tuple[str, Any]]:
