@@ -136,7 +136,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         write_snapshot(index.data, index.status())
         stack.callback(games.close)
         # the workbench's own token guard is tested in tests/pvf/agent/test_boundary.py; the
-        # conformance runner cannot send headers, so the same tools are served here without it
+        # conformance runner cannot send headers, so the same tools are served here without it (the
+        # shipped servers with their tokens, through a proxy: test_conformance_shipped.py)
         pvf_service = PvfService()
         stack.callback(pvf_service.shutdown)
         opened = pvf_service.tasks.wait(pvf_service.open(str(archive), pvf_service.epoch)["taskId"], 60)
