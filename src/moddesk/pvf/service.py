@@ -17,6 +17,7 @@ revision; later features (scripts, import, export) plug into the same occupancy 
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ from moddesk.pvf.workbench.records import RecordsOps
 from moddesk.pvf.workbench.workspace import BASE, DraftRegistry
 
 CAPABILITY_VERSION = "pvf-1"
+#: How long ``shutdown`` waits for cancelled background tasks (index build, exports) to stop.
+TASK_STOP_WAIT = 10.0
 
 
 class PvfService(LifecycleOps, ReadOps, RecordsOps, BrowseOps):
@@ -107,9 +110,16 @@ class PvfService(LifecycleOps, ReadOps, RecordsOps, BrowseOps):
         if self._lifecycle.acquire(timeout=timeout):
             self._lifecycle.release()
         self._stop_records()
-        for task_id in self.tasks.active():
+        running = self.tasks.active()
+        for task_id in running:
             with contextlib.suppress(ServiceError):
                 self.tasks.cancel(task_id)
+        # a task thread still inside native or C++ code when the interpreter exits is killed mid-call
+        # (seen as "terminate called without an active exception", exit -6): let them stop first
+        deadline = time.monotonic() + min(timeout, TASK_STOP_WAIT)
+        for task_id in running:
+            with contextlib.suppress(ServiceError):
+                self.tasks.wait(task_id, max(0.0, deadline - time.monotonic()))
         with self._state:
             # facades first: they free what their pending plans hold (spilled import bytes, workers)
             for facade in self._shared.values():
