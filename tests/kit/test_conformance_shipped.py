@@ -21,6 +21,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -107,6 +108,7 @@ class HeaderProxy:
     token: str | None
     statuses: list[int] = field(default_factory=list)
     url: str = ""
+    _open: set[http.client.HTTPConnection] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -116,8 +118,13 @@ class HeaderProxy:
         self._thread.start()
 
     def close(self) -> None:
+        """Stop listening and cut the streams still open (a server waits for them when it stops)."""
         self._server.shutdown()
         self._server.server_close()
+        for conn in list(self._open):
+            with contextlib.suppress(OSError):
+                if conn.sock is not None:
+                    conn.sock.shutdown(socket.SHUT_RDWR)
 
     def _rewrite(self, name: str, value: str) -> str:
         ours, theirs = urlsplit(self.url).netloc, urlsplit(self.upstream).netloc
@@ -148,6 +155,7 @@ class HeaderProxy:
                     headers["Authorization"] = f"Bearer {proxy.token}"
                 target = urlsplit(proxy.upstream)
                 conn = http.client.HTTPConnection(target.hostname or "127.0.0.1", target.port, timeout=60)
+                proxy._open.add(conn)
                 try:
                     conn.request(self.command, self.path, body=body, headers=headers)
                     answer = conn.getresponse()
@@ -156,6 +164,7 @@ class HeaderProxy:
                 except (OSError, http.client.HTTPException):
                     self.close_connection = True  # the client went away mid-stream
                 finally:
+                    proxy._open.discard(conn)
                     conn.close()
 
             def _relay(self, answer: http.client.HTTPResponse) -> None:
@@ -222,13 +231,16 @@ def _wait_for_endpoint(
     raise AssertionError(f"{system} published no endpoint in 60 s:\n{log.read_text(errors='replace')}")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def _stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGINT to every server at once, so they shut down in parallel (each waits for open streams)."""
+    for proc in procs:
+        proc.send_signal(signal.SIGINT)
+    for proc in procs:
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _mcp_url(recorded: str) -> str:
@@ -296,8 +308,7 @@ def shipped(tools: NodeTools, tmp_path_factory: pytest.TempPathFactory) -> Itera
         # pvf and xiangqi record the service's origin (it serves pages too), ra3 the /mcp URL
         yield {s: Shipped(s, _mcp_url(r["url"]), r["token"]) for s, r in records.items()}
     finally:
-        for proc, _find, _log in started.values():
-            _stop(proc)
+        _stop_all([proc for proc, _find, _log in started.values()])
 
 
 # ----------------------------------------------------------------------------------- the runner
