@@ -159,6 +159,8 @@ def new_server(
     idle for ``SESSION_IDLE_TIMEOUT`` are closed and at most ``MAX_SESSIONS`` are open (a 503 with
     "Too many open sessions" refuses the next).
     """
+    # the SDK's INFO lines ("session manager started") are noise in the person's serve terminal
+    kwargs.setdefault("log_level", "WARNING")
     server = ToolServer(name, version=__version__, instructions=instructions, **kwargs)
     server.output_schemas = output_schemas
     server.stateless_http = stateless_http

@@ -205,26 +205,34 @@ def serve(
         if archive is not None:
             opened = bench.open_at_start(archive, region=region)
             console.print(
-                f"opened {escape(opened['sourcePath'])} ({opened['fileCount']} files, {opened['format']})"
+                f"已打开 opened {escape(opened['sourcePath'])}（{opened['fileCount']} 个文件 files, {opened['format']}）"
             )
-        print_link(console, "MCP endpoint (loopback only, the agent's bearer token):", bench.url)
-        console.print(f"agent token and url: {escape(str(endpoint))} (readable by you only)")
-        for granted in bench.service.access_roots().describe():
-            console.print(f"agents may use: {escape(granted['path'])} ({escape(granted['label'])})")
+        print_link(
+            console,
+            "MCP 端点（仅本机，用 Agent 的令牌）MCP endpoint (loopback only, the agent's bearer token):",
+            bench.url,
+        )
         console.print(
-            "Connect a client: `moddesk agents config <client> --system pvf` (stdio bridge, no secret in it)"
+            f"Agent 的令牌与地址 agent token and url: {escape(str(endpoint))}（只有你能读 readable by you only）"
+        )
+        for granted in bench.service.access_roots().describe():
+            console.print(
+                f"Agent 可用的文件夹 agents may use: {escape(granted['path'])}（{escape(granted['label'])}）"
+            )
+        console.print(
+            "连接客户端 Connect a client: `moddesk agents config <client> --system pvf`（stdio 桥接，不含密钥 no secret in it）"
         )
         link = bench.login_link()
         print_link(
             console,
-            "工作台页面 Workbench page for you (one-time login link; `moddesk pvf open` gives a new one):",
+            "工作台页面（一次性登录链接；`moddesk pvf open` 可再取一个）Workbench page for you (one-time login link):",
             link,
         )
         if open_page:
             import webbrowser
 
             webbrowser.open(link)
-        console.print("Ctrl+C stops the server.")
+        console.print("按 Ctrl+C 停止服务。Ctrl+C stops the server.")
 
     with _errors():
         # serve first: a server restarted after a crash answers at once (the workspace info shows

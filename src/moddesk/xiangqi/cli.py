@@ -137,14 +137,22 @@ def _serve(port: int, open_browser: bool, config: Path | None) -> None:
         sweep_stale([settings.database().parent])  # temps a killed service left (dead owners only)
         http = XiangqiHttp(service, port)
         with _advertised(settings, http) as endpoint:
-            print_link(console, "[bold]xiangqi[/] MCP (the agent's bearer token):", http.mcp_url)
-            console.print(f"agent token and url: {endpoint} (readable by you only)")
-            console.print("stdio clients: `moddesk xiangqi connect` bridges to this service")
-            console.print(f"games in {settings.database()}")
+            print_link(
+                console,
+                "[bold]xiangqi[/] MCP 端点（用 Agent 的令牌）MCP (the agent's bearer token):",
+                http.mcp_url,
+            )
+            console.print(
+                f"Agent 的令牌与地址 agent token and url: {endpoint}（只有你能读 readable by you only）"
+            )
+            console.print(
+                "stdio 客户端用 `moddesk xiangqi connect` 桥接到本服务 (stdio clients bridge with it)"
+            )
+            console.print(f"棋局保存在 games in {settings.database()}")
             link = http.login_link()
             print_link(
                 console,
-                "[bold]xiangqi[/] 棋盘面板 panel for you (one-time login link; `moddesk xiangqi open` gives a new one):",
+                "[bold]xiangqi[/] 棋盘面板（一次性登录链接；`moddesk xiangqi open` 可再取一个）panel for you (one-time login link):",
                 link,
             )
             if open_browser:
