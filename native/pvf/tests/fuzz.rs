@@ -25,6 +25,14 @@ const CODES: &[&str] = &[
     "UNSUPPORTED_FORMAT",
 ];
 
+/// Cases per target: PROPTEST_CASES when set (the long run), else 300.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
 fn seeds() -> Vec<Vec<u8>> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/seeds");
     ["classic.pvf", "90US.pvf", "90CN.pvf"]
@@ -77,7 +85,8 @@ fn seed_archives_open_and_render() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    // 300 cases per target in `cargo test`; `benchmarks/pvf_native_fuzz.py` sets PROPTEST_CASES higher
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..2048)) {
