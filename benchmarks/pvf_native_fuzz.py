@@ -43,7 +43,12 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cases", type=int, default=20_000, help="cases per fuzz target")
+    parser.add_argument(
+        "--quick", action="store_true", help="2,000 cases per target (make bench's smoke run)"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.cases = 2_000
     if shutil.which("cargo") is None:
         print("cargo not found: the native core cannot be fuzzed here")
         return 0
