@@ -193,7 +193,9 @@ def test_redos_patterns_answer_while_another_client_is_served(bench: Workbench, 
             assert outcomes[BOMB] == "answered"
             assert outcomes[r"^(a+)+$"] == "answered"
             assert outcomes[r"""("|')(\\?.)*?\1"""] == "INVALID_PATTERN"  # a backreference, named
-            assert outcomes[DFA_BLOWUP] in ("truncated", "QUERY_TOO_COSTLY")  # the worker was killed
+            # within the bound either way: whole on a quiet box, cut at the page budget (the worker
+            # killed) on a slow one — the kill itself is tested in tests/kit/test_linear_regex.py
+            assert outcomes[DFA_BLOWUP] in ("answered", "truncated", "QUERY_TOO_COSTLY")
             assert sum(o == "answered" for o in outcomes.values()) >= 25, outcomes
             assert len(served) > 10
 
