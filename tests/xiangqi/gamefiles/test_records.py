@@ -392,3 +392,32 @@ def test_fuzz_collections(parts: list[str], game: int) -> None:
         records.read_record(data, "c.pgn", game)
     except ServiceError as exc:
         assert exc.code in ("BAD_RECORD", "UNSUPPORTED_RECORD", "BAD_FEN")
+
+
+BIG5_PGN = (
+    '[Game "Chinese Chess"]\n[Event "全國象棋個人賽"]\n[Red "紅方選手"]\n[Black "黑方選手"]\n[Result "1-0"]\n\n'
+    "1. 炮二平五 馬８進７ 2. 馬二進三 車９平８ 3. 車一平二 馬２進３ 1-0\n"
+)
+
+
+@pytest.mark.parametrize("codec", ["big5", "gb18030", "utf-8", "utf-8-sig"])
+def test_a_record_reads_in_the_code_page_it_was_written_in(codec: str) -> None:
+    """Taiwan/Hong Kong programs write Big5, mainland ones GB18030: both read back, names and moves."""
+    text = (
+        BIG5_PGN if codec == "big5" else BIG5_PGN.replace("車", "车").replace("馬", "马").replace("進", "进")
+    )
+    record = records.read_record(text.encode(codec), "game.pgn")
+    assert record.tags["Red"] == "紅方選手"
+    assert record.tags["Event"] == "全國象棋個人賽"
+    assert len(record.moves) == 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=400).filter(lambda b: b"\x00" not in b))
+def test_any_bytes_decode_or_refuse_clearly(data: bytes) -> None:
+    try:
+        text = records.decode_text(data)
+    except model.RecordError as exc:
+        assert exc.code == "BAD_RECORD"
+    else:
+        assert isinstance(text, str)

@@ -362,8 +362,14 @@ def game_summary(number: int, record: Record | RecordError) -> dict[str, object]
     }
 
 
+#: Characters of move notation in both scripts: the right decoding of a record is full of them, a wrong
+#: one (Big5 bytes read as GB18030, or the other way) almost never produces them.
+NOTATION_CHARS = frozenset("进退平车马炮砲相象仕士帅将兵卒前后中一二三四五六七八九進車馬帥將後")
+
+
 def decode_text(data: bytes) -> str:
-    """UTF-8 (with or without BOM), else GB18030 (what Chinese Windows programs write)."""
+    """UTF-8 (with or without BOM), else GB18030 or Big5 (what Chinese Windows programs write in the
+    mainland and in Taiwan/Hong Kong), whichever reads as move notation."""
     if b"\x00" in data[:4096]:
         raise RecordError(
             "UNSUPPORTED_RECORD", "binary data that is not an XQF file", "二进制文件但不是 XQF 棋谱",
@@ -372,9 +378,15 @@ def decode_text(data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
+        pass
+    readings: list[str] = []
+    for codec in ("gb18030", "big5hkscs"):  # GB18030 first: it wins a tie
         try:
-            return data.decode("gb18030")
-        except UnicodeDecodeError as exc:
-            raise RecordError(
-                "BAD_RECORD", f"the text is neither UTF-8 nor GB18030: {exc.reason}", "文本编码无法识别（不是 UTF-8 或 GB18030）",
-            ) from exc  # fmt: skip
+            readings.append(data.decode(codec))
+        except UnicodeDecodeError:
+            continue
+    if not readings:
+        raise RecordError(
+            "BAD_RECORD", "the text is neither UTF-8, GB18030 nor Big5", "文本编码无法识别（不是 UTF-8、GB18030 或 Big5）",
+        )  # fmt: skip
+    return max(readings, key=lambda text: sum(ch in NOTATION_CHARS for ch in text))
