@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from moddesk.kit.errors import ServiceError
+from moddesk.pvf.archive import Archive
+from moddesk.pvf.service import PvfService
+from moddesk.pvf.transfer.exports import ExportService
 from moddesk.pvf.transfer.writers import warning_id
 
 from .conftest import Bench
@@ -303,3 +306,42 @@ def test_agents_export_within_the_seed_limits_the_person_beyond(tmp_path: Path) 
     plan = exports.prepare(ws, rev, "selection", ["etc/many"], limits=PERSON_EXPORT_LIMITS)
     assert plan["entries"] == AGENT_EXPORT_LIMITS.files + 1
     service.shutdown()
+
+
+def test_a_damaged_entry_is_exported_only_once_acknowledged(tmp_path: Path) -> None:
+    """#35: an entry whose stored checksum fails is a warning execute must be given back."""
+    path = tmp_path / "damaged archive" / "Script.pvf"
+    path.parent.mkdir()
+    pvf = Archive.new("classic", region="cn")
+    pvf.write_text("equipment/a.equ", "#PVF_File\n[grade]\n\t74\n[price]\n\t1000\n")
+    pvf.write_text("equipment/b.equ", "#PVF_File\n[grade]\n\t12\n")
+    pvf.save_as(path)
+    pvf.close()
+    with Archive.open(path) as pvf:
+        directory = pvf._classic
+        assert directory is not None
+        where = directory.base + int(directory.offsets[pvf.getinfo("equipment/a.equ").index]) + 8
+    raw = bytearray(path.read_bytes())
+    raw[where] ^= 0x01
+    path.write_bytes(bytes(raw))
+
+    service = PvfService()
+    try:
+        ws = service.tasks.wait(service.open(str(path), service.epoch)["taskId"], 60)["result"]["workspaceId"]
+        exports = ExportService(service)
+        revision = service.workspace.revision if service.workspace else 0
+        plan = exports.prepare(ws, revision, "selection", ["equipment"])
+        warnings = exports.preview(plan["planId"])["warnings"]
+        damaged = [w for w in warnings if w["code"] == "damaged"]
+        assert [w["path"] for w in damaged] == ["equipment/a.equ"]
+        assert damaged[0]["warningId"] == warning_id("damaged", "equipment/a.equ")
+        with pytest.raises(ServiceError) as caught:
+            exports.execute(plan["planId"], str(out_dir(tmp_path)), "dump")
+        assert caught.value.code == "WARNINGS_NOT_ACKNOWLEDGED"
+        assert not (out_dir(tmp_path) / "dump").exists()
+        result = exports.execute(
+            plan["planId"], str(out_dir(tmp_path)), "dump", acknowledged_warning_ids=[damaged[0]["warningId"]]
+        )
+        assert result["files"] == 2
+    finally:
+        service.shutdown()

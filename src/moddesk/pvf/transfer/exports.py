@@ -38,6 +38,28 @@ from moddesk.pvf.workbench.occupancy import editors_prepared
 if TYPE_CHECKING:
     from moddesk.pvf.service import PvfService
 
+
+def damage_warnings(problems_of: Callable[[str], list[str]], output: Output) -> list[dict[str, Any]]:
+    """A warning per exported entry whose stored bytes fail their checksum (classic archives).
+
+    Execute needs each one acknowledged, so no damaged file is written without the caller having
+    been told (#35); an edited entry is new content and has no stored checksum to fail.
+    """
+    warnings: list[dict[str, Any]] = []
+    for path in sorted({entry.source for entry in output.entries if entry.source and not entry.meta}):
+        problems = problems_of(path)
+        if problems:
+            warnings.append(
+                {
+                    "warningId": warning_id("damaged", path),
+                    "code": "damaged",
+                    "path": path,
+                    "message": "its stored data checksum does not match: the exported bytes may be wrong",
+                }
+            )
+    return warnings
+
+
 register_codes(
     {
         "NOTHING_TO_EXPORT": "Nothing in the selection can be written in this format.",
@@ -272,6 +294,8 @@ class ExportService:
                     output = build_output(
                         items, fmt, name=name, version=version, mod_id=mod_id, workspace_paths=every
                     )
+                if source != "commit":  # a commit's content comes from history, not the stored bytes
+                    output.warnings.extend(damage_warnings(ws.entry_problems, output))
         if not output.selectable():
             raise ServiceError(
                 "NOTHING_TO_EXPORT",
