@@ -159,10 +159,6 @@ def endpoint_path() -> Path:
     return settings_path().parent / "endpoints" / "pvf.json"
 
 
-class _Interrupted(BaseException):
-    """SIGINT/SIGTERM while the workbench was still starting (not an error: it stops cleanly)."""
-
-
 class Workbench:
     """The service plus its MCP endpoint and window routes on a loopback port (0 = any free port)."""
 
@@ -257,24 +253,33 @@ class Workbench:
 
     def run(self, then: Callable[[], None] = lambda: None) -> None:
         """Serve until SIGINT/SIGTERM (main thread): start answering, run ``then`` (open an archive,
-        print the banner), wait; a signal at any moment — also during ``then`` — stops cleanly."""
+        print the banner) beside it, wait; a signal at any moment — also during ``then`` — stops cleanly.
+
+        The signal handler only sets an event. Raising from it instead (to leave a blocking ``then``)
+        could land inside the import machinery, where the exception is swallowed and the module
+        lock it interrupted stays taken: the server then never stopped (seen in a CI run).
+        """
         stop = threading.Event()
-        waiting = False
+        failed: list[BaseException] = []
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
             stop.set()
-            if not waiting:
-                raise _Interrupted()  # leaves a blocking ``then`` (an archive still opening)
+
+        def opening() -> None:
+            try:
+                then()
+            except BaseException as exc:  # handed to the main thread, which raises it there
+                failed.append(exc)
+                stop.set()
 
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             self.start()
-            then()
-            waiting = True
+            threading.Thread(target=opening, name="moddesk-pvf-start", daemon=True).start()
             while not stop.wait(0.5):
                 pass
-        except _Interrupted:
-            pass
+            if failed:
+                raise failed[0]
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
