@@ -191,7 +191,8 @@ def test_stdio_mcp_prints_no_credential_on_stderr(tmp_path: Path) -> None:
     proc.stdin.flush()
     person_file = tmp_path / "games dir" / "serve.person.json"
     deadline = time.monotonic() + 60
-    while not person_file.exists():
+    # the file is first created empty with mode 0600, then its content is renamed into place
+    while not (person_file.exists() and person_file.read_text().strip()):
         assert proc.poll() is None and time.monotonic() < deadline, "the panel never started"
         time.sleep(0.1)
     key = json.loads(person_file.read_text())["key"]

@@ -31,6 +31,13 @@ from moddesk.ra3.core.snapshot import write_snapshot
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
+def _has_content(path: Path) -> bool:
+    try:
+        return bool(path.read_text(encoding="utf-8").strip())
+    except OSError:
+        return False
+
+
 def _status(url: str, headers: dict[str, str]) -> int:
     request = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "application/json", **headers})
     try:
@@ -61,9 +68,10 @@ def test_mcp_over_streamable_http_needs_the_token_and_answers(
     endpoint = http_endpoint_path(project)
     try:
         deadline = time.monotonic() + 60
-        while not endpoint.is_file() and time.monotonic() < deadline and proc.poll() is None:
+        # the file is first created empty with mode 0600, then its content is renamed into place
+        while not _has_content(endpoint) and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-        assert endpoint.is_file(), "no endpoint file"
+        assert _has_content(endpoint), "no endpoint file"
         assert endpoint.stat().st_mode & 0o077 == 0  # readable by the person only
         record = json.loads(endpoint.read_text(encoding="utf-8"))
         url, token = record["url"], record["token"]
