@@ -236,17 +236,23 @@ def test_sigkill_during_import_apply(env: dict[str, str], archive: Path, tmp_pat
     before = archive.read_bytes()
     spill_root = Path(env["TMPDIR"])
     port = _free_port()
-    proc = _spawn(env, "import", str(port), str(archive), str(source))
-    proc.wait_for("APPLYING", 120)
     # the driver prepares (spilling every frozen file) and applies in a loop; an apply ends by
-    # removing its spill, so wait until a plan's spill is on disk, then kill in the middle of it
-    deadline = time.monotonic() + 60
-    while not any(TEMP_MARKER in p.name for p in spill_root.iterdir()):
-        assert time.monotonic() < deadline, "the frozen files never spilled"
-        time.sleep(0.002)
-    proc.popen.send_signal(signal.SIGKILL)
-    proc.popen.wait()
-    assert _temps(spill_root, proc.popen.pid)
+    # removing its spill, so kill while a plan's spill is on disk. The spill can go between the
+    # look and the kill (the apply ended): then the run is tried again, as in ``kill_mid_write``.
+    for _ in range(4):
+        proc = _spawn(env, "import", str(port), str(archive), str(source))
+        proc.wait_for("APPLYING", 120)
+        deadline = time.monotonic() + 60
+        while not _temps(spill_root, proc.popen.pid):
+            assert time.monotonic() < deadline, "the frozen files never spilled"
+            assert proc.popen.poll() is None, proc.popen.stderr.read() if proc.popen.stderr else ""
+            time.sleep(0.002)
+        proc.popen.send_signal(signal.SIGKILL)
+        proc.popen.wait()
+        if _temps(spill_root, proc.popen.pid):
+            break
+    else:
+        pytest.fail("no kill landed while a plan's spill was on disk in 4 attempts")
     server, seconds = restart(env, "serve-pvf", port, str(archive))
     try:
         assert seconds < RESTART_SECONDS

@@ -399,7 +399,9 @@ def test_fallback_accepted_whenever_the_person_waits(service: GameService) -> No
 
 
 def test_restart_during_a_local_engine_think_recovers(tmp_path: Path) -> None:
-    first = GameService(settings(tmp_path, think_time=30))
+    # the full-strength search thinks its whole 30 s; a level's depth-capped search (or its opening
+    # book) can answer before close(), and then no think is left to recover
+    first = GameService(settings(tmp_path, think_time=30, opponent_engine="engine"))
     value = first.new("hero", "r", "local")
     first.move("hero", "h2e2")
     assert first.state(value["sessionId"])["pending"] == "ai-thinking"
@@ -418,7 +420,7 @@ def test_restart_during_a_local_engine_think_recovers(tmp_path: Path) -> None:
 
 
 def test_restart_watchdog_recovers_without_a_read(tmp_path: Path) -> None:
-    first = GameService(settings(tmp_path, think_time=30))
+    first = GameService(settings(tmp_path, think_time=30, opponent_engine="engine"))
     value = first.new("hero", "r", "local")
     first.move("hero", "b2e2")
     first.close()
