@@ -50,11 +50,26 @@ def section_matches(pattern: str, section: Section) -> bool:
 
 
 def section_path_matches(pattern: str, path: str) -> bool:
-    """Plain names are top-level; ``a/b`` nests; ``*`` is one level, ``**`` any depth, ``x|y`` either."""
+    """Plain names are top-level; ``a/b`` nests; ``*`` is one level, ``**`` any depth, ``x|y`` either.
+
+    Inside a name, ``#`` is one digit and ``*`` any run of characters, so ``FRAME###`` is every
+    numbered frame of an animation (``[FRAME000]`` …) without a rule per number.
+    """
     return _match_parts(_compile_section(pattern), [p.casefold() for p in path.split("/")])
 
 
-_Part = str | frozenset[str]
+@dataclass(frozen=True)
+class _Names:
+    """One part of a section pattern: literal names, plus names with ``#``/``*`` wildcards."""
+
+    literals: frozenset[str]
+    wildcards: tuple[str, ...] = ()
+
+    def allows(self, name: str) -> bool:
+        return name in self.literals or any(section_name_matches(w, name) for w in self.wildcards)
+
+
+_Part = str | _Names
 
 
 @lru_cache(maxsize=4096)
@@ -62,14 +77,44 @@ def _compile_section(pattern: str) -> tuple[_Part, ...]:
     parts: list[_Part] = []
     for raw in pattern.split("/"):
         part = raw.strip().casefold()
-        parts.append(part if part in ("*", "**") else frozenset(p.strip() for p in part.split("|")))
+        if part in ("*", "**"):
+            parts.append(part)
+            continue
+        names = [p.strip() for p in part.split("|")]
+        wild = tuple(n for n in names if _is_wildcard(n))
+        parts.append(_Names(frozenset(n for n in names if n not in wild), wild))
     return tuple(parts)
 
 
+def _is_wildcard(name: str) -> bool:
+    return "#" in name or "*" in name
+
+
+def section_name_matches(pattern: str, name: str) -> bool:
+    """Whether one section name matches a name pattern (``#`` one digit, ``*`` any run; no case).
+
+    A table in O(len(pattern) × len(name)), never backtracking: the pattern can come from an agent.
+    """
+    pattern, name = pattern.casefold(), name.casefold()
+    # alive[j]: pattern[:i] matches name[:j], for the characters read so far
+    alive = [True] + [False] * len(name)
+    for char in pattern:
+        if char == "*":
+            reached = False
+            for j in range(len(name) + 1):
+                reached = reached or alive[j]
+                alive[j] = reached
+            continue
+        alive = [False] + [
+            alive[j] and ("0" <= name[j] <= "9" if char == "#" else name[j] == char) for j in range(len(name))
+        ]
+    return alive[len(name)]
+
+
 def _last_names(pattern: str) -> frozenset[str] | None:
-    """The literal names a pattern's last part allows (None when it is a wildcard)."""
+    """The literal names a pattern's last part allows (None when any name there is a wildcard)."""
     last = _compile_section(pattern)[-1]
-    return last if isinstance(last, frozenset) else None
+    return last.literals if isinstance(last, _Names) and not last.wildcards else None
 
 
 def _match_parts(want: tuple[_Part, ...], have: list[str]) -> bool:
@@ -88,7 +133,7 @@ def _match_parts(want: tuple[_Part, ...], have: list[str]) -> bool:
                 alive[j] = reached
             continue
         alive = [False] + [
-            alive[j] and (part == "*" or (isinstance(part, frozenset) and have[j] in part))
+            alive[j] and (part == "*" or (isinstance(part, _Names) and part.allows(have[j])))
             for j in range(len(have))
         ]
     return alive[len(have)]
