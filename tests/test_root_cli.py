@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from moddesk import __version__
-from moddesk.cli import GROUPS
+from moddesk.cli_help import load_pages
+from moddesk.root_commands import GROUPS
 
 
 def moddesk(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -82,15 +83,17 @@ HEAVY = (
     "watchfiles",
 )
 SYSTEM_PACKAGES = ("moddesk.pvf", "moddesk.ra3", "moddesk.xiangqi", "moddesk.agents_cli")
+# a group's help is drawn from the stored pages: not even the CLI framework is built for it
+FRAMEWORK = ("typer", "click", "moddesk.root_commands")
 
 
 def modules_after(*argv: str) -> set[str]:
-    """The modules a fresh ``moddesk ARGV`` has imported when it exits."""
+    """The modules a fresh ``moddesk ARGV`` (the console script's ``main``) has imported at exit."""
     script = (
         "import json, sys\n"
-        "from moddesk.cli import app\n"
+        "from moddesk.cli import main\n"
         "try:\n"
-        f"    app({list(argv)!r})\n"
+        f"    main({list(argv)!r})\n"
         "except SystemExit:\n"
         "    pass\n"
         "sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)))\n"
@@ -107,35 +110,63 @@ def modules_after(*argv: str) -> set[str]:
     return set(json.loads(done.stderr.rsplit("MODULES ", 1)[1]))
 
 
-def test_root_help_imports_no_system_and_no_heavy_library() -> None:
+def _unwanted(loaded: set[str], *, allowed_system: str = "", framework: bool = False) -> list[str]:
+    """The heavy libraries, other systems (and with ``framework``, typer itself) in ``loaded``."""
+    heavy = sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in HEAVY})
+    systems = sorted(
+        m
+        for m in loaded
+        if m.startswith(SYSTEM_PACKAGES)
+        and not (allowed_system and m.startswith(f"moddesk.{allowed_system}"))
+    )
+    typer = sorted(m for m in loaded if m.split(".")[0] in FRAMEWORK or m in FRAMEWORK) if framework else []
+    return heavy + systems + typer
+
+
+def test_root_help_imports_no_system_no_heavy_library_and_no_typer() -> None:
     loaded = modules_after("--help")
-    assert "typer" in loaded and "moddesk.cli" in loaded  # the probe itself works
-    heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
-    systems = sorted(m for m in loaded if m.startswith(SYSTEM_PACKAGES))
-    assert not heavy and not systems, f"`moddesk --help` imported {heavy + systems}"
+    assert "moddesk.cli_help" in loaded and "rich.console" in loaded  # the probe itself works
+    unwanted = _unwanted(loaded, framework=True)
+    assert not unwanted, f"`moddesk --help` imported {unwanted}"
 
 
 def test_root_version_imports_no_system() -> None:
     loaded = modules_after("version")
+    assert "moddesk.root_commands" in loaded  # a command runs through typer
     assert not [m for m in loaded if m.startswith(SYSTEM_PACKAGES)]
 
 
 def test_each_group_line_in_root_help_is_the_groups_own_help() -> None:
     for name, (module, help_line) in GROUPS.items():
         group = importlib.import_module(module).app
-        assert group.info.help == help_line, f"update GROUPS[{name!r}] in moddesk/cli.py"
+        assert group.info.help == help_line, f"update GROUPS[{name!r}] in moddesk/root_commands.py"
+
+
+PAGES = load_pages() or {}
+
+
+@pytest.mark.parametrize("group", [path for path in PAGES if path])
+def test_every_group_help_imports_no_system_no_heavy_library_and_no_typer(group: str) -> None:
+    """`moddesk pvf --help`, `moddesk pvf history --help`, bare `moddesk agents skill`: the page
+    only — no group module, no numpy, lxml, MCP SDK, HTTP stack, re2, pydantic, nor typer."""
+    shapes = [[*group.split(), "--help"]] + ([group.split()] if PAGES[group]["no_args_is_help"] else [])
+    for argv in shapes:
+        loaded = modules_after(*argv)
+        assert "moddesk.cli_help" in loaded
+        unwanted = _unwanted(loaded, framework=True)
+        assert not unwanted, f"`moddesk {' '.join(argv)}` imported {unwanted}"
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
-def test_group_help_imports_no_other_system_and_no_heavy_library(group: str) -> None:
-    """`moddesk <group> --help` loads its own CLI only: no numpy, lxml, MCP SDK, HTTP stack, re2…
-
-    (pydantic is typer's own: it coerces every parameter with it.)
-    """
-    loaded = modules_after(group, "--help")
-    assert GROUPS[group][0] in loaded
-    heavy = sorted({m.split(".")[0] for m in loaded if m.split(".")[0] in HEAVY} - {"pydantic"})
-    others = sorted(
-        m for m in loaded if m.startswith(SYSTEM_PACKAGES) and not m.startswith(f"moddesk.{group}")
+def test_a_command_help_imports_its_group_only(group: str) -> None:
+    """`moddesk <group> <command> --help` runs through typer and loads its own group only: no other
+    system, no numpy, lxml, MCP SDK, HTTP stack, re2… (pydantic is typer's own: it coerces every
+    parameter with it)."""
+    module = importlib.import_module(GROUPS[group][0])
+    command = next(
+        info.name or info.callback.__name__ for info in module.app.registered_commands if info.callback
     )
-    assert not heavy and not others, f"`moddesk {group} --help` imported {heavy + others}"
+    loaded = modules_after(group, command.replace("_", "-"), "--help")
+    assert GROUPS[group][0] in loaded
+    unwanted = [m for m in _unwanted(loaded, allowed_system=group) if m != "pydantic"]
+    assert not unwanted, f"`moddesk {group} {command} --help` imported {unwanted}"
