@@ -25,9 +25,16 @@ PAGES = load_pages()
 
 
 def test_stored_pages_are_those_of_the_live_app() -> None:
-    current = cli_help.PAGES_FILE.read_text(encoding="utf-8")
-    assert current == stored_text(build_pages()), (
-        "a group's help changed: run `python -m moddesk.cli_help --write` and commit cli_help.json"
+    live = build_pages()
+    stored = json.loads(cli_help.PAGES_FILE.read_text(encoding="utf-8"))["pages"]
+    changed = sorted(
+        path or "(root)"
+        for path in set(live) | set(stored)
+        if json.loads(json.dumps(live.get(path))) != stored.get(path)
+    )
+    assert not changed and cli_help.PAGES_FILE.read_text(encoding="utf-8") == stored_text(live), (
+        f"the help of {changed} changed (a command added, renamed or its docstring's first paragraph"
+        " edited): run `python -m moddesk.cli_help --write` and commit src/moddesk/cli_help.json"
     )
     assert PAGES is not None, "cli_help.json was written by another typer version than the installed one"
     assert {"", "pvf", "ra3", "xiangqi", "agents", "pvf history", "agents skill"} <= set(PAGES)
@@ -95,6 +102,12 @@ def test_the_command_prints_typer_help_and_typer_exit_status(monkeypatch: pytest
         assert (asked.returncode, asked.stdout, asked.stderr) == (0, expected, "")
         bare = moddesk(*path.split())
         assert (bare.returncode, bare.stdout + "\n", bare.stderr) == (2, expected, "\n")
+
+
+def test_every_group_run_bare_shows_its_help() -> None:
+    """`moddesk pvf mod` lists its commands like every other group, not "Missing command"."""
+    assert PAGES is not None
+    assert [path or "(root)" for path, page in PAGES.items() if not page["no_args_is_help"]] == []
 
 
 def test_a_command_help_and_a_typo_still_go_through_typer() -> None:

@@ -15,7 +15,9 @@ from moddesk.kit.errors import ServiceError, person_message
 
 console = Console()
 err_console = Console(stderr=True)
-mod_app = typer.Typer(help="Read, apply and merge MOD packages (110USextend folders, 115CN-mod zips).")
+mod_app = typer.Typer(
+    help="Read, apply and merge MOD packages (110USextend folders, 115CN-mod zips).", no_args_is_help=True
+)
 
 FormatOption = Annotated[str, typer.Option("--format", help="110USextend (folder) or 115CN-mod (zip)")]
 
