@@ -43,7 +43,7 @@ EXTRA_PATHS = ("/usr/games",)
 # system (tests/test_root_cli.py checks each line against the group's own help). A group's module
 # is imported only when the group runs (`moddesk pvf …`, `moddesk pvf --help`).
 GROUPS: dict[str, tuple[str, str]] = {
-    "pvf": ("moddesk.pvf.cli", "Dungeon & Fighter Script.pvf workbench."),
+    "pvf": ("moddesk.pvf.cli", "地下城与勇士 Script.pvf 工作台。Dungeon & Fighter Script.pvf workbench."),
     "ra3": ("moddesk.ra3.cli", "SAGE (Red Alert 3, C&C3) mod XML index."),
     "xiangqi": ("moddesk.xiangqi.cli", "Chinese chess against the AI model or the local engine."),
     "agents": (

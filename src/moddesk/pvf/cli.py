@@ -15,21 +15,33 @@ from rich.markup import escape
 from rich.table import Table
 
 from moddesk.kit.clierrors import print_error
+from moddesk.kit.clihelp import BilingualTyper
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.lang import say
 from moddesk.kit.links import print_link, print_unwrapped
 from moddesk.pvf.toolsets import DEFAULT_TOOLSETS, TOOLSETS
 
-app = typer.Typer(help="Dungeon & Fighter Script.pvf workbench.", no_args_is_help=True)
-history_app = typer.Typer(
-    help="Version history next to an archive (<archive>.moddesk/).", no_args_is_help=True
+#: The group's one-line help (the root's GROUPS line repeats it; tests/test_root_cli.py compares them).
+PVF_HELP = "地下城与勇士 Script.pvf 工作台。Dungeon & Fighter Script.pvf workbench."
+app = BilingualTyper(help=PVF_HELP, no_args_is_help=True)
+history_app = BilingualTyper(
+    help="存档旁的版本历史（<archive>.moddesk/）。Version history next to an archive (<archive>.moddesk/).",
+    no_args_is_help=True,
 )
 app.add_typer(history_app, name="history")
 console = Console()
 # the toolset names in help texts come from the registry (tests/pvf/test_cli.py compares them)
-TOOLSETS_HELP = (
-    f"{','.join(t for t in TOOLSETS if t != 'core')} or all; core is always on "
-    f"(default: {','.join(DEFAULT_TOOLSETS)})"
-)
+_CHOSEN = ",".join(t for t in TOOLSETS if t != "core")
+_DEFAULTS = ",".join(DEFAULT_TOOLSETS)
+
+
+def _toolsets_help(zh: str, en: str) -> str:
+    return (
+        f"{zh}：{_CHOSEN} 或 all，core 始终开启（默认 {_DEFAULTS}）。"
+        f"{en}: {_CHOSEN} or all; core is always on (default: {_DEFAULTS})"
+    )
+
+
 err_console = Console(stderr=True)
 
 # the archive commands (info, ls, cat, extract, pack, generate, verify) live with the formats,
@@ -48,15 +60,17 @@ RegionOption = Annotated[
     str | None,
     typer.Option(
         "--region",
-        help="classic text code page: tw, cn, kr, jp, utf8 (default: detected from stringtable.bin)",
+        help="经典格式文本的代码页：tw、cn、kr、jp、utf8（默认按 stringtable.bin 判断）"
+        "classic text code page: tw, cn, kr, jp, utf8 (default: detected from stringtable.bin)",
     ),
 ]
 ServerOption = Annotated[
     str | None,
     typer.Option(
         "--server",
-        help="URL of the running `moddesk pvf serve` (the page or /mcp URL it printed); without ARCHIVE "
-        "or --server the running serve is used",
+        help="正在运行的 `moddesk pvf serve` 的地址（它打印的页面或 /mcp 地址）；不给 ARCHIVE 也不给 --server "
+        "时使用正在运行的服务。URL of the running `moddesk pvf serve` (the page or /mcp URL it printed); "
+        "without ARCHIVE or --server the running serve is used",
     ),
 ]
 
@@ -107,6 +121,7 @@ def _no_archive() -> ServiceError:
         "INVALID_ARGUMENT",
         "no ARCHIVE was given and no `moddesk pvf serve` is running",
         "give an archive file, or start `moddesk pvf serve ARCHIVE` and run the command again",
+        errorZh="没有给出 ARCHIVE，也没有正在运行的 `moddesk pvf serve`。",
     )
 
 
@@ -161,23 +176,31 @@ async def _call_remote(url: str, tool: str, args: dict[str, Any]) -> dict[str, A
 
 @app.command()
 def serve(
-    archive: Annotated[Path | None, typer.Argument(help="archive to open at start")] = None,
-    port: Annotated[int | None, typer.Option(help="port on 127.0.0.1 (default: the saved setting)")] = None,
-    open_page: Annotated[bool, typer.Option("--open", help="open the page in the browser")] = False,
+    archive: Annotated[Path | None, typer.Argument(help="启动时打开的存档 archive to open at start")] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            help="127.0.0.1 上的端口（默认用已保存的设置）port on 127.0.0.1 (default: the saved setting)"
+        ),
+    ] = None,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="在浏览器中打开页面 open the page in the browser")
+    ] = False,
     toolsets: Annotated[
         str | None,
-        typer.Option(help=f"tool families for the model: {TOOLSETS_HELP}"),
+        typer.Option(help=_toolsets_help("给模型的工具组", "tool families for the model")),
     ] = None,
     region: RegionOption = None,
     root: Annotated[
         list[Path] | None,
         typer.Option(
             "--root",
-            help="a folder agents may read from and write to (repeatable; remembered in the settings)",
+            help="Agent 可读写的文件夹（可重复；记入设置）a folder agents may read from and write to "
+            "(repeatable; remembered in the settings)",
         ),
     ] = None,
 ) -> None:
-    """Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
+    """运行工作台：服务、MCP 端点（Streamable HTTP）和页面，都在 127.0.0.1 上。Run the workbench: the service, its MCP endpoint (Streamable HTTP) and the page on 127.0.0.1."""
     from moddesk.pvf.agent.serve import Workbench
     from moddesk.pvf.settings import load_settings, settings_path
     from moddesk.pvf.toolsets import parse_toolsets
@@ -190,6 +213,7 @@ def serve(
                 "MCP_DISABLED",
                 "the MCP endpoint is disabled",
                 hint="Enable it with `moddesk pvf mcp --enable`.",
+                errorZh="MCP 端点已关闭。用 `moddesk pvf mcp --enable` 打开。",
             )
         chosen = settings.toolsets if toolsets is None else parse_toolsets(toolsets)
         remembered = load_added_roots(settings_path())
@@ -242,7 +266,7 @@ def serve(
 
 @app.command()
 def connect() -> None:
-    """Stdio MCP bridge to the running `moddesk pvf serve` (for clients that only speak stdio)."""
+    """到正在运行的 `moddesk pvf serve` 的 stdio MCP 桥（给只支持 stdio 的客户端）。Stdio MCP bridge to the running `moddesk pvf serve` (for clients that only speak stdio)."""
     import anyio
 
     from moddesk.kit.local_service import bridge_stdio, require
@@ -256,11 +280,15 @@ def connect() -> None:
 @app.command("open")
 def open_page_command(
     no_browser: Annotated[
-        bool, typer.Option("--no-browser", help="only print the link, do not open the browser")
+        bool,
+        typer.Option(
+            "--no-browser", help="只打印链接，不打开浏览器 only print the link, do not open the browser"
+        ),
     ] = False,
 ) -> None:
-    """Give yourself a fresh one-time login link to the running workbench page (and open it).
+    """给自己取一个新的一次性登录链接，进入正在运行的工作台页面（并打开它）。Give yourself a fresh one-time login link to the running workbench page (and open it).
 
+    链接由正在运行的服务留下的个人密钥生成，该文件只有你的系统用户能读；只会说 MCP 的 Agent 读不到它。
     The link is minted from the person key the running serve left in a file only your OS user
     can read; an agent that only speaks MCP never reads that file.
     """
@@ -280,15 +308,18 @@ def open_page_command(
 @app.command()
 def mcp(
     enable: Annotated[
-        bool | None, typer.Option("--enable/--disable", help="switch the MCP endpoint on or off")
+        bool | None,
+        typer.Option("--enable/--disable", help="打开或关闭 MCP 端点 switch the MCP endpoint on or off"),
     ] = None,
-    port: Annotated[int | None, typer.Option(help="preferred port of `moddesk pvf serve`")] = None,
+    port: Annotated[
+        int | None, typer.Option(help="`moddesk pvf serve` 的首选端口 preferred port of `moddesk pvf serve`")
+    ] = None,
     toolsets: Annotated[
         str | None,
-        typer.Option(help=f"tool families the model gets: {TOOLSETS_HELP}"),
+        typer.Option(help=_toolsets_help("模型可用的工具组", "tool families the model gets")),
     ] = None,
 ) -> None:
-    """Show or change the persisted MCP settings (enabled, port, toolsets)."""
+    """查看或修改保存的 MCP 设置（开关、端口、工具组）。Show or change the persisted MCP settings (enabled, port, toolsets)."""
     from moddesk.pvf.settings import McpSettings, client_config, load_settings, save_settings
     from moddesk.pvf.toolsets import parse_toolsets
 
@@ -301,34 +332,49 @@ def mcp(
                 settings.toolsets if toolsets is None else parse_toolsets(toolsets),
             )
             where = save_settings(settings)
-            console.print(f"saved to {escape(str(where))}")
-    state = "enabled" if settings.enabled else "disabled"
-    console.print(f"MCP endpoint {state}, port {settings.port}, toolsets {','.join(settings.toolsets)}")
+            console.print(say(f"已保存到 {escape(str(where))}", f"saved to {escape(str(where))}"))
+    state_zh, state = ("已开启", "enabled") if settings.enabled else ("已关闭", "disabled")
+    sets = ",".join(settings.toolsets)
+    console.print(
+        say(
+            f"MCP 端点{state_zh}，端口 {settings.port}，工具组 {sets}",
+            f"MCP endpoint {state}, port {settings.port}, toolsets {sets}",
+        )
+    )
     if settings.enabled:
         print_unwrapped(console, client_config(f"http://127.0.0.1:{settings.port}/mcp"))
 
 
 @app.command()
 def search(
-    archive: Annotated[Path | None, typer.Argument(help="archive file (omit with --server)")] = None,
-    query: Annotated[str, typer.Option("--query", "-q", help="text, glob or regex")] = "",
-    mode: Annotated[str, typer.Option(help="content | path | regex")] = "content",
-    scope: Annotated[str, typer.Option(help="archive folder to search under")] = "",
-    ext: Annotated[list[str] | None, typer.Option("--ext", help="only this extension (repeatable)")] = None,
-    case_sensitive: Annotated[bool, typer.Option("--case-sensitive")] = False,
-    limit: Annotated[int, typer.Option(help="hits per page")] = 20,
-    pages: Annotated[int, typer.Option(help="how many pages to print")] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="print the raw JSON pages")] = False,
+    archive: Annotated[
+        Path | None, typer.Argument(help="存档文件（用 --server 时省略）archive file (omit with --server)")
+    ] = None,
+    query: Annotated[str, typer.Option("--query", "-q", help="文本、通配符或正则 text, glob or regex")] = "",
+    mode: Annotated[
+        str, typer.Option(help="content 内容 | path 路径 | regex 正则（content | path | regex）")
+    ] = "content",
+    scope: Annotated[str, typer.Option(help="只在这个存档文件夹下搜索 archive folder to search under")] = "",
+    ext: Annotated[
+        list[str] | None,
+        typer.Option("--ext", help="只搜这个扩展名（可重复）only this extension (repeatable)"),
+    ] = None,
+    case_sensitive: Annotated[bool, typer.Option("--case-sensitive", help="区分大小写 match case")] = False,
+    limit: Annotated[int, typer.Option(help="每页命中数 hits per page")] = 20,
+    pages: Annotated[int, typer.Option(help="打印几页 how many pages to print")] = 1,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="输出原始 JSON 页 print the raw JSON pages")
+    ] = False,
     server: ServerOption = None,
     region: RegionOption = None,
 ) -> None:
-    """Search archive paths or file text (on a file, or in the running server's workspace)."""
+    """搜索存档路径或文件文本（在文件上，或在正在运行的服务的工作区中）。Search archive paths or file text (on a file, or in the running server's workspace)."""
     import anyio
 
     if mode not in ("content", "path", "regex"):
-        raise typer.BadParameter("mode is content, path or regex")
+        raise typer.BadParameter(say("mode 只能是 content、path 或 regex", "mode is content, path or regex"))
     if not query:
-        raise typer.BadParameter("--query is required")
+        raise typer.BadParameter(say("必须给出 --query", "--query is required"))
     args: dict[str, Any] = {
         "query": query,
         "mode": mode,
@@ -364,14 +410,18 @@ def search(
     if as_json:
         console.print_json(json.dumps(results, ensure_ascii=False))
         return
-    table = Table("path", "line", "text", show_edge=False)
+    table = Table(say("路径", "path"), say("行", "line"), say("文本", "text"), show_edge=False)
     for page in results:
         for hit in page["hits"]:
             table.add_row(escape(hit["path"]), str(hit["line"] or ""), escape(hit["snippet"] or ""))
     console.print(table)
     last = results[-1] if results else {}
-    more = " (more: raise --pages)" if last.get("nextCursor") else ""
-    console.print(f"{sum(len(p['hits']) for p in results)} hits at revision {last.get('revision')}{more}")
+    more = say("（还有更多：加大 --pages）", "(more: raise --pages)") if last.get("nextCursor") else ""
+    hits, revision = sum(len(p["hits"]) for p in results), last.get("revision")
+    console.print(
+        say(f"修订 {revision} 中共 {hits} 处命中", f"{hits} hits at revision {revision}")
+        + (f" {more}" if more else "")
+    )
 
 
 def _mode(mode: str) -> Literal["content", "path", "regex"]:
@@ -380,18 +430,20 @@ def _mode(mode: str) -> Literal["content", "path", "regex"]:
 
 @app.command()
 def read(
-    archive: Annotated[Path | None, typer.Argument(help="archive file (omit with --server)")] = None,
-    path: Annotated[str, typer.Option("--path", "-p", help="archive path of the file")] = "",
-    start: Annotated[int, typer.Option(help="first line (1-based)")] = 1,
-    lines: Annotated[int, typer.Option(help="how many lines")] = 400,
+    archive: Annotated[
+        Path | None, typer.Argument(help="存档文件（用 --server 时省略）archive file (omit with --server)")
+    ] = None,
+    path: Annotated[str, typer.Option("--path", "-p", help="文件的存档路径 archive path of the file")] = "",
+    start: Annotated[int, typer.Option(help="起始行（从 1 开始）first line (1-based)")] = 1,
+    lines: Annotated[int, typer.Option(help="读几行 how many lines")] = 400,
     server: ServerOption = None,
     region: RegionOption = None,
 ) -> None:
-    """Print an archive file's text (or a description of a binary file)."""
+    """打印存档文件的文本（二进制文件则给出说明）。Print an archive file's text (or a description of a binary file)."""
     import anyio
 
     if not path:
-        raise typer.BadParameter("--path is required")
+        raise typer.BadParameter(say("必须给出 --path", "--path is required"))
     with _errors():
         server = server or (_running_server() if archive is None else None)
         if server is not None:
@@ -404,35 +456,51 @@ def read(
             with _opened(archive, region) as (service, workspace):
                 result = service.read_file(workspace, path, start, lines)
     for problem in result.get("warnings") or []:
-        err_console.print(f"[yellow]warning[/yellow]: {escape(problem)}")
+        err_console.print(f"[yellow]{say('警告', 'warning')}[/yellow]: {escape(problem)}")
     if result["binary"]:
-        console.print(f"{escape(result['path'])}: binary, {result['size']} bytes, sha256 {result['sha256']}")
+        size = result["size"]
+        console.print(
+            f"{escape(result['path'])}: {say(f'二进制，{size} 字节', f'binary, {size} bytes')}, sha256 {result['sha256']}"
+        )
         console.print(result["hexPreview"], markup=False)
         return
     from moddesk.pvf.workbench.cli import write_stdout
 
     write_stdout(result["text"] + "\n")
     if result["truncated"]:
-        err_console.print(f"[lines {result['startLine']}-{result['endLine']} of {result['totalLines']}]")
+        first, last, total = result["startLine"], result["endLine"], result["totalLines"]
+        err_console.print(
+            escape(f"[{say(f'第 {first}-{last} 行，共 {total} 行', f'lines {first}-{last} of {total}')}]")
+        )
 
 
 @history_app.command("init")
-def history_init(archive: Path) -> None:
-    """Start a history for ARCHIVE: an immutable base copy and an empty log."""
+def history_init(archive: Annotated[Path, typer.Argument(help="存档文件 archive file")]) -> None:
+    """为 ARCHIVE 开始记录历史：一份不可变的基础副本和空日志。Start a history for ARCHIVE: an immutable base copy and an empty log."""
     from moddesk.pvf.workbench.history import History
 
     with _errors():
         history = History.init(archive)
-        console.print(f"history created in {escape(str(history.repo))}")
+        repo = escape(str(history.repo))
+        console.print(say(f"已在 {repo} 建立历史", f"history created in {repo}"))
         history.close()
 
 
 @history_app.command("log")
-def history_log(archive: Path, limit: Annotated[int, typer.Option()] = 50) -> None:
-    """List the commits, newest first."""
+def history_log(
+    archive: Annotated[Path, typer.Argument(help="存档文件 archive file")],
+    limit: Annotated[int, typer.Option(help="最多列出几条 how many commits")] = 50,
+) -> None:
+    """列出提交记录，最新的在前。List the commits, newest first."""
     with _errors(), _opened(archive) as (service, _workspace):
         log = service.history_log(limit)
-    table = Table("commit", "when", "paths", "message", show_edge=False)
+    table = Table(
+        say("提交", "commit"),
+        say("时间", "when"),
+        say("路径数", "paths"),
+        say("说明", "message"),
+        show_edge=False,
+    )
     import datetime
 
     for commit in log["commits"]:
@@ -443,25 +511,32 @@ def history_log(archive: Path, limit: Annotated[int, typer.Option()] = 50) -> No
 
 @history_app.command("diff")
 def history_diff(
-    archive: Path,
-    old: Annotated[str | None, typer.Argument(help="older commit (default: the base)")] = None,
-    new: Annotated[str | None, typer.Argument(help="newer commit (default: head)")] = None,
+    archive: Annotated[Path, typer.Argument(help="存档文件 archive file")],
+    old: Annotated[
+        str | None, typer.Argument(help="较早的提交（默认：基础副本）older commit (default: the base)")
+    ] = None,
+    new: Annotated[
+        str | None, typer.Argument(help="较新的提交（默认：最新）newer commit (default: head)")
+    ] = None,
 ) -> None:
-    """Paths that differ between two commits."""
+    """两个提交之间有差异的路径。Paths that differ between two commits."""
     with _errors(), _opened(archive) as (service, _workspace):
         diff = service.history_diff(old, new)
     for change in diff["changes"]:
         console.print(f"{change['kind']:9} {escape(change['path'])}")
-    console.print(f"{len(diff['changes'])} paths differ ({diff['from'] or 'base'} → {diff['to'] or 'base'})")
+    count, span = len(diff["changes"]), f"{diff['from'] or 'base'} → {diff['to'] or 'base'}"
+    console.print(say(f"{count} 个路径不同（{span}）", f"{count} paths differ ({span})"))
 
 
 @history_app.command("checkout")
 def history_checkout(
-    archive: Path,
-    commit: str,
-    output: Annotated[Path, typer.Option("--output", "-o", help="new archive file to write")],
+    archive: Annotated[Path, typer.Argument(help="存档文件 archive file")],
+    commit: Annotated[str, typer.Argument(help="提交 id commit id")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="要写出的新存档文件 new archive file to write")
+    ],
 ) -> None:
-    """Rebuild the content of COMMIT and write it to a new archive file (ARCHIVE stays as it is)."""
+    """重建 COMMIT 时的内容并写到新存档文件（ARCHIVE 保持不变）。Rebuild the content of COMMIT and write it to a new archive file (ARCHIVE stays as it is)."""
     with _errors(), _opened(archive) as (service, workspace):
         info = service.info()
         service.history_checkout(workspace, info["revision"], commit)
@@ -470,12 +545,16 @@ def history_checkout(
         if status["state"] != "succeeded":
             error = status["error"]
             raise ServiceError(error["error"], error["message"], error.get("hint"))
-    console.print(f"wrote {escape(str(output))} as of commit {commit}")
+    where = escape(str(output))
+    console.print(say(f"已写出提交 {commit} 时的 {where}", f"wrote {where} as of commit {commit}"))
 
 
 @history_app.command("undo")
-def history_undo(archive: Path, commit: str) -> None:
-    """Commit the reverse of COMMIT's change-set and save ARCHIVE."""
+def history_undo(
+    archive: Annotated[Path, typer.Argument(help="存档文件 archive file")],
+    commit: Annotated[str, typer.Argument(help="要撤销的提交 id commit to undo")],
+) -> None:
+    """提交 COMMIT 改动的反向改动并保存 ARCHIVE。Commit the reverse of COMMIT's change-set and save ARCHIVE."""
     with _errors(), _opened(archive) as (service, workspace):
         result = service.history_undo(workspace, service.info()["revision"], commit)
         handle = service.save(workspace, result["revision"])
@@ -484,4 +563,12 @@ def history_undo(archive: Path, commit: str) -> None:
             error = status["error"]
             raise ServiceError(error["error"], error["message"], error.get("hint"))
     undo = result["commit"]
-    console.print(f"undo commit {undo['id'] if undo else '(nothing to undo)'}; {escape(str(archive))} saved")
+    saved = escape(str(archive))
+    if undo:
+        console.print(
+            say(f"撤销提交 {undo['id']}；已保存 {saved}", f"undo commit {undo['id']}; {saved} saved")
+        )
+    else:
+        console.print(
+            say(f"没有可撤销的改动；已保存 {saved}", f"undo commit (nothing to undo); {saved} saved")
+        )

@@ -122,7 +122,7 @@ def test_check_reports_json_paths(tmp_path: Path) -> None:
         json.dumps({"rules": [{"id": "x", "target": {"kind": "token", "section": "a", "index": -1}}]}),
         "utf-8",
     )
-    assert _run("docs", "check", str(good)) == (0, "valid\n")
+    assert _run("docs", "check", str(good)) == (0, "有效 valid\n")
     code, out = _run("docs", "check", str(bad), "--json")
     assert code == 1
     paths = [i["path"] for i in json.loads(out)["issues"]]

@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from moddesk.kit.clierrors import print_error, read_utf8
+from moddesk.kit.clihelp import BilingualTyper
 from moddesk.kit.errors import ServiceError
+from moddesk.kit.lang import say
 
 if TYPE_CHECKING:  # the rules engine loads when a command runs, not for `--help`
     from moddesk.pvf.annotations import AnnotationDocs
@@ -22,12 +24,18 @@ err_console = Console(stderr=True)
 
 RulesOption = Annotated[
     list[Path] | None,
-    typer.Option("--rules", help="User rules JSON file (repeatable); layered over the builtin rules."),
+    typer.Option(
+        "--rules",
+        help="用户规则 JSON 文件（可重复），叠加在内置规则之上。User rules JSON file (repeatable); "
+        "layered over the builtin rules.",
+    ),
 ]
 # the PVF versions annotations know, named in help without loading the rules engine
 # (tests/pvf/test_cli.py checks them against moddesk.pvf.annotations.SUPPORTED_VERSIONS)
 ANNOTATION_VERSIONS = ("classic", "90US", "90CN", "110US")
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the tool's JSON result.")]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="输出工具的 JSON 结果。Print the tool's JSON result.")
+]
 
 
 class ArchiveTextLookup:
@@ -73,45 +81,68 @@ def _print_json(value: Any) -> None:
 
 def register(app: typer.Typer) -> None:
     """Mount ``docs`` on the ``moddesk pvf`` command group."""
-    docs_app = typer.Typer(help="Annotation docs: what a PVF field means (read-only).", no_args_is_help=True)
+    docs_app = BilingualTyper(
+        help="标注文档：PVF 字段是什么意思（只读）。Annotation docs: what a PVF field means (read-only).",
+        no_args_is_help=True,
+    )
     app.add_typer(docs_app, name="docs")
     _register_check(docs_app)
 
     @docs_app.command("search")
     def search(
         query: Annotated[
-            str | None, typer.Argument(help="Keywords (all must match; Chinese by substring).")
+            str | None,
+            typer.Argument(
+                help="关键词（须全部匹配；中文按子串）Keywords (all must match; Chinese by substring)."
+            ),
         ] = None,
         file_path: Annotated[
-            str | None, typer.Option("--file", help="Archive path (may not exist yet).")
+            str | None,
+            typer.Option("--file", help="存档路径（可以尚不存在）Archive path (may not exist yet)."),
         ] = None,
-        directory: Annotated[bool, typer.Option("--directory", help="--file names a folder.")] = False,
+        directory: Annotated[
+            bool, typer.Option("--directory", help="--file 指的是文件夹 --file names a folder.")
+        ] = False,
         ext: Annotated[
-            list[str] | None, typer.Option("--ext", help="Extension such as .equ (repeatable).")
+            list[str] | None,
+            typer.Option("--ext", help="扩展名，如 .equ（可重复）Extension such as .equ (repeatable)."),
         ] = None,
-        section: Annotated[str | None, typer.Option("--section", help="Section name, e.g. price.")] = None,
-        kind: Annotated[list[str] | None, typer.Option("--kind", help="rule or field (repeatable).")] = None,
+        section: Annotated[
+            str | None, typer.Option("--section", help="段名，如 price Section name, e.g. price.")
+        ] = None,
+        kind: Annotated[
+            list[str] | None,
+            typer.Option("--kind", help="rule 规则或 field 共享字段（可重复）rule or field (repeatable)."),
+        ] = None,
         target_kind: Annotated[
-            list[str] | None, typer.Option("--target-kind", help="path/directory/section/token.")
+            list[str] | None,
+            typer.Option("--target-kind", help="目标类型 target kind: path/directory/section/token."),
         ] = None,
         annotation_type: Annotated[
-            list[str] | None, typer.Option("--type", help="text/enum/reference/image.")
+            list[str] | None,
+            typer.Option("--type", help="标注类型 annotation type: text/enum/reference/image."),
         ] = None,
-        relation: Annotated[str | None, typer.Option("--relation", help="Relation name.")] = None,
+        relation: Annotated[str | None, typer.Option("--relation", help="关联名 Relation name.")] = None,
         version: Annotated[
-            str, typer.Option("--version", help=f"all or one of {', '.join(ANNOTATION_VERSIONS)}.")
+            str,
+            typer.Option(
+                "--version", help=f"all 全部，或其中之一 or one of {', '.join(ANNOTATION_VERSIONS)}."
+            ),
         ] = "all",
         show_all: Annotated[
-            bool, typer.Option("--all-status", help="Also show disabled/overridden definitions.")
+            bool,
+            typer.Option(
+                "--all-status", help="也显示停用/被覆盖的定义 Also show disabled/overridden definitions."
+            ),
         ] = False,
-        limit: Annotated[int, typer.Option("--limit", min=1, max=100)] = 20,
+        limit: Annotated[int, typer.Option("--limit", min=1, max=100, help="每页条数 results per page")] = 20,
         cursor: Annotated[
-            str | None, typer.Option("--cursor", help="nextCursor of the previous page.")
+            str | None, typer.Option("--cursor", help="上一页的 nextCursor nextCursor of the previous page.")
         ] = None,
         rules: RulesOption = None,
         as_json: JsonOption = False,
     ) -> None:
-        """Search rule and shared-field docs."""
+        """搜索规则和共享字段的文档。Search rule and shared-field docs."""
         try:
             result = _docs(rules).search(
                 query=query,
@@ -134,7 +165,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             _print_json(result)
             return
-        console.print(f"rules {result['rulesRevision']} · {result['totalMatches']} match(es)")
+        total = result["totalMatches"]
+        console.print(
+            f"{say('规则', 'rules')} {result['rulesRevision']} · {say(f'{total} 条匹配', f'{total} match(es)')}"
+        )
         for item in result["items"]:
             ident = item["ruleId"] or item["fieldId"]
             state = "" if item["effective"] else f" [yellow]({item['status']})[/yellow]"
@@ -147,21 +181,29 @@ def register(app: typer.Typer) -> None:
             for value in item.get("matchedValues", []):
                 console.print(f"    {escape(value['key'])} = {escape(value['label'])}")
         if result["nextCursor"]:
-            console.print(f"[dim]more: --cursor {result['nextCursor']}[/dim]")
+            console.print(f"[dim]{say('下一页', 'more')}: --cursor {result['nextCursor']}[/dim]")
 
     @docs_app.command("get")
     def get(
-        document_id: Annotated[str, typer.Argument(help="documentId from a search.")],
+        document_id: Annotated[str, typer.Argument(help="搜索结果中的 documentId from a search.")],
         revision: Annotated[
-            str | None, typer.Option("--revision", help="rulesRevision of that search.")
+            str | None,
+            typer.Option("--revision", help="那次搜索的 rulesRevision of that search."),
         ] = None,
-        value: Annotated[str | None, typer.Option("--value", help="Look up one enum key exactly.")] = None,
-        values_cursor: Annotated[str | None, typer.Option("--values-cursor")] = None,
-        values_limit: Annotated[int, typer.Option("--values-limit", min=1, max=100)] = 50,
+        value: Annotated[
+            str | None, typer.Option("--value", help="精确查一个枚举键 Look up one enum key exactly.")
+        ] = None,
+        values_cursor: Annotated[
+            str | None,
+            typer.Option("--values-cursor", help="枚举值下一页的游标 valuesNextCursor of the previous page"),
+        ] = None,
+        values_limit: Annotated[
+            int, typer.Option("--values-limit", min=1, max=100, help="每页枚举值数 enum values per page")
+        ] = 50,
         rules: RulesOption = None,
         as_json: JsonOption = False,
     ) -> None:
-        """Show one definition: raw and resolved blocks, enum values, relations."""
+        """显示一个定义：原始与解析后的内容、枚举值、关联。Show one definition: raw and resolved blocks, enum values, relations."""
         try:
             docs = _docs(rules)
             result = docs.get(
@@ -185,49 +227,77 @@ def register(app: typer.Typer) -> None:
             console.print(escape(result["content"]))
         for reason in result["reasons"]:
             console.print(f"[yellow]{escape(reason)}[/yellow]")
-        console.print("resolved: " + escape(json.dumps(result["resolvedDefinition"], ensure_ascii=False)))
+        resolved = escape(json.dumps(result["resolvedDefinition"], ensure_ascii=False))
+        console.print(f"{say('解析后', 'resolved')}: {resolved}")
         if "value" in result:
             hit = result["value"]
-            console.print(
-                f"value {escape(hit['key'])}: " + (escape(hit["label"]) if hit["found"] else "not found")
-            )
+            label = escape(hit["label"]) if hit["found"] else say("未找到", "not found")
+            console.print(f"{say('值', 'value')} {escape(hit['key'])}: {label}")
         if result["valueCount"]:
-            console.print(f"values ({result['valueCount']}):")
+            console.print(f"{say('枚举值', 'values')} ({result['valueCount']}):")
             for item in result["values"]:
                 console.print(f"  {escape(item['key'])} = {escape(item['label'])}")
             if result["valuesNextCursor"]:
-                console.print(f"[dim]more: --values-cursor {result['valuesNextCursor']}[/dim]")
+                console.print(
+                    f"[dim]{say('下一页', 'more')}: --values-cursor {result['valuesNextCursor']}[/dim]"
+                )
+        relation = say("关联", "relation")
         for rel in result["relations"]:
             console.print(
-                f"relation {escape(rel['name'])}: {escape(json.dumps(rel['definition'], ensure_ascii=False))}"
+                f"{relation} {escape(rel['name'])}: {escape(json.dumps(rel['definition'], ensure_ascii=False))}"
             )
         for issue in result["relationIssues"]:
             console.print(
-                f"[yellow]relation {escape(issue['relation'])}: {issue['issue']} — {escape(issue['message'])}[/yellow]"
+                f"[yellow]{relation} {escape(issue['relation'])}: {issue['issue']} — {escape(issue['message'])}[/yellow]"
             )
 
     @docs_app.command("explain")
     def explain(
         source: Annotated[
-            Path, typer.Argument(help="A .pvf archive, an exported text folder, or one text file.")
+            Path,
+            typer.Argument(
+                help="一个 .pvf 存档、导出的文本文件夹或一个文本文件 A .pvf archive, an exported text folder, "
+                "or one text file."
+            ),
         ],
         path: Annotated[
-            str | None, typer.Argument(help="Archive path of the file (default: SOURCE's name).")
+            str | None,
+            typer.Argument(
+                help="文件的存档路径（默认为 SOURCE 的文件名）Archive path of the file (default: SOURCE's name)."
+            ),
         ] = None,
         section: Annotated[
-            str | None, typer.Option("--section", help="Only this section (parent/child for nested).")
+            str | None,
+            typer.Option(
+                "--section", help="只看这个段（嵌套的写 父/子）Only this section (parent/child for nested)."
+            ),
         ] = None,
-        occurrence: Annotated[int | None, typer.Option("--occurrence", min=0)] = None,
-        token_index: Annotated[int | None, typer.Option("--token-index", min=0)] = None,
-        start_line: Annotated[int | None, typer.Option("--start-line", min=1)] = None,
-        end_line: Annotated[int | None, typer.Option("--end-line", min=1)] = None,
+        occurrence: Annotated[
+            int | None,
+            typer.Option(
+                "--occurrence", min=0, help="同名段的第几个（从 0 起）which occurrence of the section"
+            ),
+        ] = None,
+        token_index: Annotated[
+            int | None,
+            typer.Option("--token-index", min=0, help="段内第几个值（从 0 起）which token of the section"),
+        ] = None,
+        start_line: Annotated[
+            int | None, typer.Option("--start-line", min=1, help="从这一行起 first line")
+        ] = None,
+        end_line: Annotated[
+            int | None, typer.Option("--end-line", min=1, help="到这一行止 last line")
+        ] = None,
         version: Annotated[
-            str | None, typer.Option("--version", help="PVF version (an archive's own by default).")
+            str | None,
+            typer.Option(
+                "--version", help="PVF 版本（默认取存档自己的）PVF version (an archive's own by default)."
+            ),
         ] = None,
         rules: RulesOption = None,
         as_json: JsonOption = False,
     ) -> None:
-        """Explain what the annotations say about a real file, line by line."""
+        """逐行解释标注对一个真实文件说了什么。Explain what the annotations say about a real file, line by line."""
         from moddesk.pvf.annotations import DirectoryLookup
 
         archive: Any = None
@@ -240,11 +310,14 @@ def register(app: typer.Typer) -> None:
                         "INVALID_ARGUMENT",
                         "give the archive PATH of the file inside the folder",
                         hint="Add the file's archive path, e.g. equipment/weapon/sword.equ.",
+                        errorZh="请给出文件夹内文件的存档路径 PATH，如 equipment/weapon/sword.equ。",
                     )
                 lookup = DirectoryLookup(source)
                 text = lookup.read_text(path)
                 if text is None:
-                    raise ServiceError("NOT_FOUND", f"{path} is not in {source}")
+                    raise ServiceError(
+                        "NOT_FOUND", f"{path} is not in {source}", errorZh=f"{source} 中没有 {path}"
+                    )
             elif path is not None and source.suffix.lower() == ".pvf":
                 from moddesk.pvf.archive import Archive
 
@@ -252,7 +325,11 @@ def register(app: typer.Typer) -> None:
                 lookup = ArchiveTextLookup(archive)
                 text = lookup.read_text(path)
                 if text is None:
-                    raise ServiceError("NOT_FOUND", f"{path} is not a text entry of {source}")
+                    raise ServiceError(
+                        "NOT_FOUND",
+                        f"{path} is not a text entry of {source}",
+                        errorZh=f"{path} 不是 {source} 中的文本文件",
+                    )
                 version = version or str(archive.format)
             else:
                 text = read_utf8(source)
@@ -296,9 +373,11 @@ def register(app: typer.Typer) -> None:
         _print_explained(text, result)
 
     # the same command one level up: `moddesk pvf explain ARCHIVE PATH`
-    app.command("explain", help="Explain what the annotations say about a real file (= docs explain).")(
-        explain
-    )
+    app.command(
+        "explain",
+        help="解释标注对一个真实文件说了什么（同 docs explain）。Explain what the annotations say about a real "
+        "file (= docs explain).",
+    )(explain)
 
 
 def _print_explained(text: str, result: dict[str, Any]) -> None:
@@ -317,7 +396,8 @@ def _print_explained(text: str, result: dict[str, Any]) -> None:
             continue
         console.print(f"[dim]{number:>{width}}[/dim] {escape(line)}")
         for ann in notes:
-            console.print(f"{' ' * width}   [green]↳ col {ann['startColumn']}[/green] {_describe(ann)}")
+            column = say(f"第 {ann['startColumn']} 列", f"col {ann['startColumn']}")
+            console.print(f"{' ' * width}   [green]↳ {column}[/green] {_describe(ann)}")
     for warning in result["warnings"]:
         console.print(f"[yellow]{warning['code']}[/yellow]: {escape(warning['message'])}")
 
@@ -327,28 +407,28 @@ def _describe(ann: dict[str, Any]) -> str:
     if ann.get("valueLabel"):
         parts.append(f"= {escape(ann['valueLabel'])}")
     elif ann.get("valueFound") is False:
-        parts.append("[yellow](no label for this value)[/yellow]")
+        parts.append(f"[yellow]({say('这个值没有说明', 'no label for this value')})[/yellow]")
     ref = ann.get("reference")
     if ref:
         target = ref.get("path") or ""
         name = f" “{ref['name']}”" if ref.get("name") else ""
         parts.append(f"→ {escape(target)}{escape(name)} " + escape(f"[{ref['resolutionStatus']}]"))
     if ann.get("image"):
-        parts.append(f"image {escape(str(ann['image']['path']))} #{ann['image']['index']}")
+        parts.append(f"{say('图像', 'image')} {escape(str(ann['image']['path']))} #{ann['image']['index']}")
     if ann.get("placeholder"):
         parts.append(escape(json.dumps(ann["placeholder"], ensure_ascii=False)))
     if ann["origin"] == "runtime":
-        parts.append("[dim](runtime)[/dim]")
+        parts.append(f"[dim]({say('运行时', 'runtime')})[/dim]")
     return " ".join(parts)
 
 
 def _register_check(docs_app: typer.Typer) -> None:
     @docs_app.command("check")
     def check(
-        files: Annotated[list[Path], typer.Argument(help="User rules JSON files.")],
+        files: Annotated[list[Path], typer.Argument(help="用户规则 JSON 文件 User rules JSON files.")],
         as_json: JsonOption = False,
     ) -> None:
-        """Validate user rule files against the builtin rules; exit 1 listing JSON paths if invalid."""
+        """对照内置规则校验用户规则文件；无效时列出 JSON 路径并以 1 退出。Validate user rule files against the builtin rules; exit 1 listing JSON paths if invalid."""
         try:
             texts = [(f.name, read_utf8(f)) for f in files]
         except ServiceError as exc:
@@ -361,7 +441,7 @@ def _register_check(docs_app: typer.Typer) -> None:
             for issue in issues:
                 console.print(f"[red]{escape(issue['path'])}[/red]: {escape(issue['message'])}")
         else:
-            console.print("valid")
+            console.print(say("有效", "valid"))
         if issues:
             raise typer.Exit(1)
 

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from moddesk.kit.errors import ServiceError, person_message
+from moddesk.kit.lang import say
 
 console = Console()
 
@@ -35,7 +36,10 @@ def _open(archive: Path) -> tuple[Any, str, int]:
 
     service = PvfService()
     with Progress(
-        SpinnerColumn(), TextColumn("opening {task.description}"), console=console, transient=True
+        SpinnerColumn(),
+        TextColumn(say("打开", "opening") + " {task.description}"),
+        console=console,
+        transient=True,
     ) as bar:
         bar.add_task(str(archive))
         status = service.tasks.wait(service.open(str(archive.resolve()), service.epoch)["taskId"])
@@ -74,7 +78,14 @@ def _follow(exports: Any, kind: str, work: Any) -> dict[str, Any]:
                 if status["state"] in ("succeeded", "failed", "cancelled"):
                     break
         except KeyboardInterrupt:
-            console.print("[yellow]cancelling: the export stops at its next batch of files[/yellow]")
+            console.print(
+                "[yellow]"
+                + say(
+                    "正在取消：导出会在下一批文件处停下",
+                    "cancelling: the export stops at its next batch of files",
+                )
+                + "[/yellow]"
+            )
             exports.cancel_task(task_id)
             status = tasks.wait(task_id)
     if status["state"] == "succeeded":
@@ -84,14 +95,26 @@ def _follow(exports: Any, kind: str, work: Any) -> dict[str, Any]:
 
 
 def import_command(
-    archive: Path = typer.Argument(..., exists=True, dir_okay=False, help="the Script.pvf to import into"),
-    sources: list[Path] = typer.Argument(..., help="local files or folders (a folder keeps its name)"),
-    to: str = typer.Option("", "--to", help='archive folder to import into ("" = root)'),
-    mode: str = typer.Option("text", "--mode", help="text (UTF-8 scripts/text) or raw (bytes as they are)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="allow replacing existing entries"),
-    yes: bool = typer.Option(False, "--yes", help="do not ask before saving"),
+    archive: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="要导入到的 Script.pvf the Script.pvf to import into"
+    ),
+    sources: list[Path] = typer.Argument(
+        ..., help="本地文件或文件夹（文件夹保留自己的名字）local files or folders (a folder keeps its name)"
+    ),
+    to: str = typer.Option(
+        "", "--to", help='导入到的存档文件夹（"" = 根目录）archive folder to import into ("" = root)'
+    ),
+    mode: str = typer.Option(
+        "text",
+        "--mode",
+        help="text（UTF-8 脚本/文本）或 raw（字节原样）text (UTF-8 scripts/text) or raw (bytes as they are)",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="允许替换已有文件 allow replacing existing entries"
+    ),
+    yes: bool = typer.Option(False, "--yes", help="保存前不再询问 do not ask before saving"),
 ) -> None:
-    """Import files into ARCHIVE: show the plan, then apply it and save (a backup is kept)."""
+    """把文件导入 ARCHIVE：先显示方案，再应用并保存（保留备份）。Import files into ARCHIVE: show the plan, then apply it and save (a backup is kept)."""
     from moddesk.pvf.transfer.imports import ImportService
 
     service = None
@@ -99,11 +122,22 @@ def import_command(
         service, ws, revision = _open(archive)
         imports = ImportService(service)
         if mode not in ("text", "raw"):
-            raise ServiceError("INVALID_ARGUMENT", f"--mode {mode!r}", hint="Use text or raw.")
+            raise ServiceError(
+                "INVALID_ARGUMENT",
+                f"--mode {mode!r}",
+                hint="Use text or raw.",
+                errorZh="--mode 只能是 text 或 raw。",
+            )
         plan = imports.prepare(
             ws, [str(s.resolve()) for s in sources], to, "raw" if mode == "raw" else "text", scope="cli"
         )
-        table = Table("action", "target", "type", "size", "source")
+        table = Table(
+            say("操作", "action"),
+            say("目标", "target"),
+            say("类型", "type"),
+            say("大小", "size"),
+            say("来源", "source"),
+        )
         items: list[dict[str, Any]] = []
         cursor = None
         while True:
@@ -119,21 +153,41 @@ def import_command(
         if broken:  # checked before anything is applied: the archive stays savable
             for item in broken:
                 console.print(f"[red]TEXT_INVALID[/red] {escape(item['target'])}: {escape(item['error'])}")
+            count = len(broken)
             console.print(
-                f"[yellow]{len(broken)} files would not compile; fix them or import them with --mode raw[/yellow]"
+                "[yellow]"
+                + say(
+                    f"{count} 个文件无法编译；请修好它们，或用 --mode raw 导入",
+                    f"{count} files would not compile; fix them or import them with --mode raw",
+                )
+                + "[/yellow]"
             )
             raise typer.Exit(1)
         overwrites = [i["key"] for i in items if i["action"] == "overwrite"]
         if overwrites and not overwrite:
+            count = len(overwrites)
             console.print(
-                f"[yellow]{len(overwrites)} items would overwrite entries; pass --overwrite to allow[/yellow]"
+                "[yellow]"
+                + say(
+                    f"{count} 项会覆盖已有文件；加 --overwrite 才允许",
+                    f"{count} items would overwrite entries; pass --overwrite to allow",
+                )
+                + "[/yellow]"
             )
             raise typer.Exit(1)
-        if not yes and not typer.confirm(f"import {len(items)} files and save {archive}?"):
+        question = say(
+            f"导入 {len(items)} 个文件并保存 {archive}？", f"import {len(items)} files and save {archive}?"
+        )
+        if not yes and not typer.confirm(question):
             raise typer.Exit(1)
         done = imports.apply(plan["planId"], revision, [i["key"] for i in items], overwrites, scope="cli")
         _save(service, ws, done["revision"])
-        console.print(f"[green]imported {done['imported']} files and saved {archive}[/green]")
+        count = done["imported"]
+        console.print(
+            "[green]"
+            + say(f"已导入 {count} 个文件并保存 {archive}", f"imported {count} files and saved {archive}")
+            + "[/green]"
+        )
     except ServiceError as error:
         _fail(error)
     finally:
@@ -142,21 +196,46 @@ def import_command(
 
 
 def export_command(
-    archive: Path = typer.Argument(..., exists=True, dir_okay=False, help="the Script.pvf to export from"),
-    out: Path = typer.Option(..., "--out", help="existing folder to write the export into"),
-    paths: list[str] = typer.Option([], "--path", help='archive file or folder ("" = all); repeatable'),
-    source: str = typer.Option(
-        "selection", "--source", help="selection, working (vs history HEAD) or commit"
+    archive: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="要导出的 Script.pvf the Script.pvf to export from"
     ),
-    commit: str | None = typer.Option(None, "--commit", help="commit id for --source commit"),
-    fmt: str = typer.Option("direct", "--format", help="direct, 110USextend or 115CN-mod"),
-    name: str = typer.Option("", "--name", help="output folder (direct) or MOD name"),
-    version: str | None = typer.Option(None, "--version", help="MOD version (default 1.0)"),
-    mod_id: str | None = typer.Option(None, "--mod-id", help="stable MOD id (115CN-mod)"),
-    deps: bool = typer.Option(False, "--deps", help="also export files that new list entries name"),
-    yes: bool = typer.Option(False, "--yes", help="accept the warnings shown"),
+    out: Path = typer.Option(
+        ..., "--out", help="写入导出结果的已有文件夹 existing folder to write the export into"
+    ),
+    paths: list[str] = typer.Option(
+        [],
+        "--path",
+        help='存档文件或文件夹（"" = 全部，可重复）archive file or folder ("" = all); repeatable',
+    ),
+    source: str = typer.Option(
+        "selection",
+        "--source",
+        help="selection 所选、working 工作区（对比历史 HEAD）或 commit 提交 selection, working (vs history HEAD) "
+        "or commit",
+    ),
+    commit: str | None = typer.Option(
+        None, "--commit", help="--source commit 时的提交 id commit id for --source commit"
+    ),
+    fmt: str = typer.Option(
+        "direct",
+        "--format",
+        help="direct 直接文件、110USextend 或 115CN-mod（direct, 110USextend or 115CN-mod）",
+    ),
+    name: str = typer.Option(
+        "", "--name", help="输出文件夹名（direct）或 MOD 名 output folder (direct) or MOD name"
+    ),
+    version: str | None = typer.Option(
+        None, "--version", help="MOD 版本（默认 1.0）MOD version (default 1.0)"
+    ),
+    mod_id: str | None = typer.Option(
+        None, "--mod-id", help="稳定的 MOD id（115CN-mod）stable MOD id (115CN-mod)"
+    ),
+    deps: bool = typer.Option(
+        False, "--deps", help="同时导出新列表条目指向的文件 also export files that new list entries name"
+    ),
+    yes: bool = typer.Option(False, "--yes", help="接受显示的警告 accept the warnings shown"),
 ) -> None:
-    """Export archive content as files or as a MOD package (never overwrites an existing target)."""
+    """把存档内容导出为文件或 MOD 包（从不覆盖已有目标）。Export archive content as files or as a MOD package (never overwrites an existing target)."""
     from moddesk.pvf.transfer.exports import ExportMode, ExportService
     from moddesk.pvf.transfer.sources import PERSON_EXPORT_LIMITS
 
@@ -185,16 +264,23 @@ def export_command(
             ),
         )
         preview = exports.preview(plan["planId"], limit=500)
+        total, warned, skipped = preview["total"], len(preview["warnings"]), preview["skippedDeletesTotal"]
         console.print(
-            f"{preview['total']} entries, {len(preview['warnings'])} warnings, "
-            f"{preview['skippedDeletesTotal']} skipped deletions"
+            say(
+                f"{total} 个条目，{warned} 条警告，跳过 {skipped} 个删除",
+                f"{total} entries, {warned} warnings, {skipped} skipped deletions",
+            )
         )
         for warning in preview["warnings"]:
             console.print(
                 f"  [yellow]{warning['warningId']}[/yellow] {warning['path']}: {warning['message']}"
             )
         acknowledged = [w["warningId"] for w in preview["warnings"]]
-        if acknowledged and not yes and not typer.confirm("export despite these warnings?"):
+        if (
+            acknowledged
+            and not yes
+            and not typer.confirm(say("仍然导出吗？", "export despite these warnings?"))
+        ):
             raise typer.Exit(1)
         started = time.monotonic()
         done = _follow(
@@ -204,9 +290,15 @@ def export_command(
                 plan["planId"], str(out.resolve()), name or None, None, acknowledged, scope="cli"
             ),
         )
+        files, mib, where = done["files"], done["bytes"] / 1048576, escape(done["outputPath"])
+        seconds = time.monotonic() - started
         console.print(
-            f"[green]wrote {done['files']} files ({done['bytes'] / 1048576:.1f} MiB) to "
-            f"{escape(done['outputPath'])} in {time.monotonic() - started:.1f} s[/green]"
+            "[green]"
+            + say(
+                f"已把 {files} 个文件（{mib:.1f} MiB）写到 {where}，用时 {seconds:.1f} 秒",
+                f"wrote {files} files ({mib:.1f} MiB) to {where} in {seconds:.1f} s",
+            )
+            + "[/green]"
         )
     except ServiceError as error:
         _fail(error)

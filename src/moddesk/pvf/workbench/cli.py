@@ -22,6 +22,7 @@ from rich.table import Table
 from moddesk.kit.clierrors import as_service_error, print_error, read_utf8
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.files import temp_prefix
+from moddesk.kit.lang import say
 
 if TYPE_CHECKING:  # the archive code (numpy) loads when a command runs, not for `--help`
     from moddesk.pvf.archive import Archive
@@ -94,24 +95,28 @@ KoreanOption = Annotated[
     bool,
     typer.Option(
         "--korean-mojibake",
-        help="NKPI text stored as Korean mojibake (CP949 bytes shown as CP437 glyphs) is shown repaired; "
-        "extract marks it so pack stores it painted again (exactly reversible)",
+        help="把以韩文乱码存放的 NKPI 文本（CP949 字节显示成 CP437 字形）修复后显示；extract 会记下，pack 时原样还原"
+        "（完全可逆）。NKPI text stored as Korean mojibake (CP949 bytes shown as CP437 glyphs) is shown "
+        "repaired; extract marks it so pack stores it painted again (exactly reversible)",
     ),
 ]
-ArchiveArg = Annotated[Path, typer.Argument(help="Script.pvf archive", exists=True, dir_okay=False)]
+ArchiveArg = Annotated[Path, typer.Argument(help="存档文件 Script.pvf archive", exists=True, dir_okay=False)]
 RegionOption = Annotated[
     str | None,
     typer.Option(
         "--region",
-        help="classic text code page: tw, cn, kr, jp, utf8 (default: detected from stringtable.bin)",
+        help="经典格式文本的代码页：tw、cn、kr、jp、utf8（默认按 stringtable.bin 判断）"
+        "classic text code page: tw, cn, kr, jp, utf8 (default: detected from stringtable.bin)",
     ),
 ]
 
 
 def info(
-    archive: ArchiveArg, as_json: Annotated[bool, typer.Option("--json")] = False, region: RegionOption = None
+    archive: ArchiveArg,
+    as_json: Annotated[bool, typer.Option("--json", help="输出 JSON print JSON")] = False,
+    region: RegionOption = None,
 ) -> None:
-    """Show an archive's format, region, version and size (reads only the directory)."""
+    """显示存档的格式、地区、版本和大小（只读目录）。Show an archive's format, region, version and size (reads only the directory)."""
     from moddesk.pvf.archive import Archive
 
     with _format_errors(as_json), Archive.open(archive, region=region) as pvf:
@@ -131,18 +136,40 @@ def info(
         return
     table = Table(show_header=False, box=None)
     for key, value in facts.items():
-        table.add_row(f"[bold]{key}[/bold]", escape(str(value)))
+        label = say(INFO_LABELS[key], key) if key in INFO_LABELS else key
+        table.add_row(f"[bold]{escape(label)}[/bold]", escape(str(value)))
     console.print(table)
+
+
+#: The Chinese names of ``info``'s rows (the JSON keys stay English).
+INFO_LABELS = {
+    "format": "格式",
+    "family": "格式族",
+    "region": "地区代码页",
+    "regionConfidence": "代码页判断置信度",
+    "fileVersion": "文件版本",
+    "guid": "存档 GUID",
+    "guard": "保护标记",
+    "padding": "填充",
+    "chunks": "数据块数",
+    "path": "路径",
+    "bytes": "字节数",
+    "files": "文件数",
+    "kinds": "各类文件数",
+    "problems": "问题",
+}
 
 
 def ls(
     archive: ArchiveArg,
-    pattern: Annotated[str, typer.Argument(help="glob over archive paths, e.g. 'equipment/**/*.equ'")] = "*",
-    long: Annotated[bool, typer.Option("--long", "-l", help="show size and kind")] = False,
-    limit: Annotated[int, typer.Option(help="stop after this many (0 = all)")] = 0,
+    pattern: Annotated[
+        str, typer.Argument(help="按存档路径匹配的通配符，如 'equipment/**/*.equ' glob over archive paths")
+    ] = "*",
+    long: Annotated[bool, typer.Option("--long", "-l", help="显示大小和类型 show size and kind")] = False,
+    limit: Annotated[int, typer.Option(help="最多列出几个（0 = 全部）stop after this many (0 = all)")] = 0,
     region: RegionOption = None,
 ) -> None:
-    """List entries (optionally filtered by a glob; case-insensitive)."""
+    """列出存档中的文件（可用通配符筛选，不分大小写）。List entries (optionally filtered by a glob; case-insensitive)."""
     from moddesk.pvf.archive import Archive, normalize_path
 
     glob = normalize_path(pattern)
@@ -160,18 +187,20 @@ def ls(
 
 def cat(
     archive: ArchiveArg,
-    path: Annotated[str, typer.Argument(help="entry path inside the archive")],
-    raw: Annotated[bool, typer.Option("--raw", help="write the decoded bytes instead of text")] = False,
+    path: Annotated[str, typer.Argument(help="存档内的文件路径 entry path inside the archive")],
+    raw: Annotated[
+        bool, typer.Option("--raw", help="输出解码后的字节而不是文本 write the decoded bytes instead of text")
+    ] = False,
     region: RegionOption = None,
     korean: KoreanOption = False,
 ) -> None:
-    """Print one entry: scripts as #PVF_File text, .str as text; --raw for bytes."""
+    """输出一个文件：脚本为 #PVF_File 文本，.str 为文本；--raw 输出字节。Print one entry: scripts as #PVF_File text, .str as text; --raw for bytes."""
     from moddesk.pvf.archive import Archive
 
     with _format_errors(), Archive.open(archive, region=region) as pvf:
         pvf.korean_mojibake = korean
         for problem in pvf.entry_problems(path):  # shown, not fatal: the bytes may still be useful
-            err_console.print(f"[yellow]warning[/yellow]: {escape(problem)}")
+            err_console.print(f"[yellow]{say('警告', 'warning')}[/yellow]: {escape(problem)}")
         if raw:
             sys.stdout.buffer.write(pvf.read(path))
             return
@@ -217,21 +246,33 @@ def _safe_relpath(path: str) -> Path:
 
 def extract(
     archive: ArchiveArg,
-    out: Annotated[Path, typer.Argument(help="new folder to create (must not exist)")],
-    pattern: Annotated[str, typer.Option(help="only entries matching this glob")] = "*",
-    raw: Annotated[bool, typer.Option("--raw", help="write decoded bytes, not text")] = False,
+    out: Annotated[
+        Path, typer.Argument(help="要新建的文件夹（不能已存在）new folder to create (must not exist)")
+    ],
+    pattern: Annotated[
+        str, typer.Option(help="只解包匹配此通配符的文件 only entries matching this glob")
+    ] = "*",
+    raw: Annotated[
+        bool, typer.Option("--raw", help="写出解码后的字节而不是文本 write decoded bytes, not text")
+    ] = False,
     region: RegionOption = None,
     korean: KoreanOption = False,
     keep_damaged: Annotated[
         bool,
         typer.Option(
             "--keep-damaged",
-            help="also write entries whose stored checksum fails (and texts rendered with a damaged string "
+            help="校验和不符的文件（以及用受损字符串表渲染的文本）也写出，旁边附 FILE.damaged 报告；默认跳过并以 1 退出。"
+            "Also write entries whose stored checksum fails (and texts rendered with a damaged string "
             "table), each beside a FILE.damaged report; by default they are skipped and the exit code is 1",
         ),
     ] = False,
 ) -> None:
-    """Extract entries into a new folder (scripts as UTF-8 text); the folder appears only when complete.
+    """把文件解包到新文件夹（脚本为 UTF-8 文本），全部完成后文件夹才出现。Extract entries into a new folder (scripts as UTF-8 text); the folder appears only when complete.
+
+    写出时逐个检查校验和。受损的文件，以及用受损字符串表（stringtable.bin、n_string.lst）渲染的文本，
+    会被跳过并列出，命令以 1 退出；``--keep-damaged`` 会连同 ``.damaged`` 报告一起写出。不是合法 CP949
+    或含文件系统不接受字符的文件名以 ``%XX`` 转义写出并列出；清单保留原路径，``pack`` 会还原。任何失败
+    都不会发布结果，临时文件夹会被删除。
 
     Every entry's stored checksum is checked as it is written. A damaged entry, and every text
     rendered with a damaged string table (stringtable.bin, n_string.lst), is skipped and listed
@@ -243,10 +284,14 @@ def extract(
     from moddesk.pvf.archive import Archive, normalize_path
 
     if out.exists():
-        err_console.print(f"[red]TARGET_EXISTS[/red]: {escape(str(out))} already exists")
+        err_console.print(f"[red]TARGET_EXISTS[/red]: {escape(str(out))} {say('已存在', 'already exists')}")
         raise typer.Exit(2)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with _format_errors(), Archive.open(archive, region=region) as pvf, _progress("extract") as progress:
+    with (
+        _format_errors(),
+        Archive.open(archive, region=region) as pvf,
+        _progress(say("解包", "extract")) as progress,
+    ):
         pvf.korean_mojibake = korean
         staging = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name), dir=out.parent))
         try:
@@ -256,31 +301,56 @@ def extract(
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
             err_console.print(
-                f"[red]WRITE_FAILED[/red]: {escape(exc.strerror or str(exc))}; nothing was extracted"
+                f"[red]WRITE_FAILED[/red]: {escape(exc.strerror or str(exc))}; "
+                f"{say('没有解包任何文件', 'nothing was extracted')}"
             )
             raise typer.Exit(2) from None
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
     for original, written in escaped[:20]:
-        err_console.print(f"[yellow]escaped name[/yellow] {escape(ascii(original))} → {escape(written)}")
+        label = say("转义的文件名", "escaped name")
+        err_console.print(f"[yellow]{label}[/yellow] {escape(ascii(original))} → {escape(written)}")
     if len(escaped) > 20:
-        err_console.print(f"… {len(escaped) - 20} more escaped names (see {MANIFEST})")
-    console.print(f"extracted {files} files to {escape(str(out))}")
+        more = len(escaped) - 20
+        err_console.print(
+            f"… {say(f'另有 {more} 个转义的文件名（见 {MANIFEST}）', f'{more} more escaped names (see {MANIFEST})')}"
+        )
+    console.print(
+        say(f"已解包 {files} 个文件到 {escape(str(out))}", f"extracted {files} files to {escape(str(out))}")
+    )
     if damaged:
         _report_damaged(damaged, keep_damaged)
 
 
 def _report_damaged(damaged: list[tuple[str, str]], kept: bool) -> None:
     """List the damaged entries; without ``--keep-damaged`` the command fails (exit 1)."""
-    verb = "written with a .damaged report" if kept else "NOT written"
-    err_console.print(f"[red]DAMAGED[/red]: {len(damaged)} entries failed their checksum check ({verb}):")
+    verb = (
+        say("已写出并附 .damaged 报告", "written with a .damaged report")
+        if kept
+        else say("未写出", "NOT written")
+    )
+    count = len(damaged)
+    failed = say(f"{count} 个文件校验和不符", f"{count} entries failed their checksum check")
+    err_console.print(f"[red]DAMAGED[/red]: {failed} ({verb}):")
     for path, problem in damaged[:50]:
         err_console.print(f"  {escape(path)}: {escape(problem)}")
     if len(damaged) > 50:
-        err_console.print(f'  … {len(damaged) - 50} more (listed under "damaged" in {MANIFEST})')
+        more = len(damaged) - 50
+        err_console.print(
+            "  … "
+            + say(
+                f"另有 {more} 个（列在 {MANIFEST} 的 damaged 下）",
+                f'{more} more (listed under "damaged" in {MANIFEST})',
+            )
+        )
     if not kept:
-        err_console.print("hint: run `moddesk pvf verify` for details; --keep-damaged writes them anyway")
+        err_console.print(
+            say(
+                "提示：`moddesk pvf verify` 给出详情；--keep-damaged 仍会写出它们。",
+                "hint: run `moddesk pvf verify` for details; --keep-damaged writes them anyway",
+            )
+        )
         raise typer.Exit(1)
 
 
@@ -502,54 +572,78 @@ def _looks_like_text(path: str, data: bytes) -> bool:
 
 
 def pack(
-    folder: Annotated[Path, typer.Argument(help="folder of files (an `extract` output or a text export)")],
-    out: Annotated[Path, typer.Argument(help="archive to write (atomically)")],
-    fmt: Annotated[str, typer.Option("--format", help=f"one of {', '.join(ARCHIVE_FORMATS)}")] = "classic",
-    region: Annotated[str, typer.Option(help="classic text code page: tw, cn, kr, jp")] = "cn",
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="文件夹（extract 的输出或文本导出）folder of files (an `extract` output or a text export)"
+        ),
+    ],
+    out: Annotated[Path, typer.Argument(help="要写出的存档（原子写入）archive to write (atomically)")],
+    fmt: Annotated[
+        str, typer.Option("--format", help=f"存档格式 format: {', '.join(ARCHIVE_FORMATS)}")
+    ] = "classic",
+    region: Annotated[
+        str, typer.Option(help="经典格式文本代码页 classic text code page: tw, cn, kr, jp")
+    ] = "cn",
 ) -> None:
-    """Build an archive from a folder: #PVF_File text is compiled, .str encoded, the rest stored."""
-    with _format_errors(), _service_errors(), _progress("pack") as progress:
+    """把文件夹打包成存档：#PVF_File 文本编译、.str 编码、其余原样存入。Build an archive from a folder: #PVF_File text is compiled, .str encoded, the rest stored."""
+    with _format_errors(), _service_errors(), _progress(say("打包", "pack")) as progress:
         if not folder.is_dir():
             raise ServiceError(
                 "NOT_FOUND",
                 f"{folder} is not a folder",
                 "give the folder `extract` made (or any folder of files)",
+                errorZh=f"{folder} 不是文件夹",
             )
         pvf = pack_folder(folder, fmt, region, progress)
         size = pvf.save_as(out)
         count = len(pvf)
         pvf.close()
-    console.print(f"packed {count} files into {escape(str(out))} ({size:,} bytes, {fmt})")
+    where = escape(str(out))
+    console.print(
+        say(
+            f"已把 {count} 个文件打包到 {where}（{size:,} 字节，{fmt}）",
+            f"packed {count} files into {where} ({size:,} bytes, {fmt})",
+        )
+    )
 
 
 def generate(
-    out: Annotated[Path, typer.Argument(help="archive to write (atomically)")],
+    out: Annotated[Path, typer.Argument(help="要写出的存档（原子写入）archive to write (atomically)")],
     fmt: Annotated[
-        str, typer.Option("--format", help=f"one of {', '.join(ARCHIVE_FORMATS)} (nkpi = 90US)")
+        str, typer.Option("--format", help=f"存档格式 format: {', '.join(ARCHIVE_FORMATS)} (nkpi = 90US)")
     ] = "classic",
-    files: Annotated[int, typer.Option("--files", min=16, help="number of files")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="same seed, same bytes")] = 0,
-    region: Annotated[str, typer.Option(help="classic text code page: tw, cn, kr, jp")] = "cn",
+    files: Annotated[int, typer.Option("--files", min=16, help="文件数 number of files")] = 1000,
+    seed: Annotated[
+        int, typer.Option("--seed", help="随机种子：同一种子得到同样的字节 same seed, same bytes")
+    ] = 0,
+    region: Annotated[
+        str, typer.Option(help="经典格式文本代码页 classic text code page: tw, cn, kr, jp")
+    ] = "cn",
 ) -> None:
-    """Generate a realistic synthetic archive (equipment, stackables, skills, lists, strings)."""
+    """生成逼真的合成存档（装备、道具、技能、列表、字符串），供测试使用。Generate a realistic synthetic archive (equipment, stackables, skills, lists, strings)."""
     from moddesk.pvf.samples.generate import generate_archive
 
     fmt = {"nkpi": "90US", "nkpi-protected": "90CN"}.get(fmt, fmt)
-    with _format_errors(), _progress("generate") as progress:
+    with _format_errors(), _progress(say("生成", "generate")) as progress:
         result = generate_archive(out, fmt=fmt, files=files, seed=seed, region=region, progress=progress)
+    where = escape(str(out))
     console.print(
-        f"generated {result.files:,} files, {result.bytes:,} bytes ({result.format}) → {escape(str(out))}"
+        say(
+            f"已生成 {result.files:,} 个文件，{result.bytes:,} 字节（{result.format}）→ {where}",
+            f"generated {result.files:,} files, {result.bytes:,} bytes ({result.format}) → {where}",
+        )
     )
 
 
 def verify(archive: ArchiveArg) -> None:
-    """Check name hashes, checksums, the HASH section and every chunk; list every problem found."""
+    """检查文件名哈希、校验和、HASH 段和每个数据块，列出发现的所有问题。Check name hashes, checksums, the HASH section and every chunk; list every problem found."""
     from moddesk.pvf.archive import Archive
 
-    with _format_errors(), Archive.open(archive) as pvf, _progress("verify") as progress:
+    with _format_errors(), Archive.open(archive) as pvf, _progress(say("校验", "verify")) as progress:
         problems = pvf.verify(progress)
     if problems:
         for p in problems:
-            console.print(f"[red]problem[/red] {escape(p)}")
+            console.print(f"[red]{say('问题', 'problem')}[/red] {escape(p)}")
         raise typer.Exit(1)
-    console.print(f"{archive}: ok ({pvf.format})")
+    console.print(f"{escape(str(archive))}: {say('完好', 'ok')} ({pvf.format})")
