@@ -5,6 +5,7 @@
 
 pub mod batch;
 pub mod classic;
+pub mod compile;
 pub mod container;
 pub mod crypto;
 pub mod error;

@@ -525,5 +525,6 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     module.add_class::<NativeArchive>()?;
     module.add_function(wrap_pyfunction!(open_archive, &module)?)?;
+    crate::pvf_text::register(&module)?;
     Ok(())
 }

@@ -65,7 +65,7 @@ from moddesk.pvf.format.lists import (
 )
 from moddesk.pvf.format.source import ByteSource
 from moddesk.pvf.format.strings import STRINGTABLE_PATH, StringPools, StringTable
-from moddesk.pvf.format.text import StringSink, compile_script, render_script
+from moddesk.pvf.format.text import StringSink, compile_script_bytes, render_script
 from moddesk.pvf.format.tokens import Family, TokenStream, decode_tokens, encode_tokens, is_classic_script
 
 __all__ = [
@@ -926,9 +926,7 @@ class Archive:
         if kind == "animation":
             return ani_fmt.compile_ani(text)
         if kind == "script":
-            return encode_tokens(
-                compile_script(text, self.family, self.strings if strings is None else strings)
-            )
+            return compile_script_bytes(text, self.family, self.strings if strings is None else strings)
         if kind == "text":
             if self.family is Family.NKPI:
                 if self.korean_mojibake and i is not None and self._painted(i):

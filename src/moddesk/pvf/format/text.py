@@ -27,15 +27,17 @@ breaks; a string the table already holds as written (LF-only, mixed) keeps its b
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from moddesk.kit.native import CORE_ENV, native_core
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.tokens import (
     CLASSIC_STRING_TYPES,
@@ -50,6 +52,8 @@ from moddesk.pvf.format.tokens import (
     VIEW_TO_NKPI,
     Family,
     TokenStream,
+    decode_tokens,
+    encode_tokens,
     make_tokens,
 )
 
@@ -562,7 +566,134 @@ def escape_numbering(lexemes: list[Lexeme], family: Family) -> str:
 
 
 def compile_script(text: str, family: Family, strings: StringSink) -> TokenStream:
-    """Compile ``#PVF_File`` text into units of ``family``, interning strings into ``strings``."""
+    """Compile ``#PVF_File`` text into units of ``family``, interning strings into ``strings``.
+
+    The native core compiles when it is the chosen one (:func:`compile_script_bytes`); the result,
+    the strings interned and the errors are the reference's (:func:`reference_compile_script`).
+    """
+    if _native_text() is None:
+        return reference_compile_script(text, family, strings)
+    return decode_tokens(compile_script_bytes(text, family, strings), family)
+
+
+def compile_script_bytes(text: str, family: Family, strings: StringSink) -> bytes:
+    """The script bytes of ``text`` (``encode_tokens(compile_script(...))``), natively when the
+    native core is chosen: it lexes and compiles, and the strings it found are interned here in
+    the order the reference interns them, so the table grows exactly as the reference's would."""
+    native = _native_text()
+    if native is not None:
+        compiled = native.compile_text(text, family is Family.CLASSIC)
+        if compiled is not None:
+            refs = _intern_all(compiled.strings(), family, strings, text, compiled.site)
+            error = compiled.error()
+            if error is not None:
+                raise _native_error(error)
+            return bytes(compiled.encode(refs))
+    return encode_tokens(reference_compile_script(text, family, strings))
+
+
+def compile_scripts_bytes(
+    texts: list[str], family: Family, strings: StringSink
+) -> list[bytes | PvfFormatError]:
+    """The script bytes of many texts, or each one's error, as if compiled one after another
+    (strings of a failed text that precede its error are interned, as the reference does).
+
+    With the native core the texts are compiled in one call on both cores and their strings merged
+    in text order; otherwise (and for texts only the reference reads exactly) one by one.
+    """
+    native = _native_text()
+    if native is None or not texts:
+        return [_compile_one(text, family, strings) for text in texts]
+    batch = native.compile_texts(texts, family is Family.CLASSIC)
+    unsupported = set(batch.unsupported())
+    errors = dict(batch.errors())
+    batch_strings = batch.strings()
+    ends = np.frombuffer(batch.string_ends(), dtype="<u4").tolist()
+    refs = [0] * len(batch_strings)
+    out: list[bytes | PvfFormatError | None] = [None] * len(texts)
+    begin = 0
+    for i, text in enumerate(texts):
+        if i in unsupported:
+            out[i] = _compile_one(text, family, strings)
+            continue
+        try:
+            refs[begin : ends[i]] = _intern_all(
+                batch_strings[begin : ends[i]], family, strings, text, _shifted(batch.site, begin)
+            )
+        except PvfFormatError as exc:
+            # the reference stops this text at the string it cannot intern; later texts may share
+            # strings that text never reached: compile them one by one from here
+            out[i] = exc
+            out[i + 1 :] = [_compile_one(t, family, strings) for t in texts[i + 1 :]]
+            break
+        begin = ends[i]
+        if i in errors:
+            out[i] = _native_error(errors[i])
+    blob, raw_ends = batch.encode(refs)  # texts decided above keep their answer
+    offsets = [0, *np.frombuffer(raw_ends, dtype="<u8").tolist()]
+    view = memoryview(blob)
+    return [
+        done if done is not None else bytes(view[offsets[k] : offsets[k + 1]]) for k, done in enumerate(out)
+    ]
+
+
+def _shifted(site: Callable[[int], tuple[int, int]], begin: int) -> Callable[[int], tuple[int, int]]:
+    """``site`` of a batch-wide string list, indexed from ``begin`` (one text's new strings)."""
+    return lambda k: site(begin + k)
+
+
+def _compile_one(text: str, family: Family, strings: StringSink) -> bytes | PvfFormatError:
+    try:
+        return compile_script_bytes(text, family, strings)
+    except PvfFormatError as exc:
+        return exc
+
+
+def _intern_all(
+    found: list[str], family: Family, strings: StringSink, text: str, site: Callable[[int], tuple[int, int]]
+) -> list[int]:
+    """Intern a compiled text's distinct strings in order (classic ones stored with CRLF breaks).
+
+    A string the sink refuses fails as the reference fails: the message names the line of the
+    lexeme where it first occurs, the offset is that lexeme's (``site(k)`` gives both).
+    """
+    classic = family is Family.CLASSIC
+    refs: list[int] = []
+    for k, s in enumerate(found):
+        try:
+            refs.append(strings.intern(_crlf_stored(s, strings) if classic and "\n" in s else s))
+        except PvfFormatError as exc:
+            if exc.offset is not None:
+                raise
+            line, byte = site(k)
+            start = len(text.encode("utf-8")[:byte].decode("utf-8"))
+            raise PvfFormatError(exc.code, f"{exc.message} (line {line})", offset=start) from exc
+    return refs
+
+
+def _native_error(error: tuple[str, str, int, str | None]) -> PvfFormatError:
+    """The reference's error from the native core's (code, message, offset, unknown token)."""
+    code, message, offset, token = error
+    if token is not None:
+        message = f"unknown token {token!r}{message}"
+    return PvfFormatError(code, message, offset=offset)
+
+
+_NATIVE_TEXT: tuple[str | None, Any] = ("", None)
+
+
+def _native_text() -> Any:
+    """``moddesk_native.pvf`` when the native core is chosen (cached per ``MODDESK_CORE`` value)."""
+    global _NATIVE_TEXT
+    choice = os.environ.get(CORE_ENV)
+    if _NATIVE_TEXT[0] != choice:
+        module = native_core()
+        _NATIVE_TEXT = (choice, None if module is None else module.pvf)
+    return _NATIVE_TEXT[1]
+
+
+def reference_compile_script(text: str, family: Family, strings: StringSink) -> TokenStream:
+    """The reference compiler (pure Python): lex, decide the escape numbering, emit units."""
     pairs: list[tuple[int, int]] = []
     classic = family is Family.CLASSIC
     lexemes = list(lex(text))

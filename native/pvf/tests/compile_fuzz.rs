@@ -1,0 +1,101 @@
+//! Fuzzing the text compiler (proptest): any text — arbitrary characters, or the lexer's own
+//! pieces strung together — compiles or fails with BAD_TEXT at an offset inside the text, never
+//! panics; a compiled text's string units all point into its string list, and encoding them with
+//! references gives 5 bytes a unit (plus the classic magic).
+
+use moddesk_pvf::compile::{self, char_offset};
+use proptest::prelude::*;
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500)
+}
+
+const PIECES: &[&str] = &[
+    "[a]",
+    "[/a]",
+    "[",
+    "]",
+    "`",
+    "``",
+    "`x`",
+    "`a\nb`",
+    "{",
+    "}",
+    "{6=",
+    "{#5=",
+    "{5=`(DOWN)`}",
+    "{7=`,`}",
+    "{6=`c`}",
+    "{1=2}",
+    "{256=0}",
+    "<",
+    ">",
+    "<3::",
+    "<12::key`shown`>",
+    "::",
+    "=",
+    "#",
+    "# c\n",
+    "0",
+    "-1",
+    "+5",
+    "4294967296",
+    "-2147483648",
+    "1.5",
+    "1.",
+    ".5",
+    "1e5",
+    "-.5e+2",
+    "3.4e39",
+    "e",
+    ".",
+    "+",
+    "x",
+    "中文",
+    "١",
+    "\t",
+    " ",
+    "\n",
+    "\r\n",
+    "\r",
+    "\0",
+];
+
+fn check(text: &str) {
+    for classic in [true, false] {
+        let c = compile::compile(text, classic);
+        if let Some(e) = &c.error {
+            assert_eq!(e.code, "BAD_TEXT");
+            assert!(e.offset <= char_offset(text, text.len()));
+        }
+        assert_eq!(c.strings.len(), c.sites.len());
+        for &k in &c.string_units {
+            assert!((c.units[k as usize].1 as usize) < c.strings.len());
+        }
+        let refs: Vec<u32> = (0..c.strings.len() as u32).map(|r| r * 7).collect();
+        let mut out = Vec::new();
+        compile::encode(&c.units, &c.string_units, &refs, classic, &mut out).expect("refs");
+        assert_eq!(out.len(), 5 * c.units.len() + if classic { 2 } else { 0 });
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn any_text_compiles_or_fails_cleanly(text in "\\PC{0,80}") {
+        check(&text);
+    }
+
+    #[test]
+    fn pieces_compile_or_fail_cleanly(
+        picks in prop::collection::vec(0..PIECES.len(), 0..40),
+        spaced in any::<bool>(),
+    ) {
+        let parts: Vec<&str> = picks.iter().map(|&i| PIECES[i]).collect();
+        check(&parts.join(if spaced { " " } else { "" }));
+    }
+}

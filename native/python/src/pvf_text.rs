@@ -1,0 +1,237 @@
+//! `moddesk_native.pvf.compile_text` / `compile_texts`: `#PVF_File` text → script bytes (see
+//! `moddesk.pvf.format.text.compile_script_bytes` for the Python side, which interns the strings
+//! into the archive's string table or pools and asks for the final bytes).
+//!
+//! A text the native lexer cannot read exactly as the reference does (lone surrogates, non-ASCII
+//! numerals) gives None: the caller compiles it with the reference.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString, PyTuple};
+use rayon::prelude::*;
+
+use moddesk_pvf::compile::{self, Compiled, Interner, TextError};
+
+fn error_tuple<'py>(py: Python<'py>, e: &TextError) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(
+        py,
+        [
+            e.code.into_pyobject(py)?.into_any(),
+            e.message.clone().into_pyobject(py)?.into_any(),
+            e.offset.into_pyobject(py)?.into_any(),
+            e.token.clone().into_pyobject(py)?.into_any(),
+        ],
+    )
+}
+
+/// The UTF-8 of a Python str, or None when it holds lone surrogates or non-ASCII numerals.
+fn readable<'a>(text: &'a Bound<'_, PyString>) -> Option<&'a str> {
+    let s = text.to_str().ok()?;
+    compile::supported(s).then_some(s)
+}
+
+/// One compiled text: units against its own string list (`strings()`), or its error.
+#[pyclass(module = "moddesk_native.pvf", name = "CompiledText", frozen)]
+pub struct CompiledText {
+    inner: Compiled,
+    classic: bool,
+}
+
+#[pymethods]
+impl CompiledText {
+    /// The distinct strings to intern, in order (before the error, when there is one).
+    fn strings(&self) -> Vec<String> {
+        self.inner.strings.clone()
+    }
+
+    /// (line, byte offset) of the lexeme where `strings()[k]` first occurs.
+    fn site(&self, k: usize) -> Option<(u32, u32)> {
+        self.inner.sites.get(k).copied()
+    }
+
+    /// (code, message, character offset, token or None), or None.
+    fn error<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.inner
+            .error
+            .as_ref()
+            .map(|e| error_tuple(py, e))
+            .transpose()
+    }
+
+    /// The script bytes with `refs[i]` as the reference of `strings()[i]`.
+    fn encode<'py>(&self, py: Python<'py>, refs: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut out = Vec::with_capacity(2 + 5 * self.inner.units.len());
+        compile::encode(
+            &self.inner.units,
+            &self.inner.string_units,
+            &refs,
+            self.classic,
+            &mut out,
+        )
+        .ok_or_else(|| PyValueError::new_err("one reference per string"))?;
+        Ok(PyBytes::new(py, &out))
+    }
+}
+
+/// Compile one text (classic or NKPI numbering); None when only the reference reads it exactly.
+#[pyfunction]
+fn compile_text(
+    py: Python<'_>,
+    text: &Bound<'_, PyString>,
+    classic: bool,
+) -> PyResult<Option<CompiledText>> {
+    let Some(s) = readable(text) else {
+        return Ok(None);
+    };
+    let inner = if s.len() < 4096 {
+        compile::compile(s, classic)
+    } else {
+        py.detach(|| compile::compile(s, classic))
+    };
+    Ok(Some(CompiledText { inner, classic }))
+}
+
+/// Many texts compiled at once (both cores): one string list for all of them, in the order the
+/// texts would intern them one after another.
+#[pyclass(module = "moddesk_native.pvf", name = "CompiledBatch", frozen)]
+pub struct CompiledBatch {
+    /// Per text: units with global string positions, their string unit positions, the error.
+    texts: Vec<Option<Compiled>>,
+    strings: Vec<String>,
+    sites: Vec<(u32, u32)>,
+    /// Per text: how many global strings exist after it (its new strings end there).
+    string_ends: Vec<u32>,
+    classic: bool,
+}
+
+#[pymethods]
+impl CompiledBatch {
+    /// Every distinct string of the batch in first-occurrence order (text by text).
+    fn strings(&self) -> Vec<String> {
+        self.strings.clone()
+    }
+
+    /// (line, byte offset in its text) of the lexeme where global string `g` first occurs.
+    fn site(&self, g: usize) -> Option<(u32, u32)> {
+        self.sites.get(g).copied()
+    }
+
+    /// Per text, the end of its new strings in `strings()` (uint32 bytes).
+    fn string_ends<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let raw: Vec<u8> = self
+            .string_ends
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        PyBytes::new(py, &raw)
+    }
+
+    /// Indexes of the texts only the reference compiles exactly.
+    fn unsupported(&self) -> Vec<usize> {
+        (0..self.texts.len())
+            .filter(|&i| self.texts[i].is_none())
+            .collect()
+    }
+
+    /// (text index, code, message, character offset, token or None) of every text that failed.
+    fn errors<'py>(&self, py: Python<'py>) -> PyResult<Vec<(usize, Bound<'py, PyTuple>)>> {
+        let mut out = Vec::new();
+        for (i, t) in self.texts.iter().enumerate() {
+            if let Some(e) = t.as_ref().and_then(|c| c.error.as_ref()) {
+                out.push((i, error_tuple(py, e)?));
+            }
+        }
+        Ok(out)
+    }
+
+    /// (bytes of every text one after another, uint64 ends): the script bytes of each compiled
+    /// text without an error with `refs[g]` for global string `g`; others are empty.
+    fn encode<'py>(&self, py: Python<'py>, refs: Vec<u32>) -> PyResult<Bound<'py, PyTuple>> {
+        if refs.len() != self.strings.len() {
+            return Err(PyValueError::new_err("one reference per string"));
+        }
+        let (blob, ends) = py.detach(|| {
+            let mut blob = Vec::new();
+            let mut ends = Vec::with_capacity(self.texts.len());
+            for text in &self.texts {
+                if let Some(c) = text.as_ref().filter(|c| c.error.is_none()) {
+                    compile::encode(&c.units, &c.string_units, &refs, self.classic, &mut blob);
+                }
+                ends.push(blob.len() as u64);
+            }
+            (blob, ends)
+        });
+        let ends: Vec<u8> = ends.iter().flat_map(|v| v.to_le_bytes()).collect();
+        PyTuple::new(
+            py,
+            [
+                PyBytes::new(py, &blob).into_any(),
+                PyBytes::new(py, &ends).into_any(),
+            ],
+        )
+    }
+}
+
+/// Compile many texts in parallel; strings are merged in text order afterwards.
+#[pyfunction]
+fn compile_texts(
+    py: Python<'_>,
+    texts: Vec<Bound<'_, PyString>>,
+    classic: bool,
+) -> PyResult<CompiledBatch> {
+    let sources: Vec<Option<&str>> = texts.iter().map(readable).collect();
+    let (texts, (strings, sites), string_ends) = py.detach(|| {
+        let compiled: Vec<Option<Compiled>> = sources
+            .par_iter()
+            .map(|s| s.map(|s| compile::compile(s, classic)))
+            .collect();
+        merge(compiled)
+    });
+    Ok(CompiledBatch {
+        texts,
+        strings,
+        sites,
+        string_ends,
+        classic,
+    })
+}
+
+/// Renumber each text's local strings into one list in text order.
+type Merged = (
+    Vec<Option<Compiled>>,
+    (Vec<String>, Vec<(u32, u32)>),
+    Vec<u32>,
+);
+
+fn merge(compiled: Vec<Option<Compiled>>) -> Merged {
+    let mut global = Interner::default();
+    let mut ends = Vec::with_capacity(compiled.len());
+    let mut out = Vec::with_capacity(compiled.len());
+    for mut text in compiled {
+        if let Some(c) = text.as_mut() {
+            let map: Vec<u32> = c
+                .strings
+                .iter()
+                .zip(&c.sites)
+                .map(|(s, &site)| global.intern(s, site))
+                .collect();
+            for &k in &c.string_units {
+                let unit = &mut c.units[k as usize];
+                unit.1 = map[unit.1 as usize];
+            }
+            c.strings = Vec::new();
+            c.sites = Vec::new();
+        }
+        ends.push(global.strings.len() as u32);
+        out.push(text);
+    }
+    (out, (global.strings, global.sites), ends)
+}
+
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<CompiledText>()?;
+    module.add_class::<CompiledBatch>()?;
+    module.add_function(wrap_pyfunction!(compile_text, module)?)?;
+    module.add_function(wrap_pyfunction!(compile_texts, module)?)?;
+    Ok(())
+}
