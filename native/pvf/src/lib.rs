@@ -13,6 +13,7 @@ pub mod lookup;
 pub mod nkpi;
 pub mod render;
 pub mod strings;
+pub mod table;
 
 pub use error::{PvfError, Result};
 

@@ -70,7 +70,7 @@ fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -
     f(bytes)
 }
 
-fn u64_bytes<'py>(py: Python<'py>, values: &[u64]) -> Bound<'py, PyBytes> {
+pub(crate) fn u64_bytes<'py>(py: Python<'py>, values: &[u64]) -> Bound<'py, PyBytes> {
     let mut out = Vec::with_capacity(values.len() * 8);
     for v in values {
         out.extend_from_slice(&v.to_le_bytes());
@@ -86,7 +86,7 @@ fn i64_bytes<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &out)
 }
 
-fn u32_bytes<'py>(py: Python<'py>, values: &[u32]) -> Bound<'py, PyBytes> {
+pub(crate) fn u32_bytes<'py>(py: Python<'py>, values: &[u32]) -> Bound<'py, PyBytes> {
     let mut out = Vec::with_capacity(values.len() * 4);
     for v in values {
         out.extend_from_slice(&v.to_le_bytes());
@@ -94,7 +94,7 @@ fn u32_bytes<'py>(py: Python<'py>, values: &[u32]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &out)
 }
 
-fn u32_list(raw: &[u8]) -> PyResult<Vec<u32>> {
+pub(crate) fn u32_list(raw: &[u8]) -> PyResult<Vec<u32>> {
     if raw.len() % 4 != 0 {
         return Err(PyValueError::new_err(
             "an index array is a whole number of uint32",
@@ -157,7 +157,7 @@ fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> MutexGuard<'a, T> {
 /// Frozen (every method takes `&self`): Python threads may read one archive at the same time (an
 /// archive diff beside the index build); what changes sits behind mutexes.
 #[pyclass(module = "moddesk_native.pvf", name = "Archive", frozen)]
-pub struct NativeArchive {
+pub(crate) struct NativeArchive {
     container: Container,
     paths: Vec<u8>,
     path_ends: Vec<u64>,
@@ -170,12 +170,17 @@ pub struct NativeArchive {
 }
 
 impl NativeArchive {
-    fn path(&self, i: u32) -> &[u8] {
+    pub(crate) fn path(&self, i: u32) -> &[u8] {
         let i = i as usize;
         if i + 1 >= self.path_ends.len() {
             return &[];
         }
         &self.paths[self.path_ends[i] as usize..self.path_ends[i + 1] as usize]
+    }
+
+    /// How many entries the directory holds.
+    pub(crate) fn count(&self) -> usize {
+        self.container.count()
     }
 
     fn numbering(&self) -> Numbering {
@@ -525,6 +530,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     module.add_class::<NativeArchive>()?;
     module.add_function(wrap_pyfunction!(open_archive, &module)?)?;
+    crate::pvf_table::register(&module)?;
     crate::pvf_text::register(&module)?;
     Ok(())
 }

@@ -432,6 +432,24 @@ class Archive:
         self._native.build_lookup(native_fmt.index_bytes(rows), keys)
         self._native_lookup = True
 
+    def key_table(self) -> Any | None:
+        """The native table of the source entries' lookup keys (``moddesk_native.pvf.KeyTable``:
+        sorted and first-entry orders without a Python object per entry), or None with the Python
+        core. ASCII names are keyed natively, the others by ``normalize_path`` here."""
+        self._check_open()
+        if self._native is None:
+            return None
+        rows = np.frombuffer(self._native.non_ascii_rows(), dtype="<u4").tolist()
+        names = [self._paths[i] for i in rows]
+        keys = [normalize_path(name) for name in names]
+        own = all(key == name and not name.endswith("/") for key, name in zip(keys, names, strict=True))
+        encoded = [key.encode("utf-8", "surrogatepass") for key in keys]
+        return native_fmt.key_table(self._native, native_fmt.index_bytes(rows), encoded, own)
+
+    def name_at(self, index: int) -> str:
+        """The stored path of the entry at directory ``index``."""
+        return self._paths[index]
+
     def _require(self, path: str) -> int:
         self._check_open()
         i = self._find(path)

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from moddesk.pvf.archive import Archive, names_are_normal, normalize_path
-from moddesk.pvf.workbench.workspace import _lookup_keys
+from moddesk.pvf.workbench.pathtable import lookup_keys
 
 NAMES = st.lists(st.text(alphabet="aA/\\. \t\n\u00a0İé1", min_size=1, max_size=6), max_size=8)
 
@@ -18,7 +18,7 @@ def test_lookup_keys_equal_the_per_name_normalisation(names: list[str]) -> None:
     slow: dict[str, str] = {}
     for name in names:
         slow.setdefault(normalize_path(name), name)
-    keys, own = _lookup_keys(names)
+    keys, own = lookup_keys(names)
     assert keys == slow and list(keys) == list(slow)
     if names_are_normal(names):
         assert all(normalize_path(n) == n and not n.endswith("/") for n in names)

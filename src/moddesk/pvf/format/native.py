@@ -13,6 +13,7 @@ differential tests (tests/pvf/format/test_native_core.py) compare both cores ent
 
 from __future__ import annotations
 
+import importlib
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -272,6 +273,12 @@ def _ends(parts: list[bytes]) -> bytes:
     if parts:
         ends[1:] = np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)))
     return ends.tobytes()
+
+
+def key_table(handle: Any, rows: bytes, keys: list[bytes], given_are_names: bool) -> Any:
+    """The native key table of an archive (``moddesk_native.pvf.key_table``)."""
+    module = importlib.import_module(type(handle).__module__.rpartition(".")[0] or "moddesk_native")
+    return module.pvf.key_table(handle, rows, keys, given_are_names)
 
 
 def set_strings(handle: Any, strings: StringTable | StringPools) -> None:

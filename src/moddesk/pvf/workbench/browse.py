@@ -1,7 +1,8 @@
 """Browsing the open workspace folder by folder, for trees over 10^6 entries.
 
-The base archive's paths are sorted once per workspace; a folder's children are then found by
-bisecting that list and skipping whole subfolders (a folder of 50k entries costs 50k steps, the
+The base archive's keys are sorted once per workspace (a native permutation with the native
+core, ``pathtable``); a folder's children are then found by bisecting them and skipping whole
+subfolders (a folder of 50k entries costs 50k steps, the
 root of a 10^6-entry archive only as many steps as it has children). Edits since open (the
 overlay) are merged in at listing time: they are few next to the base.
 """
@@ -9,75 +10,28 @@ overlay) are merged in at listing time: they are few next to the base.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
 from moddesk.kit.errors import ServiceError
 from moddesk.pvf.workbench.core import ServiceCore
+from moddesk.pvf.workbench.pathtable import Child, list_children
 from moddesk.pvf.workbench.search import normalize_path
 from moddesk.pvf.workbench.workspace import Workspace
 
 MAX_CHILDREN_PAGE = 5000
 DEFAULT_CHILDREN_PAGE = 500
 _CACHED_FOLDERS = 16
-# '0' follows '/' in code-point order: every path under "a/b/" sorts in ["a/b/", "a/b0").
-_AFTER_SLASH = "0"
 
-
-@dataclass(frozen=True)
-class Child:
-    """One row of a folder listing: a subfolder (with its file count) or a file."""
-
-    name: str
-    path: str
-    folder: bool
-    count: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        if self.folder:
-            return {"name": self.name, "path": self.path, "folder": True, "count": self.count}
-        return {"name": self.name, "path": self.path, "folder": False}
-
-
-def _span(paths: list[str], prefix: str) -> tuple[int, int]:
-    """The index range of ``paths`` (sorted) under the folder ``prefix`` ("" = root, else "a/b/")."""
-    if not prefix:
-        return 0, len(paths)
-    return bisect_left(paths, prefix), bisect_left(paths, prefix[:-1] + _AFTER_SLASH)
-
-
-def list_children(paths: list[str], prefix: str) -> list[Child]:
-    """Direct children of ``prefix`` in sorted ``paths``: folders first, then files, each by name."""
-    lo, hi = _span(paths, prefix)
-    folders: list[Child] = []
-    files: list[Child] = []
-    cut = len(prefix)
-    i = lo
-    while i < hi:
-        rest = paths[i][cut:]
-        slash = rest.find("/")
-        if slash < 0:
-            files.append(Child(rest, paths[i], False))
-            i += 1
-            continue
-        name = rest[:slash]
-        sub = prefix + name + "/"
-        end = bisect_left(paths, prefix + name + _AFTER_SLASH, i, hi)
-        folders.append(Child(name, sub.rstrip("/"), True, end - i))
-        i = end
-    # path order puts "a.b/…" before "a/…" ('.' < '/'); the listing is by name
-    folders.sort(key=lambda c: c.name)
-    return folders + files
+__all__ = ["BrowseOps", "Child", "FolderIndex", "list_children"]
 
 
 class FolderIndex:
-    """The sorted base paths of one workspace plus a small cache of merged folder listings."""
+    """A small cache of one workspace's folder listings, the overlay merged in (the base's
+    children come from the workspace's key table: sorted once, natively with the native core)."""
 
     def __init__(self, ws: Workspace) -> None:
         self.workspace_id = ws.workspace_id
-        self.base = sorted(ws.base_paths())
         self._cache: OrderedDict[tuple[int, str], list[Child]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -92,9 +46,9 @@ class FolderIndex:
             if cached is not None:
                 self._cache.move_to_end(key)
                 return revision, cached
-        listing = list_children(self.base, prefix)
+        listing = ws.base_children(prefix)
         if added or deleted:
-            listing = _merge(listing, prefix, self.base, added, deleted)
+            listing = _merge(listing, prefix, added, deleted)
         with self._lock:
             self._cache[key] = listing
             while len(self._cache) > _CACHED_FOLDERS:
@@ -102,9 +56,7 @@ class FolderIndex:
         return revision, listing
 
 
-def _merge(
-    listing: list[Child], prefix: str, base: list[str], added: list[str], deleted: list[str]
-) -> list[Child]:
+def _merge(listing: list[Child], prefix: str, added: list[str], deleted: list[str]) -> list[Child]:
     """Adjust a base listing for overlay additions and deletions under ``prefix``."""
     counts = {c.name: c.count for c in listing if c.folder}
     files = {c.name for c in listing if not c.folder}

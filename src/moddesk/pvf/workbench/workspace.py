@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from moddesk.kit.files import FileIdentity
-from moddesk.pvf.archive import Archive, PvfFormatError, names_are_normal, normalize_path
+from moddesk.pvf.archive import Archive, PvfFormatError, normalize_path
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.encodings import NAME_ENCODING, encode_text
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.workbench.history import History
+from moddesk.pvf.workbench.pathtable import BasePaths, Child, base_paths_of
 from moddesk.pvf.workbench.searchindex import normalize_path as index_key
 
 # A content value in the overlay: text for text entries, bytes for raw entries, None = deleted.
@@ -96,7 +97,8 @@ class Workspace:
         self.workspace_id = f"ws_{secrets.token_urlsafe(12)}"
         self.revision = 1
         self.lock = threading.RLock()
-        self._names, self._names_are_keys = _lookup_keys(archive.namelist())
+        self._names: BasePaths = base_paths_of(archive)  # key -> first name; native: no dict
+        self._names_are_keys = self._names.own_keys
         self._kinds: dict[str, str] = {}  # filled on demand: ArchiveEntry objects for 10^6 files cost seconds
         self._overlay: dict[str, Content] = {}
         self._saved: dict[str, Content] = {}
@@ -180,7 +182,7 @@ class Workspace:
                 return None
             kind = self._kinds.get(path)
             if kind is None:
-                kind = self._kinds[path] = self.archive.getinfo(self._names[path]).kind
+                kind = self._kinds[path] = self.archive.getinfo(self._base_name(path)).kind
             return kind
 
     def kind(self, path: str) -> str:
@@ -193,16 +195,37 @@ class Workspace:
                 return "binary"
             return base or "binary"
 
+    def _base_name(self, path: str) -> str:
+        """The stored name of the base entry of key ``path`` (KeyError when the base has none)."""
+        name = self._names.name(path)
+        if name is None:
+            raise KeyError(path)
+        return name
+
     def paths(self) -> list[str]:
         """Every current entry path, sorted."""
         with self.lock:
-            names = set(self._names)
-            for path, content in self._overlay.items():
-                if content is None:
-                    names.discard(path)
-                else:
-                    names.add(path)
-            return sorted(names)
+            added, deleted = self.overlay_membership()
+            base = self._names.sorted_keys()
+            if deleted:
+                gone = set(deleted)
+                base = [p for p in base if p not in gone]
+            if added:
+                base = sorted(base + added)  # timsort merges the two sorted runs
+            return base
+
+    def base_children(self, prefix: str) -> list[Child]:
+        """Direct children of the folder ``prefix`` ("" or ending in ``/``) in the base archive:
+        folders first (by name, with key counts), then files."""
+        return self._names.children(prefix)
+
+    def base_prefix_range(self, prefix: str) -> tuple[int, int]:
+        """The ranks of the base keys under ``prefix`` in ``base_sorted_paths`` order."""
+        return self._names.prefix_range(prefix)
+
+    def base_sorted_paths(self, lo: int = 0, hi: int | None = None) -> list[str]:
+        """The base archive's keys of ranks ``lo..hi`` in sorted (code-point) order."""
+        return self._names.sorted_keys(lo, hi)
 
     def unedited(self, paths: list[str]) -> set[str]:
         """Those of ``paths`` whose content is the base archive's (not edited, added or deleted)."""
@@ -219,12 +242,16 @@ class Workspace:
         """Every base entry's content-index key (``searchindex.normalize_path``), unique, in a
         fixed order for the same archive content (no sort: the index stores its permutation)."""
         if self._names_are_keys:
-            return list(self._names)
-        return list(dict.fromkeys(index_key(key) for key in self._names))
+            return self._names.key_list()
+        return list(dict.fromkeys(index_key(key) for key in self._names.key_list()))
 
     def base_paths(self) -> list[str]:
         """Every normalised path of the base archive (as opened), unsorted."""
-        return list(self._names)
+        return self._names.key_list()
+
+    def base_index(self, path: str) -> int | None:
+        """The directory index of the base entry of key ``path`` (the first one), or None."""
+        return self._names.index(path)
 
     def overlay_membership(self) -> tuple[list[str], list[str]]:
         """(paths the overlay adds to the base, base paths it deletes); call holding ``lock``."""
@@ -238,7 +265,7 @@ class Workspace:
         """Text of a base entry, None when it has no text form."""
         with self.lock:
             try:
-                return self.archive.read_text(self._names[path])
+                return self.archive.read_text(self._base_name(path))
             except PvfFormatError as exc:
                 if exc.code == "NOT_TEXT":
                     return None
@@ -249,7 +276,7 @@ class Workspace:
         with self.lock:
             if path in self._overlay or path not in self._names:
                 return []
-            return self.archive.entry_problems(self._names[path])
+            return self.archive.entry_problems(self._base_name(path))
 
     def base_text_at(self, index: int) -> str | None:
         """``base_text`` of the base entry at directory ``index`` (``index_paths()[index]`` when
@@ -268,7 +295,7 @@ class Workspace:
 
     def base_bytes(self, path: str) -> bytes:
         with self.lock:
-            return self.archive.read(self._names[path])
+            return self.archive.read(self._base_name(path))
 
     def base_folded(self, workers: int = 0) -> Iterator[tuple[list[str], list[bytes | None]]]:
         """Chunks of ``(index keys, fold_text(text) of each)`` of every base entry, storage order.
@@ -332,7 +359,7 @@ class Workspace:
         A dry run of what saving does: compile (scripts) or encode (text entries) into a throwaway
         string table, and check a new entry's name is storable; nothing changes.
         """
-        name = self._names.get(path, path)
+        name = self._names.name(path) or path
         try:
             with self.lock:
                 if path not in self._names and self.archive.family is Family.CLASSIC:
@@ -473,9 +500,9 @@ class Workspace:
                     if path in writer:
                         writer.delete(path)
                 elif isinstance(content, str):
-                    writer.write_text(self._names.get(path, path), content)
+                    writer.write_text(self._names.name(path) or path, content)
                 else:
-                    writer.write_bytes(self._names.get(path, path), content)
+                    writer.write_bytes(self._names.name(path) or path, content)
             total = 0
             for part in writer.iter_archive_bytes():
                 handle.write(part)
@@ -493,23 +520,6 @@ class Workspace:
             self.source_identity = identity
             if revision == self.revision:
                 self._saved = dict(self._overlay)
-
-
-def _lookup_keys(names: list[str]) -> tuple[dict[str, str], bool]:
-    """``normalize_path(name) → name`` (duplicates resolve to the first entry), and whether every
-    name is its own key (and its own content-index key: no trailing ``/`` either).
-
-    10^6 names normalised one by one cost seconds of every open; archives store them already
-    normal, which ``names_are_normal`` proves in a few C-level passes.
-    """
-    if names_are_normal(names):
-        keys = dict(zip(names, names, strict=True))
-        if len(keys) == len(names):
-            return keys, True
-    out: dict[str, str] = {}
-    for name in names:
-        out.setdefault(normalize_path(name), name)
-    return out, False
 
 
 def _hash(content: str | bytes) -> str:
