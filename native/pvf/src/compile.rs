@@ -11,7 +11,9 @@
 //! `supported` refuses texts holding any other numeric character and the caller uses the reference.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 pub const SCRIPT_MAGIC: [u8; 2] = [0xB0, 0xD0];
 
@@ -64,7 +66,16 @@ pub struct Lexeme<'a> {
 
 /// Whether the native lexer reads `text` exactly as the reference does (no non-ASCII numerals).
 pub fn supported(text: &str) -> bool {
-    text.is_ascii() || !text.chars().any(|c| !c.is_ascii() && c.is_numeric())
+    text.is_ascii()
+        || !text
+            .chars()
+            .any(|c| !c.is_ascii() && !plain_letter(c) && c.is_numeric())
+}
+
+/// CJK ideographs, kana and hangul syllables: frequent in real texts, never numerals (a quick
+/// answer before the numeric table lookup).
+fn plain_letter(c: char) -> bool {
+    matches!(c as u32, 0x3040..=0x30FF | 0x4E00..=0x9FFF | 0xAC00..=0xD7A3)
 }
 
 /// The character offset of byte offset `byte` (the reference counts characters).
@@ -539,43 +550,113 @@ pub fn escape_type(number: u32, raw: bool, numbering: Numbering) -> Result<u32, 
 /// `string_units`), and the first error if any — then `units` and `strings` hold what the
 /// reference had compiled and interned before it (lexing and numbering errors: nothing).
 #[derive(Debug, Clone, Default)]
-pub struct Compiled {
+pub struct Compiled<'a> {
     pub units: Vec<(u8, u32)>,
     pub string_units: Vec<u32>,
-    pub strings: Vec<String>,
+    pub strings: Vec<Cow<'a, str>>,
     pub sites: Vec<(u32, u32)>,
     pub error: Option<TextError>,
+}
+
+impl Compiled<'_> {
+    /// The same, holding its strings (to outlive the text).
+    pub fn into_owned(self) -> Compiled<'static> {
+        Compiled {
+            units: self.units,
+            string_units: self.string_units,
+            strings: self
+                .strings
+                .into_iter()
+                .map(|s| Cow::Owned(s.into_owned()))
+                .collect(),
+            sites: self.sites,
+            error: self.error,
+        }
+    }
+}
+
+/// Many texts compiled at once: one string list for all, in the order the texts would intern
+/// them one after another (`string_ends[i]`: the strings that exist after text `i`).
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Per text (None: only the reference reads it): units against the batch's `strings`.
+    pub texts: Vec<Option<Compiled<'static>>>,
+    pub strings: Vec<String>,
+    pub sites: Vec<(u32, u32)>,
+    pub string_ends: Vec<u32>,
+}
+
+/// Compile `texts` on every core (None entries are skipped: the caller compiles them), then
+/// merge their strings in text order.
+pub fn compile_many(texts: &[Option<&str>], classic: bool) -> Batch {
+    let compiled: Vec<Option<Compiled<'_>>> = texts
+        .par_iter()
+        .map(|s| s.map(|s| compile(s, classic)))
+        .collect();
+    let mut global = Interner::default();
+    let mut batch = Batch {
+        texts: Vec::with_capacity(compiled.len()),
+        ..Batch::default()
+    };
+    for text in compiled {
+        let text = text.map(|mut c| {
+            let strings = std::mem::take(&mut c.strings);
+            let map: Vec<u32> = strings
+                .into_iter()
+                .zip(&c.sites)
+                .map(|(s, &site)| global.intern(s, site))
+                .collect();
+            for &k in &c.string_units {
+                let unit = &mut c.units[k as usize];
+                unit.1 = map[unit.1 as usize];
+            }
+            c.sites = Vec::new();
+            c.into_owned()
+        });
+        batch.string_ends.push(global.strings.len() as u32);
+        batch.texts.push(text);
+    }
+    (batch.strings, batch.sites) = global.into_owned();
+    batch
 }
 
 /// Distinct strings in first-occurrence order, with where each first occurs: (line, byte offset
 /// of its lexeme) — an error interning it names that line and offset, as the reference does.
 #[derive(Default)]
-pub struct Interner {
-    pub strings: Vec<String>,
+pub struct Interner<'a> {
+    pub strings: Vec<Cow<'a, str>>,
     pub sites: Vec<(u32, u32)>,
-    index: HashMap<String, u32>,
+    index: FxHashMap<Cow<'a, str>, u32>,
 }
 
-impl Interner {
-    pub fn intern(&mut self, s: &str, site: (u32, u32)) -> u32 {
-        if let Some(&i) = self.index.get(s) {
+impl<'a> Interner<'a> {
+    pub fn intern(&mut self, s: Cow<'a, str>, site: (u32, u32)) -> u32 {
+        if let Some(&i) = self.index.get(s.as_ref()) {
             return i;
         }
         let i = self.strings.len() as u32;
-        self.strings.push(s.to_owned());
+        self.strings.push(s.clone());
         self.sites.push(site);
-        self.index.insert(s.to_owned(), i);
+        self.index.insert(s, i);
         i
+    }
+
+    /// The strings as owned values (to outlive the text).
+    pub fn into_owned(self) -> (Vec<String>, Vec<(u32, u32)>) {
+        (
+            self.strings.into_iter().map(Cow::into_owned).collect(),
+            self.sites,
+        )
     }
 }
 
 /// Compile `text` into units of the classic or NKPI family (`format.text.compile_script`), the
 /// strings interned into `interner` (which may be shared by many texts: references are its
 /// positions). The string units' positions are appended to `string_units`.
-pub fn compile_into(
-    text: &str,
+pub fn compile_into<'a>(
+    text: &'a str,
     classic: bool,
-    interner: &mut Interner,
+    interner: &mut Interner<'a>,
     units: &mut Vec<(u8, u32)>,
     string_units: &mut Vec<u32>,
 ) -> Result<(), TextError> {
@@ -591,19 +672,19 @@ pub fn compile_into(
         Numbering::Nkpi
     };
     let (int_t, float_t, section_t, string_t) = if classic { (2, 4, 5, 7) } else { (0, 2, 3, 6) };
-    for lx in &lexemes {
+    for lx in lexemes.iter() {
         let at_line =
             |message: String| bad_text(text, format!("{message} (line {})", lx.line), lx.start);
         let site = (lx.line, lx.start as u32);
-        let mut push_string = |t: u8, s: &str, units: &mut Vec<(u8, u32)>| {
+        let mut push_string = |t: u8, s: Cow<'a, str>, units: &mut Vec<(u8, u32)>| {
             string_units.push(units.len() as u32);
             units.push((t, interner.intern(s, site)));
         };
         match &lx.token {
             Token::Int(word) => units.push((int_t, int_value(word).map_err(at_line)?)),
             Token::Float(word) => units.push((float_t, float_bits(word))),
-            Token::Section(tag) => push_string(section_t, tag, units),
-            Token::Str(s) => push_string(string_t, s, units),
+            Token::Section(tag) => push_string(section_t, Cow::Borrowed(tag), units),
+            Token::Str(s) => push_string(string_t, s.clone(), units),
             Token::Link { id, key, .. } => {
                 if !classic {
                     return Err(at_line(
@@ -611,7 +692,7 @@ pub fn compile_into(
                     ));
                 }
                 units.push((9, int_value(id).map_err(at_line)?));
-                push_string(10, key, units);
+                push_string(10, Cow::Borrowed(key), units);
             }
             Token::Escape {
                 number,
@@ -620,7 +701,7 @@ pub fn compile_into(
             } => {
                 let t = escape_type(*number, *raw, numbering).map_err(at_line)? as u8;
                 match payload {
-                    Payload::Str(s) => push_string(t, s, units),
+                    Payload::Str(s) => push_string(t, s.clone(), units),
                     Payload::Int(word) => units.push((t, int_value(word).map_err(at_line)?)),
                 }
             }
@@ -630,7 +711,7 @@ pub fn compile_into(
 }
 
 /// Compile one text with its own string list.
-pub fn compile(text: &str, classic: bool) -> Compiled {
+pub fn compile(text: &str, classic: bool) -> Compiled<'_> {
     let mut interner = Interner::default();
     let mut out = Compiled::default();
     if let Err(e) = compile_into(
@@ -686,6 +767,13 @@ mod tests {
             vec![(5, 0), (7, 1), (2, 12), (4, 1.5f32.to_bits()), (5, 2)]
         );
         assert_eq!(c.strings, vec!["[name]", "Sword", "[/name]"]);
+        let b = compile_many(
+            &[Some("[a] `x`"), None, Some("`x` `y` 99999999999 `z`")],
+            true,
+        );
+        assert_eq!(b.strings, vec!["[a]", "x", "y"]);
+        assert_eq!(b.string_ends, vec![2, 2, 3]);
+        assert_eq!(b.texts[2].as_ref().unwrap().units, vec![(7, 1), (7, 2)]);
     }
 
     #[test]

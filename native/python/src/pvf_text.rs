@@ -8,9 +8,8 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
-use rayon::prelude::*;
 
-use moddesk_pvf::compile::{self, Compiled, Interner, TextError};
+use moddesk_pvf::compile::{self, Batch, Compiled, TextError};
 
 fn error_tuple<'py>(py: Python<'py>, e: &TextError) -> PyResult<Bound<'py, PyTuple>> {
     PyTuple::new(
@@ -33,7 +32,7 @@ fn readable<'a>(text: &'a Bound<'_, PyString>) -> Option<&'a str> {
 /// One compiled text: units against its own string list (`strings()`), or its error.
 #[pyclass(module = "moddesk_native.pvf", name = "CompiledText", frozen)]
 pub struct CompiledText {
-    inner: Compiled,
+    inner: Compiled<'static>,
     classic: bool,
 }
 
@@ -41,7 +40,7 @@ pub struct CompiledText {
 impl CompiledText {
     /// The distinct strings to intern, in order (before the error, when there is one).
     fn strings(&self) -> Vec<String> {
-        self.inner.strings.clone()
+        self.inner.strings.iter().map(|s| s.to_string()).collect()
     }
 
     /// (line, byte offset) of the lexeme where `strings()[k]` first occurs.
@@ -84,9 +83,9 @@ fn compile_text(
         return Ok(None);
     };
     let inner = if s.len() < 4096 {
-        compile::compile(s, classic)
+        compile::compile(s, classic).into_owned()
     } else {
-        py.detach(|| compile::compile(s, classic))
+        py.detach(|| compile::compile(s, classic).into_owned())
     };
     Ok(Some(CompiledText { inner, classic }))
 }
@@ -95,12 +94,7 @@ fn compile_text(
 /// texts would intern them one after another.
 #[pyclass(module = "moddesk_native.pvf", name = "CompiledBatch", frozen)]
 pub struct CompiledBatch {
-    /// Per text: units with global string positions, their string unit positions, the error.
-    texts: Vec<Option<Compiled>>,
-    strings: Vec<String>,
-    sites: Vec<(u32, u32)>,
-    /// Per text: how many global strings exist after it (its new strings end there).
-    string_ends: Vec<u32>,
+    inner: Batch,
     classic: bool,
 }
 
@@ -108,17 +102,18 @@ pub struct CompiledBatch {
 impl CompiledBatch {
     /// Every distinct string of the batch in first-occurrence order (text by text).
     fn strings(&self) -> Vec<String> {
-        self.strings.clone()
+        self.inner.strings.clone()
     }
 
     /// (line, byte offset in its text) of the lexeme where global string `g` first occurs.
     fn site(&self, g: usize) -> Option<(u32, u32)> {
-        self.sites.get(g).copied()
+        self.inner.sites.get(g).copied()
     }
 
     /// Per text, the end of its new strings in `strings()` (uint32 bytes).
     fn string_ends<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         let raw: Vec<u8> = self
+            .inner
             .string_ends
             .iter()
             .flat_map(|v| v.to_le_bytes())
@@ -128,15 +123,15 @@ impl CompiledBatch {
 
     /// Indexes of the texts only the reference compiles exactly.
     fn unsupported(&self) -> Vec<usize> {
-        (0..self.texts.len())
-            .filter(|&i| self.texts[i].is_none())
+        (0..self.inner.texts.len())
+            .filter(|&i| self.inner.texts[i].is_none())
             .collect()
     }
 
     /// (text index, code, message, character offset, token or None) of every text that failed.
     fn errors<'py>(&self, py: Python<'py>) -> PyResult<Vec<(usize, Bound<'py, PyTuple>)>> {
         let mut out = Vec::new();
-        for (i, t) in self.texts.iter().enumerate() {
+        for (i, t) in self.inner.texts.iter().enumerate() {
             if let Some(e) = t.as_ref().and_then(|c| c.error.as_ref()) {
                 out.push((i, error_tuple(py, e)?));
             }
@@ -147,13 +142,13 @@ impl CompiledBatch {
     /// (bytes of every text one after another, uint64 ends): the script bytes of each compiled
     /// text without an error with `refs[g]` for global string `g`; others are empty.
     fn encode<'py>(&self, py: Python<'py>, refs: Vec<u32>) -> PyResult<Bound<'py, PyTuple>> {
-        if refs.len() != self.strings.len() {
+        if refs.len() != self.inner.strings.len() {
             return Err(PyValueError::new_err("one reference per string"));
         }
         let (blob, ends) = py.detach(|| {
             let mut blob = Vec::new();
-            let mut ends = Vec::with_capacity(self.texts.len());
-            for text in &self.texts {
+            let mut ends = Vec::with_capacity(self.inner.texts.len());
+            for text in &self.inner.texts {
                 if let Some(c) = text.as_ref().filter(|c| c.error.is_none()) {
                     compile::encode(&c.units, &c.string_units, &refs, self.classic, &mut blob);
                 }
@@ -180,52 +175,8 @@ fn compile_texts(
     classic: bool,
 ) -> PyResult<CompiledBatch> {
     let sources: Vec<Option<&str>> = texts.iter().map(readable).collect();
-    let (texts, (strings, sites), string_ends) = py.detach(|| {
-        let compiled: Vec<Option<Compiled>> = sources
-            .par_iter()
-            .map(|s| s.map(|s| compile::compile(s, classic)))
-            .collect();
-        merge(compiled)
-    });
-    Ok(CompiledBatch {
-        texts,
-        strings,
-        sites,
-        string_ends,
-        classic,
-    })
-}
-
-/// Renumber each text's local strings into one list in text order.
-type Merged = (
-    Vec<Option<Compiled>>,
-    (Vec<String>, Vec<(u32, u32)>),
-    Vec<u32>,
-);
-
-fn merge(compiled: Vec<Option<Compiled>>) -> Merged {
-    let mut global = Interner::default();
-    let mut ends = Vec::with_capacity(compiled.len());
-    let mut out = Vec::with_capacity(compiled.len());
-    for mut text in compiled {
-        if let Some(c) = text.as_mut() {
-            let map: Vec<u32> = c
-                .strings
-                .iter()
-                .zip(&c.sites)
-                .map(|(s, &site)| global.intern(s, site))
-                .collect();
-            for &k in &c.string_units {
-                let unit = &mut c.units[k as usize];
-                unit.1 = map[unit.1 as usize];
-            }
-            c.strings = Vec::new();
-            c.sites = Vec::new();
-        }
-        ends.push(global.strings.len() as u32);
-        out.push(text);
-    }
-    (out, (global.strings, global.sites), ends)
+    let inner = py.detach(|| compile::compile_many(&sources, classic));
+    Ok(CompiledBatch { inner, classic })
 }
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {

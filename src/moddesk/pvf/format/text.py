@@ -27,6 +27,7 @@ breaks; a string the table already holds as written (LF-only, mixed) keeps its b
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import struct
@@ -584,7 +585,12 @@ def compile_script_bytes(text: str, family: Family, strings: StringSink) -> byte
     if native is not None:
         compiled = native.compile_text(text, family is Family.CLASSIC)
         if compiled is not None:
-            refs = _intern_all(compiled.strings(), family, strings, text, compiled.site)
+            try:
+                refs = _intern_all(
+                    compiled.strings(), family, strings, lambda k: (text, *compiled.site(k)), []
+                )
+            except _InternError as failed:
+                raise failed.error from failed.__cause__
             error = compiled.error()
             if error is not None:
                 raise _native_error(error)
@@ -606,40 +612,39 @@ def compile_scripts_bytes(
         return [_compile_one(text, family, strings) for text in texts]
     batch = native.compile_texts(texts, family is Family.CLASSIC)
     unsupported = set(batch.unsupported())
-    errors = dict(batch.errors())
-    batch_strings = batch.strings()
-    ends = np.frombuffer(batch.string_ends(), dtype="<u4").tolist()
-    refs = [0] * len(batch_strings)
+    batch_strings: list[str] = batch.strings()
+    ends: list[int] = np.frombuffer(batch.string_ends(), dtype="<u4").tolist()
     out: list[bytes | PvfFormatError | None] = [None] * len(texts)
-    begin = 0
-    for i, text in enumerate(texts):
-        if i in unsupported:
-            out[i] = _compile_one(text, family, strings)
-            continue
-        try:
-            refs[begin : ends[i]] = _intern_all(
-                batch_strings[begin : ends[i]], family, strings, text, _shifted(batch.site, begin)
-            )
-        except PvfFormatError as exc:
-            # the reference stops this text at the string it cannot intern; later texts may share
-            # strings that text never reached: compile them one by one from here
-            out[i] = exc
-            out[i + 1 :] = [_compile_one(t, family, strings) for t in texts[i + 1 :]]
-            break
-        begin = ends[i]
-        if i in errors:
-            out[i] = _native_error(errors[i])
+    for i, error in batch.errors():
+        out[i] = _native_error(error)
+
+    def site(g: int) -> tuple[str, int, int]:
+        line, byte = batch.site(g)
+        return texts[bisect.bisect_right(ends, g)], line, byte
+
+    refs: list[int] = []
+    try:
+        if not unsupported:  # every string in one go: the order is the texts' order already
+            _intern_all(batch_strings, family, strings, site, refs)
+        else:
+            for i, text in enumerate(texts):
+                if i in unsupported:
+                    out[i] = _compile_one(text, family, strings)
+                else:
+                    _intern_all(batch_strings[len(refs) : ends[i]], family, strings, site, refs)
+    except _InternError as failed:
+        # the reference stops that text at the string it cannot intern; later texts may share
+        # strings that text never reached: compile them one by one from here
+        i = bisect.bisect_right(ends, failed.index)
+        out[i] = failed.error
+        out[i + 1 :] = [_compile_one(t, family, strings) for t in texts[i + 1 :]]
+        refs += [0] * (len(batch_strings) - len(refs))
     blob, raw_ends = batch.encode(refs)  # texts decided above keep their answer
     offsets = [0, *np.frombuffer(raw_ends, dtype="<u8").tolist()]
     view = memoryview(blob)
     return [
         done if done is not None else bytes(view[offsets[k] : offsets[k + 1]]) for k, done in enumerate(out)
     ]
-
-
-def _shifted(site: Callable[[int], tuple[int, int]], begin: int) -> Callable[[int], tuple[int, int]]:
-    """``site`` of a batch-wide string list, indexed from ``begin`` (one text's new strings)."""
-    return lambda k: site(begin + k)
 
 
 def _compile_one(text: str, family: Family, strings: StringSink) -> bytes | PvfFormatError:
@@ -649,25 +654,47 @@ def _compile_one(text: str, family: Family, strings: StringSink) -> bytes | PvfF
         return exc
 
 
-def _intern_all(
-    found: list[str], family: Family, strings: StringSink, text: str, site: Callable[[int], tuple[int, int]]
-) -> list[int]:
-    """Intern a compiled text's distinct strings in order (classic ones stored with CRLF breaks).
+class _InternError(Exception):
+    """A string of a compiled list the sink refused: its position and the reference's error."""
 
-    A string the sink refuses fails as the reference fails: the message names the line of the
-    lexeme where it first occurs, the offset is that lexeme's (``site(k)`` gives both).
+    def __init__(self, index: int, error: PvfFormatError) -> None:
+        super().__init__(str(error))
+        self.index = index
+        self.error = error
+
+
+def _intern_all(
+    found: list[str],
+    family: Family,
+    strings: StringSink,
+    site: Callable[[int], tuple[str, int, int]],
+    refs: list[int],
+) -> list[int]:
+    """Intern compiled strings in order (classic ones stored with CRLF breaks), appending their
+    references to ``refs`` (``found[k]`` is string ``len(refs) + k`` of its list).
+
+    A string the sink refuses fails as the reference fails (``_InternError``): the message names
+    the line of the lexeme where it first occurs, the offset is that lexeme's (``site(index)``
+    gives its text, line and byte offset); the strings before it stay interned.
     """
+    intern = strings.intern
+    add = refs.append
     classic = family is Family.CLASSIC
-    refs: list[int] = []
-    for k, s in enumerate(found):
-        try:
-            refs.append(strings.intern(_crlf_stored(s, strings) if classic and "\n" in s else s))
-        except PvfFormatError as exc:
-            if exc.offset is not None:
-                raise
-            line, byte = site(k)
-            start = len(text.encode("utf-8")[:byte].decode("utf-8"))
-            raise PvfFormatError(exc.code, f"{exc.message} (line {line})", offset=start) from exc
+    try:
+        if classic:
+            for s in found:
+                add(intern(_crlf_stored(s, strings) if "\n" in s else s))
+        else:
+            for s in found:
+                add(intern(s))
+    except PvfFormatError as exc:
+        index = len(refs)
+        if exc.offset is not None:
+            raise _InternError(index, exc) from exc
+        text, line, byte = site(index)
+        start = len(text.encode("utf-8")[:byte].decode("utf-8"))
+        error = PvfFormatError(exc.code, f"{exc.message} (line {line})", offset=start)
+        raise _InternError(index, error) from exc
     return refs
 
 
