@@ -30,6 +30,8 @@ def test_import_apply_uses_frozen_bytes_and_needs_explicit_overwrite(bench: Benc
     assert set(by_target) == {"equipment/weapon/new.equ", "equipment/weapon/w1.equ"}
     overwrite = by_target["equipment/weapon/w1.equ"]
     assert overwrite["action"] == "overwrite" and "+\t99" in overwrite["diff"]
+    added = by_target["equipment/weapon/new.equ"]  # a new file's diff is its whole text, added
+    assert added["action"] == "add" and "+`New`" in added["diff"] and "\n-" not in added["diff"]
 
     # the source changes after prepare: apply still writes what was previewed
     (folder / "weapon" / "new.equ").write_text("#PVF_File\n[name]\n`CHANGED ON DISK`\n")

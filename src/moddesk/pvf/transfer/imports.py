@@ -387,8 +387,9 @@ class ImportService:
         index = start
         for item in plan.items[start : start + limit]:
             entry = item.summary()
-            if item.action == "overwrite" and item.kind == "text" and ws is not None:
-                old = ws.current_text_or_none(item.target) or ""
+            # a text item shows its diff: against the entry it replaces, or all added for a new file
+            if item.kind == "text" and ws is not None:
+                old = (ws.current_text_or_none(item.target) or "") if item.action == "overwrite" else ""
                 new = item.payload().decode("utf-8")
                 diff = difflib.unified_diff(
                     old.splitlines(), new.splitlines(), f"a/{item.target}", f"b/{item.target}", lineterm=""

@@ -12,7 +12,7 @@ function importForm() {
   const prepare = async () => {
     const info = ws(); if (!info) return;
     const res = await attempt(() => op("importPrepare", { workspaceId: info.workspaceId, expectedRevision: info.revision, sourcePaths: lines(sources.value), targetDir: target.value.trim(), mode: mode.value }));
-    if (res) { notice(`${res.planId}: ${res.total ?? ""}`, [], "info"); await refreshInfo(); showView("activity"); }
+    if (res) { notice(t("transfer.prepared", { n: res.files }), [], "info"); await refreshInfo(); showView("activity"); }
   };
   return h("section", { class: "panel" }, h("h2", {}, t("transfer.import")),
     h("div", { class: "field" }, h("span", {}, t("transfer.sources")), sources),

@@ -19,6 +19,12 @@ let root = null, rows = [], selected = -1, filter = "", workspaceId = null;
 let selectedPath = null;
 const expanded = new Map();
 let frame = 0;
+// The row at the top of the view as the person left it. While another view is shown the tree is
+// hidden (display: none reads scrollTop 0 and drops it), and an import, an undo or the agent's
+// plan lands meanwhile: the place is kept here, and put back when the files view shows again.
+let kept = null;
+let centerOnShow = false; // a file opened from another view: show its row in the middle instead
+const visible = () => $("#tree").clientHeight > 0;
 
 function newNode(item, parent) { return { ...item, parent, depth: parent ? parent.depth + 1 : 0, expanded: false, items: [], total: 0, pages: new Set() }; }
 
@@ -69,6 +75,7 @@ function pruneExpanded() {
 }
 
 function anchor() {
+  if (!visible()) return kept;
   const box = $("#tree");
   const top = Math.floor(box.scrollTop / ROW);
   const row = rows[top];
@@ -80,9 +87,20 @@ function restorePlace(top) {
   selected = selectedPath ? rows.findIndex((r) => !r.placeholder && r.path === selectedPath) : -1;
   const box = $("#tree");
   if (top) {
+    kept = top;
     const at = rows.findIndex((r) => !r.placeholder && r.path === top.path);
     if (at >= 0) box.scrollTop = at * ROW + top.offset;
   }
+  schedule();
+}
+
+// The files view shows again: the row the person had at the top goes back to the top.
+function showAgain() {
+  const box = $("#tree");
+  const at = kept && !centerOnShow ? rows.findIndex((r) => !r.placeholder && r.path === kept.path) : -1;
+  if (at >= 0) box.scrollTop = at * ROW + kept.offset;
+  else if (selected >= 0) box.scrollTop = Math.max(0, selected * ROW - box.clientHeight / 2);
+  centerOnShow = false;
   schedule();
 }
 
@@ -90,8 +108,9 @@ function restorePlace(top) {
 const placeKey = (info) => `pvf-place:${info.sourcePath || info.workspaceId}`;
 function savePlace() {
   const info = ws(); if (!info || !root) return;
-  const box = $("#tree");
-  sessionStorage.setItem(placeKey(info), JSON.stringify({ expanded: [...expanded.keys()], selected: selectedPath, anchor: anchor(), scrollTop: box.scrollTop }));
+  const top = anchor();
+  const scrollTop = visible() ? $("#tree").scrollTop : (top ? Math.max(0, rows.findIndex((r) => r.path === top.path)) * ROW + top.offset : 0);
+  sessionStorage.setItem(placeKey(info), JSON.stringify({ expanded: [...expanded.keys()], selected: selectedPath, anchor: top, scrollTop }));
 }
 function storedPlace(info) {
   try { return JSON.parse(sessionStorage.getItem(placeKey(info)) || "null"); } catch { return null; }
@@ -161,7 +180,7 @@ async function toggle(node) {
 // back the place the person had in it.
 async function reload() {
   const info = ws();
-  expanded.clear(); rows = []; selected = -1; selectedPath = null;
+  expanded.clear(); rows = []; selected = -1; selectedPath = null; kept = null;
   root = info ? newNode({ path: "", name: "", folder: true, count: info.fileCount }, null) : null;
   workspaceId = info ? info.workspaceId : null;
   $("#tree-count").textContent = info ? t("tree.total", { n: info.fileCount.toLocaleString() }) : "";
@@ -221,6 +240,7 @@ async function revealFile(path) {
   selectedPath = node.path;
   savePlace();
   const box = $("#tree");
+  if (!visible()) centerOnShow = true; // opened from the search view: centred when the tree shows
   if (selected >= 0) box.scrollTop = Math.max(0, selected * ROW - box.clientHeight / 2);
   schedule();
 }
@@ -264,7 +284,10 @@ export function init() {
   const box = $("#tree");
   box.append(h("div", { class: "spacer" }));
   let saveTimer = 0;
-  box.addEventListener("scroll", () => { schedule(); clearTimeout(saveTimer); saveTimer = setTimeout(savePlace, 300); });
+  box.addEventListener("scroll", () => {
+    if (visible()) kept = anchor();
+    schedule(); clearTimeout(saveTimer); saveTimer = setTimeout(savePlace, 300);
+  });
   box.addEventListener("keydown", keydown);
   box.addEventListener("click", (e) => {
     const el = e.target.closest(".row[data-index]"); if (!el) return;
@@ -277,7 +300,7 @@ export function init() {
   on("workspace", reload);
   on("revision", refresh);
   on("open-file", ({ path }) => revealFile(path));
-  on("view", (name) => { if (name === "files") { const box = $("#tree"); if (selected >= 0) box.scrollTop = Math.max(0, selected * ROW - box.clientHeight / 2); schedule(); } });
+  on("view", (name) => { if (name === "files") showAgain(); });
   on("lang", schedule);
   window.addEventListener("resize", schedule);
 }
