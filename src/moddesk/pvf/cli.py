@@ -228,35 +228,51 @@ def serve(
         endpoint = bench.publish_endpoint()  # clients can find it while the archive opens
         if archive is not None:
             opened = bench.open_at_start(archive, region=region)
+            where, count, fmt = escape(opened["sourcePath"]), opened["fileCount"], opened["format"]
             console.print(
-                f"已打开 opened {escape(opened['sourcePath'])}（{opened['fileCount']} 个文件 files, {opened['format']}）"
+                say(f"已打开 {where}（{count} 个文件，{fmt}）", f"opened {where} ({count} files, {fmt})")
             )
         print_link(
             console,
-            "MCP 端点（仅本机，用 Agent 的令牌）MCP endpoint (loopback only, the agent's bearer token):",
+            say(
+                "MCP 端点（仅本机，用 Agent 的令牌）",
+                "MCP endpoint (loopback only, the agent's bearer token):",
+            ),
             bench.url,
         )
+        path = escape(str(endpoint))
         console.print(
-            f"Agent 的令牌与地址 agent token and url: {escape(str(endpoint))}（只有你能读 readable by you only）"
+            say(
+                f"Agent 的令牌与地址：{path}（只有你能读）",
+                f"agent token and url: {path} (readable by you only)",
+            )
         )
         for granted in bench.service.access_roots().describe():
+            folder, label = escape(granted["path"]), escape(granted["label"])
             console.print(
-                f"Agent 可用的文件夹 agents may use: {escape(granted['path'])}（{escape(granted['label'])}）"
+                say(f"Agent 可用的文件夹：{folder}（{label}）", f"agents may use: {folder} ({label})")
             )
+        config = "`moddesk agents config <client> --system pvf`"
         console.print(
-            "连接客户端 Connect a client: `moddesk agents config <client> --system pvf`（stdio 桥接，不含密钥 no secret in it）"
+            say(
+                f"连接客户端：{config}（stdio 桥接，不含密钥）",
+                f"Connect a client: {config} (a stdio bridge, no secret in it)",
+            )
         )
         link = bench.login_link()
         print_link(
             console,
-            "工作台页面（一次性登录链接；`moddesk pvf open` 可再取一个）Workbench page for you (one-time login link):",
+            say(
+                "工作台页面（一次性登录链接；`moddesk pvf open` 可再取一个）",
+                "Workbench page for you (one-time login link):",
+            ),
             link,
         )
         if open_page:
             import webbrowser
 
             webbrowser.open(link)
-        console.print("按 Ctrl+C 停止服务。Ctrl+C stops the server.")
+        console.print(say("按 Ctrl+C 停止服务。", "Ctrl+C stops the server."))
 
     with _errors():
         # serve first: a server restarted after a crash answers at once (the workspace info shows
@@ -298,7 +314,7 @@ def open_page_command(
 
     with _errors():
         link = require_person(endpoint_path(), "pvf").login_link(PAGE_PATH)
-    print_link(console, "一次性登录链接 One-time login link to the workbench page:", link)
+    print_link(console, say("一次性登录链接", "One-time login link to the workbench page:"), link)
     if not no_browser:
         import webbrowser
 
