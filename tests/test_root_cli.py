@@ -170,3 +170,41 @@ def test_a_command_help_imports_its_group_only(group: str) -> None:
     assert GROUPS[group][0] in loaded
     unwanted = [m for m in _unwanted(loaded, allowed_system=group) if m != "pydantic"]
     assert not unwanted, f"`moddesk {group} {command} --help` imported {unwanted}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--help",),
+        ("pvf", "--help"),
+        ("pvf", "info", "--help"),
+        ("version",),
+        ("pvf", "info", "ARCHIVE", "--json"),
+    ],
+)
+def test_a_reader_that_went_away_gets_no_traceback(args: tuple[str, ...], tmp_path: Path) -> None:
+    """``moddesk pvf --help | head -1``: stdout's reader is gone before the first write (rich's
+    console, the help pages and a plain ``print`` of ``--json`` each meet it)."""
+    if "ARCHIVE" in args:
+        from moddesk.pvf.samples.generate import generate_archive
+
+        archive = tmp_path / "Script.pvf"
+        generate_archive(archive, files=50)
+        args = tuple(str(archive) if a == "ARCHIVE" else a for a in args)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to the pipe now fails with EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "moddesk", *args],
+            env={**os.environ, "MODDESK_CONFIG_DIR": str(tmp_path), "MODDESK_DATA_DIR": str(tmp_path)},
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert "INTERNAL_ERROR" not in done.stderr
+    assert done.returncode == 1

@@ -8,14 +8,25 @@ the typer app of ``moddesk.root_commands``, which imports a group only when it r
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: a bad input ends as a printed error, never a traceback."""
+    try:
+        _run(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:
+        # the reader went away (``moddesk pvf --help | head -1``): not an error worth a traceback.
+        # Python would flush stdout again at exit and fail the same way, so point it at devnull.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(1) from None
+
+
+def _run(args: list[str]) -> None:
     from moddesk.cli_help import page_for, show
 
-    args = sys.argv[1:] if argv is None else argv
     found = page_for(args)
     if found is not None:
         page, status = found

@@ -141,6 +141,8 @@ def run_guarded(command: Callable[[], Any], argv: list[str]) -> NoReturn:
     except KeyboardInterrupt:
         sys.stderr.write("已中断 interrupted\n")
         raise SystemExit(130) from None
+    except BrokenPipeError:
+        raise  # the reader of stdout went away (``| head``): the entry point ends quietly
     except Exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # a group run without a command: its help
             exc.show()  # type: ignore[attr-defined]
