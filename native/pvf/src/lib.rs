@@ -12,6 +12,7 @@ pub mod error;
 pub mod lookup;
 pub mod nkpi;
 pub mod render;
+pub mod scan;
 pub mod strings;
 pub mod table;
 

@@ -1,9 +1,10 @@
-//! Fuzzing the text compiler (proptest): any text — arbitrary characters, or the lexer's own
+//! Fuzzing the text compiler and the document scanner (proptest): any text — arbitrary characters, or the lexer's own
 //! pieces strung together — compiles or fails with BAD_TEXT at an offset inside the text, never
 //! panics; a compiled text's string units all point into its string list, and encoding them with
 //! references gives 5 bytes a unit (plus the classic magic).
 
 use moddesk_pvf::compile::{self, char_offset};
+use moddesk_pvf::scan;
 use proptest::prelude::*;
 
 fn cases() -> u32 {
@@ -79,6 +80,17 @@ fn check(text: &str) {
         let mut out = Vec::new();
         compile::encode(&c.units, &c.string_units, &refs, classic, &mut out).expect("refs");
         assert_eq!(out.len(), 5 * c.units.len() + if classic { 2 } else { 0 });
+        // the document scanner reads what the compiler's lexer reads, with spans inside the text
+        let chars = char_offset(text, text.len());
+        match scan::scan(text, classic) {
+            Ok(s) => {
+                for row in &s.rows {
+                    assert!(row.start <= row.end && row.end <= chars && row.line >= 1);
+                }
+                assert!(s.last <= chars);
+            }
+            Err(e) => assert_eq!(e.code, "BAD_TEXT"),
+        }
     }
 }
 

@@ -7,9 +7,10 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 
 use moddesk_pvf::compile::{self, Batch, Compiled, TextError};
+use moddesk_pvf::scan::{self, EscapePayload, RowKind, ScanValue};
 
 fn error_tuple<'py>(py: Python<'py>, e: &TextError) -> PyResult<Bound<'py, PyTuple>> {
     PyTuple::new(
@@ -179,10 +180,100 @@ fn compile_texts(
     Ok(CompiledBatch { inner, classic })
 }
 
+/// `int(word)` (a word of `[+-]?digits`, any length).
+fn py_int<'py>(py: Python<'py>, word: &str) -> PyResult<Bound<'py, PyAny>> {
+    match word.parse::<i64>() {
+        Ok(v) => Ok(v.into_pyobject(py)?.into_any()),
+        Err(_) => py.get_type::<PyInt>().call1((word,)),
+    }
+}
+
+fn scan_value<'py>(py: Python<'py>, value: &ScanValue<'_>) -> PyResult<ValueParts<'py>> {
+    Ok(match value {
+        ScanValue::Integer(word) => ("integer", py_int(py, word)?, None, false),
+        ScanValue::Float(f) => ("float", f.into_pyobject(py)?.into_any(), None, false),
+        ScanValue::Str(s) => (
+            "string",
+            s.as_ref().into_pyobject(py)?.into_any(),
+            None,
+            false,
+        ),
+        ScanValue::Link(id, key, display) => {
+            let link = (py_int(py, id)?, *key, display.as_deref()).into_pyobject(py)?;
+            ("link", link.into_any(), Some(9), false)
+        }
+        ScanValue::Escape(kind, number, raw, payload) => {
+            let payload = match payload {
+                EscapePayload::Str(s) => s.as_ref().into_pyobject(py)?.into_any(),
+                EscapePayload::Int(word) => py_int(py, word)?,
+            };
+            (kind, payload, Some(*number), *raw)
+        }
+    })
+}
+
+type ValueParts<'py> = (&'static str, Bound<'py, PyAny>, Option<u32>, bool);
+
+/// The document rows of `text` (see `moddesk_pvf::scan`), or None when only the reference
+/// reads it exactly or it does not lex (the reference then raises lex's error):
+/// (rows, first token's start or None, last token's end). A tag row is (0 open / 1 close, tag,
+/// start, end, line, col, gap); a value row (2 new line / 3 same line, kind, value, type, raw,
+/// source, gap, line, col, start, end).
+#[pyfunction]
+fn scan_document<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyString>,
+    classic: bool,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Some(s) = readable(text) else {
+        return Ok(None);
+    };
+    let Ok(scanned) = scan::scan(s, classic) else {
+        return Ok(None);
+    };
+    let rows = PyList::empty(py);
+    for row in &scanned.rows {
+        let item = match (&row.value, row.kind) {
+            (None, kind) => (
+                (kind == RowKind::Close) as u8,
+                row.source,
+                row.start,
+                row.end,
+                row.line,
+                row.col,
+                row.gap,
+            )
+                .into_pyobject(py)?
+                .into_any(),
+            (Some(value), kind) => {
+                let (name, value, number, raw) = scan_value(py, value)?;
+                (
+                    if kind == RowKind::NewLine { 2u8 } else { 3u8 },
+                    name,
+                    value,
+                    number,
+                    raw,
+                    row.source,
+                    row.gap,
+                    row.line,
+                    row.col,
+                    row.start,
+                    row.end,
+                )
+                    .into_pyobject(py)?
+                    .into_any()
+            }
+        };
+        rows.append(item)?;
+    }
+    Ok(Some((rows, scanned.first, scanned.last).into_pyobject(py)?))
+}
+
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<CompiledText>()?;
     module.add_class::<CompiledBatch>()?;
     module.add_function(wrap_pyfunction!(compile_text, module)?)?;
     module.add_function(wrap_pyfunction!(compile_texts, module)?)?;
+    module.add_function(wrap_pyfunction!(scan_document, module)?)?;
     Ok(())
 }

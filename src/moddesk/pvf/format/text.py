@@ -572,7 +572,7 @@ def compile_script(text: str, family: Family, strings: StringSink) -> TokenStrea
     The native core compiles when it is the chosen one (:func:`compile_script_bytes`); the result,
     the strings interned and the errors are the reference's (:func:`reference_compile_script`).
     """
-    if _native_text() is None:
+    if native_pvf() is None:
         return reference_compile_script(text, family, strings)
     return decode_tokens(compile_script_bytes(text, family, strings), family)
 
@@ -581,7 +581,7 @@ def compile_script_bytes(text: str, family: Family, strings: StringSink) -> byte
     """The script bytes of ``text`` (``encode_tokens(compile_script(...))``), natively when the
     native core is chosen: it lexes and compiles, and the strings it found are interned here in
     the order the reference interns them, so the table grows exactly as the reference's would."""
-    native = _native_text()
+    native = native_pvf()
     if native is not None:
         compiled = native.compile_text(text, family is Family.CLASSIC)
         if compiled is not None:
@@ -607,7 +607,7 @@ def compile_scripts_bytes(
     With the native core the texts are compiled in one call on both cores and their strings merged
     in text order; otherwise (and for texts only the reference reads exactly) one by one.
     """
-    native = _native_text()
+    native = native_pvf()
     if native is None or not texts:
         return [_compile_one(text, family, strings) for text in texts]
     batch = native.compile_texts(texts, family is Family.CLASSIC)
@@ -709,7 +709,7 @@ def _native_error(error: tuple[str, str, int, str | None]) -> PvfFormatError:
 _NATIVE_TEXT: tuple[str | None, Any] = ("", None)
 
 
-def _native_text() -> Any:
+def native_pvf() -> Any:
     """``moddesk_native.pvf`` when the native core is chosen (cached per ``MODDESK_CORE`` value)."""
     global _NATIVE_TEXT
     choice = os.environ.get(CORE_ENV)

@@ -1,0 +1,111 @@
+"""The native document scanner (``moddesk_native.pvf.scan_document``) against the reference.
+
+``build_document`` under ``MODDESK_CORE=native`` and ``python`` must build the same document —
+every field of every section, line and value, the warnings, head and tail (``structure``) and its
+render — or fail with the same error (code, message, offset), on the real corpus, every script of
+generated archives of each family, broken texts and hypothesis texts (both numberings).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from moddesk.pvf.archive import Archive
+from moddesk.pvf.docparse import build_document
+from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.tokens import Family
+from moddesk.pvf.samples.equality import structure
+from moddesk.pvf.samples.generate import generate_archive
+
+moddesk_native = pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@contextmanager
+def _core(name: str) -> Iterator[None]:
+    saved = os.environ.get("MODDESK_CORE")
+    os.environ["MODDESK_CORE"] = name
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("MODDESK_CORE", None)
+        else:
+            os.environ["MODDESK_CORE"] = saved
+
+
+def _parse(text: str, family: Family, core: str) -> object:
+    with _core(core):
+        try:
+            doc = build_document(text, family)
+        except PvfFormatError as exc:
+            return ("error", exc.code, exc.message, exc.offset)
+        return (structure(doc), doc.render())
+
+
+def _assert_same(texts: list[str]) -> int:
+    """Both cores alike on every text, both families; how many the native scanner read itself."""
+    native_read = 0
+    for family in Family:
+        for text in texts:
+            assert _parse(text, family, "native") == _parse(text, family, "python"), (text[:300], family)
+            native_read += moddesk_native.pvf.scan_document(text, family is Family.CLASSIC) is not None
+    return native_read
+
+
+def test_corpus_documents_alike(pvf_corpus: Path) -> None:
+    files = [
+        p for p in sorted(pvf_corpus.rglob("*")) if p.is_file() and p.suffix not in (".md", ".tsv", ".bin")
+    ]
+    texts = [p.read_text(encoding="utf-8", errors="surrogateescape") for p in files]
+    assert len(texts) > 100
+    assert _assert_same(texts) > len(texts)  # most of them natively, in both families
+
+
+@pytest.mark.parametrize("fmt", ["classic", "90US", "90CN"])
+def test_generated_archive_documents_alike(tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / f"{fmt}.pvf"
+    generate_archive(path, fmt=fmt, files=400, seed=28)
+    with _core("python"), Archive.open(path) as archive:
+        texts = [t.decode("utf-8", "surrogateescape") for _, t in archive.iter_rendered() if t]
+    texts = [t for t in texts if t.startswith("#PVF_File")]
+    assert len(texts) > 300
+    assert _assert_same(texts) == 2 * len(texts)
+
+
+BROKEN = [
+    "`open", "[open", "{6=`x`", "{x=1}", "<3::k", "abc", "1 # no", "{999=1}", "[a]\n\t`x`\n\t1x",
+    "[a]\n[/b]\n[c]\n[/a]\n[/c]", "[a]\n[b]\n[/a]\n[/b]\n[b]", "{6=`x`} {5=`y`}", "{#3=1}", "١٢",
+    "`\udcff`", "[a]\n\t{6=`a\nb`}\t1\n\t<3::k`多\n行`>\t2", "\n\n# only a comment\n", "", "  \t\n",
+    "1e999\t-1e999\t1.\t.5\t-0.0\t99999999999999999999999\t{3=-99999999999999999999}",
+]  # fmt: skip
+
+
+def test_broken_and_odd_texts_alike() -> None:
+    _assert_same(BROKEN)
+
+
+PIECES = st.sampled_from(
+    [
+        "[a]", "[/a]", "[b c]", "[/b c]", "[level info]", "[", "]", "`", "``", "`x`", "`a``b`",
+        "`l1\nl2`", "`cr\r\nlf`", "{", "}", "{6=", "{#5=", "{3=", "{5=`(DOWN)`}", "{7=`,`}",
+        "{8=`,`}", "{6=`c`}", "{1=2}", "{255=0}", "{256=0}", "{01=1}", "{6=`a\nb`}", "<", ">",
+        "<3::", "<12::key`shown`>", "<0::k>", "<1::k`a\nb`>", "#", "# c\n", "0", "7", "-1", "+5",
+        "00012", "4294967296", "1.5", "1.", ".5", "1e5", "-.5e+2", "3.4e39", "e", ".", "+", "x",
+        "中文", "ß", "١", "\t", " ", "\n", "\r\n", "\r", "\x00", "\f",
+    ]
+)  # fmt: skip
+
+
+@FUZZ
+@given(st.lists(st.one_of(st.lists(PIECES, max_size=40).map("".join), st.text(max_size=60)), max_size=4))
+def test_hypothesis_documents_alike(texts: list[str]) -> None:
+    _assert_same(texts)
