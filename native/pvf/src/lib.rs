@@ -5,6 +5,7 @@
 
 pub mod batch;
 pub mod classic;
+pub mod codec;
 pub mod compile;
 pub mod container;
 pub mod crypto;

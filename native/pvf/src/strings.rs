@@ -8,7 +8,11 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rayon::prelude::*;
+
+use crate::codec::{CaseFold, Codec};
 
 use crate::error::{u32_at, PvfError, Result};
 use crate::nkpi::{pool_text, PoolText};
@@ -39,6 +43,12 @@ pub struct Strings {
     resolved: HashMap<u32, Resolved>,
     /// Classic: every stripped raw string (for the CRLF rule's "does the table hold it" test).
     held: OnceLock<HashSet<Vec<u8>>>,
+    /// NKPI: the decoder of GB18030 bytes in the UTF-8 pool (90CN), made from the reference's codec.
+    legacy: Option<Arc<Codec>>,
+    /// `str.casefold` of the running Python (non-ASCII folding without the caller).
+    casefold: Option<Arc<CaseFold>>,
+    /// References a render asked for that only the caller can resolve (`take_asked`).
+    asked: Mutex<Vec<u32>>,
 }
 
 fn ascii_fold(text: &[u8]) -> Vec<u8> {
@@ -95,6 +105,9 @@ impl Strings {
             },
             resolved: HashMap::new(),
             held: OnceLock::new(),
+            legacy: None,
+            casefold: None,
+            asked: Mutex::new(Vec::new()),
         })
     }
 
@@ -104,6 +117,61 @@ impl Strings {
             table: Table::Nkpi { pool_a, pool_w },
             resolved: HashMap::new(),
             held: OnceLock::new(),
+            legacy: None,
+            casefold: None,
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Decode natively what only the caller's codecs could: `codec` is the classic table's code
+    /// page (every non-ASCII string is decoded and folded here, once) or, for NKPI, GB18030 for
+    /// legacy bytes in the UTF-8 pool; `casefold` folds non-ASCII text. Strings the tables cannot
+    /// settle still go to the caller (`needs_caller`).
+    pub fn with_tables(
+        mut self,
+        codec: Option<Arc<Codec>>,
+        casefold: Option<Arc<CaseFold>>,
+    ) -> Strings {
+        self.casefold = casefold;
+        match &self.table {
+            Table::Classic { blob, bounds } => {
+                if let (Some(codec), Some(fold)) = (codec.as_deref(), self.casefold.as_deref()) {
+                    let found: Vec<(u32, Resolved)> = bounds
+                        .par_iter()
+                        .enumerate()
+                        .filter_map(|(r, &(a, b))| {
+                            let raw = &blob[a as usize..b as usize];
+                            if raw.is_ascii() {
+                                return None;
+                            }
+                            let text = codec.decode(raw)?;
+                            let folded = fold.fold(&text)?;
+                            Some((r as u32, Resolved { text, folded }))
+                        })
+                        .collect();
+                    self.resolved.extend(found);
+                }
+            }
+            Table::Nkpi { .. } => self.legacy = codec,
+        }
+        self
+    }
+
+    /// `text` case-folded: ASCII here, the rest by the casefold table (None without it).
+    fn fold_text(&self, text: &[u8]) -> Option<Vec<u8>> {
+        if text.is_ascii() {
+            return Some(ascii_fold(text));
+        }
+        self.casefold.as_ref()?.fold(text)
+    }
+
+    /// The text of a GB18030 string in a 90CN UTF-8 pool, when the legacy table settles it.
+    fn legacy_text(&self, raw: &[u8], fold: bool) -> Option<Vec<u8>> {
+        let text = self.legacy.as_ref()?.decode(raw)?;
+        if fold {
+            self.fold_text(&text)
+        } else {
+            Some(text)
         }
     }
 
@@ -129,8 +197,8 @@ impl Strings {
             Table::Classic { .. } => self.classic_raw(r).is_some_and(|raw| !raw.is_ascii()),
             Table::Nkpi { pool_a, pool_w } => match pool_text(pool_a, pool_w, r) {
                 PoolText::Missing => false,
-                PoolText::Legacy(_) => true,
-                PoolText::Text(t) => fold && !t.is_ascii(),
+                PoolText::Legacy(raw) => self.legacy_text(raw, fold).is_none(),
+                PoolText::Text(t) => fold && !t.is_ascii() && self.casefold.is_none(),
             },
         }
     }
@@ -143,6 +211,25 @@ impl Strings {
     /// The text of `r` (None when it does not resolve); `fold` gives the case-folded text.
     /// Panics never: a text the caller was not asked for is looked up, and missing means None.
     pub fn text(&self, r: u32, fold: bool) -> Option<Cow<'_, [u8]>> {
+        let found = self.known_text(r, fold);
+        if found.is_none() && self.needs_caller(r, fold) {
+            // a render that met it is redone once the caller has resolved it (`take_asked`)
+            let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+            asked.push(r);
+        }
+        found
+    }
+
+    /// The references `text` was asked for that need the caller (distinct), emptied.
+    pub fn take_asked(&self) -> Vec<u32> {
+        let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        let mut refs = std::mem::take(&mut *asked);
+        refs.sort_unstable();
+        refs.dedup();
+        refs
+    }
+
+    fn known_text(&self, r: u32, fold: bool) -> Option<Cow<'_, [u8]>> {
         if let Some(found) = self.resolved.get(&r) {
             return Some(Cow::Borrowed(if fold {
                 &found.folded
@@ -164,8 +251,9 @@ impl Strings {
             }
             Table::Nkpi { pool_a, pool_w } => match pool_text(pool_a, pool_w, r) {
                 PoolText::Text(t) if !fold => Some(t),
-                PoolText::Text(t) if t.is_ascii() => Some(Cow::Owned(ascii_fold(&t))),
-                _ => None,
+                PoolText::Text(t) => self.fold_text(&t).map(Cow::Owned),
+                PoolText::Legacy(raw) => self.legacy_text(raw, fold).map(Cow::Owned),
+                PoolText::Missing => None,
             },
         }
     }

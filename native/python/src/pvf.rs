@@ -21,6 +21,8 @@ use moddesk_pvf::render::{Links, Numbering, RenderOptions};
 use moddesk_pvf::strings::Strings;
 use moddesk_pvf::PvfError;
 
+use crate::pvf_table::{CaseFoldTable, CodecTable};
+
 create_exception!(
     pvf,
     NativeFormatError,
@@ -106,7 +108,7 @@ pub(crate) fn u32_list(raw: &[u8]) -> PyResult<Vec<u32>> {
         .collect())
 }
 
-fn u64_list(raw: &[u8]) -> PyResult<Vec<u64>> {
+pub(crate) fn u64_list(raw: &[u8]) -> PyResult<Vec<u64>> {
     if raw.len() % 8 != 0 {
         return Err(PyValueError::new_err(
             "an offset array is a whole number of uint64",
@@ -401,18 +403,41 @@ impl NativeArchive {
         )
     }
 
-    /// Use a classic `stringtable.bin` (its bytes) as the string source of `render_many`.
-    fn set_classic_strings(&self, py: Python<'_>, table: &[u8]) -> PyResult<()> {
+    /// Use a classic `stringtable.bin` (its bytes) as the string source of `render_many`; with
+    /// `codec` (the table's code page) and `casefold`, every string is decoded and folded natively.
+    #[pyo3(signature = (table, codec=None, casefold=None))]
+    fn set_classic_strings(
+        &self,
+        py: Python<'_>,
+        table: &[u8],
+        codec: Option<PyRef<'_, CodecTable>>,
+        casefold: Option<PyRef<'_, CaseFoldTable>>,
+    ) -> PyResult<()> {
+        let codec = codec.map(|c| c.inner.clone());
+        let casefold = casefold.map(|c| c.inner.clone());
         lock(py, &self.state).strings = Some(
-            py.detach(|| Strings::classic(table))
+            py.detach(|| Strings::classic(table).map(|s| s.with_tables(codec, casefold)))
                 .map_err(format_error)?,
         );
         Ok(())
     }
 
-    /// Use NKPI pools (their current bytes) as the string source of `render_many`.
-    fn set_nkpi_strings(&self, py: Python<'_>, pool_a: &[u8], pool_w: &[u8]) {
-        lock(py, &self.state).strings = Some(Strings::nkpi(pool_a.to_vec(), pool_w.to_vec()));
+    /// Use NKPI pools (their current bytes) as the string source of `render_many`; `legacy`
+    /// decodes GB18030 bytes in the UTF-8 pool, `casefold` folds non-ASCII text natively.
+    #[pyo3(signature = (pool_a, pool_w, legacy=None, casefold=None))]
+    fn set_nkpi_strings(
+        &self,
+        py: Python<'_>,
+        pool_a: &[u8],
+        pool_w: &[u8],
+        legacy: Option<PyRef<'_, CodecTable>>,
+        casefold: Option<PyRef<'_, CaseFoldTable>>,
+    ) {
+        let strings = Strings::nkpi(pool_a.to_vec(), pool_w.to_vec()).with_tables(
+            legacy.map(|c| c.inner.clone()),
+            casefold.map(|c| c.inner.clone()),
+        );
+        lock(py, &self.state).strings = Some(strings);
     }
 
     /// Classic string links resolved up front: parallel lists of link ids, keys, texts and folded texts.
@@ -458,43 +483,32 @@ impl NativeArchive {
             Ok(py.detach(|| Batch::read(&self.container, bytes, &indexes)))
         })?;
         let mut state = lock(py, &self.state);
-        let Some(strings) = state.strings.as_mut() else {
-            return Err(PyValueError::new_err(
-                "set_classic_strings / set_nkpi_strings first",
-            ));
-        };
-        let needed = {
-            let strings: &Strings = strings;
-            py.detach(|| batch.refs_for_caller(strings, numbering, fold))
-        };
-        if !needed.is_empty() {
-            let answer = resolver.call1((u32_bytes(py, &needed),))?;
-            let (texts, text_ends, folded, folded_ends): (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) =
-                answer.extract()?;
-            let text_ends = u64_list(&text_ends)?;
-            let folded_ends = u64_list(&folded_ends)?;
-            let texts = pieces(&texts, &text_ends)?;
-            let folded = pieces(&folded, &folded_ends)?;
-            if texts.len() != needed.len() || folded.len() != needed.len() {
-                return Err(PyValueError::new_err(
-                    "resolver: one text and one folded text per reference",
-                ));
-            }
-            for ((r, t), f) in needed.iter().zip(texts).zip(folded) {
-                strings.resolve(*r, t.to_vec(), f.to_vec());
-            }
-        }
         let options = RenderOptions {
             fold,
             terminator: terminator.to_vec(),
         };
-        let state: &RenderState = &state;
-        let Some(strings) = state.strings.as_ref() else {
-            return Err(PyValueError::new_err("no strings"));
-        };
         let path_of = |i: u32| self.path(i);
-        let (blob, ends, kinds) = py
-            .detach(|| batch.render(strings, numbering, state.links.as_ref(), &options, &path_of));
+        // rendered optimistically: the strings only the caller can decode are asked for when a
+        // script meets one, and that batch is rendered again once they are resolved
+        let mut attempts = 0;
+        let (blob, ends, kinds) = loop {
+            let current: &RenderState = &state;
+            let Some(strings) = current.strings.as_ref() else {
+                return Err(PyValueError::new_err(
+                    "set_classic_strings / set_nkpi_strings first",
+                ));
+            };
+            let links = current.links.as_ref();
+            let out = py.detach(|| batch.render(strings, numbering, links, &options, &path_of));
+            let asked = strings.take_asked();
+            attempts += 1;
+            if asked.is_empty() || attempts > 2 {
+                break out;
+            }
+            if let Some(strings) = state.strings.as_mut() {
+                resolve_by(py, resolver, strings, &asked)?;
+            }
+        };
         let error = match &batch.error {
             Some((k, e)) => Some(error_tuple(py, *k, e)?),
             None => None,
@@ -509,6 +523,29 @@ impl NativeArchive {
             ],
         )
     }
+}
+
+/// Ask `resolver` for the texts of `refs` (uint32) and keep them in `strings`.
+fn resolve_by(
+    py: Python<'_>,
+    resolver: &Bound<'_, PyAny>,
+    strings: &mut Strings,
+    refs: &[u32],
+) -> PyResult<()> {
+    let answer = resolver.call1((u32_bytes(py, refs),))?;
+    let (texts, text_ends, folded, folded_ends): (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) =
+        answer.extract()?;
+    let texts = pieces(&texts, &u64_list(&text_ends)?)?;
+    let folded = pieces(&folded, &u64_list(&folded_ends)?)?;
+    if texts.len() != refs.len() || folded.len() != refs.len() {
+        return Err(PyValueError::new_err(
+            "resolver: one text and one folded text per reference",
+        ));
+    }
+    for ((r, t), f) in refs.iter().zip(texts).zip(folded) {
+        strings.resolve(*r, t.to_vec(), f.to_vec());
+    }
+    Ok(())
 }
 
 impl NativeArchive {

@@ -4,14 +4,16 @@
 //! from the path, in the table), and answers are one buffer plus offsets, or a few plain values.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
+use moddesk_pvf::codec::{CaseFold, Codec};
 use moddesk_pvf::table::{keys_buffer, KeyTable as Table};
 
-use crate::pvf::{u32_bytes, u32_list, u64_bytes, NativeArchive};
+use crate::pvf::{u32_bytes, u32_list, u64_bytes, u64_list, NativeArchive};
 
 #[pyclass(module = "moddesk_native.pvf", name = "KeyTable", frozen)]
 pub struct KeyTable {
@@ -148,6 +150,70 @@ impl KeyTable {
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<KeyTable>()?;
+    module.add_class::<CodecTable>()?;
+    module.add_class::<CaseFoldTable>()?;
     module.add_function(wrap_pyfunction!(key_table, module)?)?;
     Ok(())
+}
+
+/// A code page's decoding table, filled from the reference's codec (`format.native.codec_tables`).
+#[pyclass(module = "moddesk_native.pvf", name = "CodecTable", frozen)]
+pub struct CodecTable {
+    pub(crate) inner: Arc<Codec>,
+}
+
+#[pymethods]
+impl CodecTable {
+    /// 256 single-byte steps with their UTF-8 texts (buffer, uint64 ends), 65,536 pair steps with theirs.
+    #[new]
+    fn new(
+        single: &[u8],
+        single_blob: &[u8],
+        single_ends: &[u8],
+        pair: &[u8],
+        pair_blob: Vec<u8>,
+        pair_ends: &[u8],
+    ) -> PyResult<Self> {
+        let codec = Codec::new(
+            single,
+            single_blob,
+            &u64_list(single_ends)?,
+            pair,
+            pair_blob,
+            &u64_list(pair_ends)?,
+        )
+        .ok_or_else(|| PyValueError::new_err("a codec table of the wrong shape"))?;
+        Ok(CodecTable {
+            inner: Arc::new(codec),
+        })
+    }
+
+    /// `raw.decode(encoding, "surrogateescape")` as UTF-8 (surrogatepass), or None: the caller decodes.
+    fn decode<'py>(&self, py: Python<'py>, raw: &[u8]) -> Option<Bound<'py, PyBytes>> {
+        self.inner.decode(raw).map(|t| PyBytes::new(py, &t))
+    }
+}
+
+/// `str.casefold` of the running Python as a table (`format.native.casefold_table`).
+#[pyclass(module = "moddesk_native.pvf", name = "CaseFoldTable", frozen)]
+pub struct CaseFoldTable {
+    pub(crate) inner: Arc<CaseFold>,
+}
+
+#[pymethods]
+impl CaseFoldTable {
+    /// The code points `str.casefold` changes (uint32) and their folded texts (UTF-8 buffer, uint64 ends).
+    #[new]
+    fn new(points: &[u8], blob: Vec<u8>, ends: &[u8]) -> PyResult<Self> {
+        let fold = CaseFold::new(&u32_list(points)?, blob, &u64_list(ends)?)
+            .ok_or_else(|| PyValueError::new_err("a casefold table of the wrong shape"))?;
+        Ok(CaseFoldTable {
+            inner: Arc::new(fold),
+        })
+    }
+
+    /// The case-folded form of UTF-8 (surrogatepass) text; None when it is not such UTF-8.
+    fn fold<'py>(&self, py: Python<'py>, text: &[u8]) -> Option<Bound<'py, PyBytes>> {
+        self.inner.fold(text).map(|t| PyBytes::new(py, &t))
+    }
 }

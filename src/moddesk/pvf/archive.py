@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import IO, Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 
 from moddesk.kit.files import atomic_writer
 from moddesk.kit.native import native_core
@@ -44,6 +45,7 @@ from moddesk.pvf.format.encodings import (
     encode_text,
     region_encoding,
 )
+from moddesk.pvf.format.entrybatch import EntryBatch, batched, storage_runs
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.kinds import (
     SCRIPT_EXTENSIONS,
@@ -310,6 +312,11 @@ class Archive:
         return info
 
     @property
+    def native(self) -> bool:
+        """Whether the native core reads this archive (decided once, at open)."""
+        return self._native is not None
+
+    @property
     def modified(self) -> bool:
         """Whether there are unsaved changes."""
         return (
@@ -502,10 +509,13 @@ class Archive:
         """``iter_bytes`` as (directory index, bytes): no ``ArchiveEntry`` per entry (µs each at 10^6);
         ``script_flags`` tells the scripts of an NKPI archive."""
         self._check_open()
-        live = self._storage_order()
         if self._native is not None:
-            yield from self._native_stream(live)
+            for batch in self.byte_batches():
+                for i, data in batch.items():
+                    assert data is not None
+                    yield i, data
             return
+        live = self._storage_order()
         if self._nkpi is not None:
             stream: Iterator[tuple[int, bytes]] = self._nkpi_stream(live, self._nkpi.rows["chunk"].tolist())
         else:
@@ -514,54 +524,58 @@ class Archive:
 
     def _storage_order(self) -> list[int]:
         """Live directory indexes in storage order, then the added entries."""
+        order: list[int] = self._storage_order_array().tolist()
+        return order
+
+    def _storage_order_array(self) -> npt.NDArray[np.int64]:
+        """``_storage_order`` as an array (no Python int per entry)."""
         src_count = self._source_count
         # storage order by a stable numpy argsort (no per-entry key tuples: 10^6 entries stay cheap)
         if self._nkpi is not None:
-            chunks_arr = self._nkpi.rows["chunk"]
-            order = np.argsort(chunks_arr, kind="stable")
+            order = np.argsort(self._nkpi.rows["chunk"], kind="stable")
         else:
             assert self._classic is not None
             order = np.argsort(self._classic.offsets, kind="stable")
-        live: list[int] = order.tolist()
-        del order
+        order = order.astype(np.int64, copy=False)
+        added = np.arange(src_count, len(self._paths), dtype=np.int64)
+        if len(added):
+            order = np.concatenate([order, added])
         if self._deleted:
-            live = [i for i in live if i not in self._deleted]
-        live.extend(i for i in range(src_count, len(self._paths)) if i not in self._deleted)
-        return live
+            order = order[~np.isin(order, np.fromiter(self._deleted, dtype=np.int64))]
+        return order
 
-    def _native_runs(self, order: list[int]) -> Iterator[tuple[list[int], int | None]]:
-        """``order`` as runs of stored entries for one native call each, and the others alone
-        (``(run, None)`` or ``([], index)``: an edited or added entry is read by ``_read_index``)."""
-        src_count = self._source_count
-        overlay = self._overlay
-        sizes = self._source_lists()[0]
-        run: list[int] = []
-        size = 0
-        for i in order:
-            if i >= src_count or i in overlay:
-                if run:
-                    yield run, None
-                    run, size = [], 0
-                yield [], i
-                continue
-            run.append(i)
-            size += sizes[i]
-            if len(run) >= native_fmt.BATCH_FILES or size >= native_fmt.BATCH_BYTES:
-                yield run, None
-                run, size = [], 0
-        if run:
-            yield run, None
+    def _native_runs(self) -> Iterator[tuple[npt.NDArray[np.uint32], bool]]:
+        """The live entries in storage order as runs of stored entries for one native call each,
+        and the others alone (``(run, True)``: an edited or added entry is read by ``_read_index``)."""
+        order = self._storage_order_array()
+        alone = order >= self._source_count
+        if self._overlay:
+            alone |= np.isin(order, np.fromiter(self._overlay, dtype=np.int64))
+        sizes = self._classic.sizes if self._classic is not None else self._nkpi_sizes()
+        return storage_runs(order, alone, sizes, native_fmt.BATCH_FILES, native_fmt.BATCH_BYTES)
 
-    def _native_stream(self, order: list[int]) -> Iterator[tuple[int, bytes]]:
-        """``iter_indexed_bytes`` through the native core: a batch of entries per call, both cores."""
+    def _nkpi_sizes(self) -> npt.NDArray[np.int64]:
+        assert self._nkpi is not None
+        return self._nkpi.rows["size"].astype(np.int64)
+
+    def byte_batches(self) -> Iterator[EntryBatch]:
+        """Every entry's bytes in storage order (as ``iter_indexed_bytes``), a batch at a time in one
+        buffer each: no ``bytes`` per entry with the native core."""
+        self._check_open()
+        if self._native is None:
+            yield from batched(self.iter_indexed_bytes(), native_fmt.BATCH_FILES)
+            return
         assert self._src is not None or not self._source_count
-        for run, single in self._native_runs(order):
-            if single is not None:
-                yield single, self._read_index(single)
+        for run, alone in self._native_runs():
+            if alone:
+                i = int(run[0])
+                yield EntryBatch.of([i], [self._read_index(i)])
                 continue
             assert self._src is not None
-            blob, ends, error = self._native.read_many(self._src.buffer(), native_fmt.index_bytes(run))
-            yield from zip(run, native_fmt.split(blob, ends), strict=False)
+            blob, ends, error = self._native.read_many(self._src.buffer(), run.tobytes())
+            batch = EntryBatch.native(run, blob, ends)
+            if len(batch):
+                yield batch
             native_fmt.raise_batch_error(error)
 
     def script_flags(self) -> list[bool] | None:
@@ -728,29 +742,59 @@ class Archive:
                 chunk[row] = (chunk[row][0], data)
             yield from chunk
 
+    def rendered_batches(self, *, fold: bool = False, terminator: str = "") -> Iterator[EntryBatch]:
+        """``iter_rendered`` a batch at a time in one buffer each (texts as UTF-8, folded with
+        ``fold``, each followed by ``terminator``; no result where ``render`` raises): with the native
+        core, scripts are read, rendered and folded natively and no Python object is made per entry."""
+        if self._native is None:
+            pairs = (
+                (entry.index, text) for entry, text in self.iter_rendered(fold=fold, terminator=terminator)
+            )
+            yield from batched(pairs, native_fmt.BATCH_FILES)
+            return
+        yield from self._native_rendered_batches(fold, terminator)
+
     def _native_rendered(self, fold: bool, terminator: str) -> Iterator[tuple[ArchiveEntry, bytes | None]]:
-        """``iter_rendered`` through the native core: scripts read and rendered natively a batch at a
-        time on both cores; other entries (texts, binaries, edits) rendered here as the reference does."""
+        """``iter_rendered`` through the native core (an ``ArchiveEntry`` per entry: for callers that ask)."""
+        for batch in self._native_rendered_batches(fold, terminator):
+            for i, text in batch.items():
+                yield self._entry(i), text
+
+    def _native_rendered_batches(self, fold: bool, terminator: str) -> Iterator[EntryBatch]:
+        """Scripts read and rendered natively a batch at a time on both cores, their strings decoded
+        and folded natively (``format.native`` tables); other entries (texts, binaries, edits)
+        rendered here as the reference does."""
         self._check_open()
         tail = terminator.encode("utf-8", "surrogatepass")
         strings = self.strings
         assert isinstance(strings, (StringTable, StringPools))
-        native_fmt.set_strings(self._native, strings)
+        native_fmt.set_strings(self._native, strings, legacy=self.format == NKPI_PROTECTED)
         if self.family is Family.CLASSIC:
             native_fmt.set_links(self._native, self._link_tables())
         resolver = native_fmt.StringResolver(strings)
-        for run, single in self._native_runs(self._storage_order()):
-            if single is not None:
-                entry = self._entry(single)
-                yield entry, self._rendered_one(entry, self._read_index(single), fold, tail)
+        for run, alone in self._native_runs():
+            if alone:
+                i = int(run[0])
+                yield EntryBatch.of(
+                    [i], [self._rendered_one(self._entry(i), self._read_index(i), fold, tail)]
+                )
                 continue
             assert self._src is not None
             blob, ends, kinds, error = self._native.render_many(
-                self._src.buffer(), native_fmt.index_bytes(run), fold, tail, resolver
+                self._src.buffer(), run.tobytes(), fold, tail, resolver
             )
-            for i, data, kind in zip(run, native_fmt.split(blob, ends), kinds, strict=False):
-                entry = self._entry(i)
-                yield entry, data if kind == 0 else self._rendered_one(entry, data, fold, tail)
+            batch = EntryBatch.native(run, blob, ends)
+            raw = np.frombuffer(kinds, dtype=np.uint8)
+            if raw.any():  # texts and binaries came back as their bytes: rendered as the reference does
+                batch = EntryBatch.of(
+                    batch.indexes.tolist(),
+                    [
+                        data if not kind else self._rendered_one(self._entry(i), data or b"", fold, tail)
+                        for (i, data), kind in zip(batch.items(), raw.tolist(), strict=True)
+                    ],
+                )
+            if len(batch):
+                yield batch
             native_fmt.raise_batch_error(error)
 
     def _rendered_one(self, entry: ArchiveEntry, data: bytes, fold: bool, tail: bytes) -> bytes | None:

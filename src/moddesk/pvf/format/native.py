@@ -13,7 +13,9 @@ differential tests (tests/pvf/format/test_native_core.py) compare both cores ent
 
 from __future__ import annotations
 
+import functools
 import importlib
+import sys
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -281,12 +283,92 @@ def key_table(handle: Any, rows: bytes, keys: list[bytes], given_are_names: bool
     return module.pvf.key_table(handle, rows, keys, given_are_names)
 
 
-def set_strings(handle: Any, strings: StringTable | StringPools) -> None:
-    """Give the native renderer the archive's current strings."""
+def set_strings(handle: Any, strings: StringTable | StringPools, *, legacy: bool = False) -> None:
+    """Give the native renderer the archive's current strings, with the tables that let it decode
+    and fold them as the reference does (``legacy``: GB18030 bytes may stand in the UTF-8 pool)."""
+    casefold = casefold_table()
     if isinstance(strings, StringPools):
-        handle.set_nkpi_strings(bytes(strings.pool_a), bytes(strings.pool_w))
+        codec = codec_table(LEGACY_POOL_ENCODING) if legacy else None
+        handle.set_nkpi_strings(bytes(strings.pool_a), bytes(strings.pool_w), codec, casefold)
     else:
-        handle.set_classic_strings(strings.to_bytes())
+        codec = codec_table(strings.encoding) if strings.encoding in TABLE_ENCODINGS else None
+        handle.set_classic_strings(strings.to_bytes(), codec, casefold)
+
+
+#: Code pages whose decoder decides from at most two bytes at a time (GB18030's four-byte form
+#: is left to the caller): a table of every byte and pair decodes them exactly as Python does.
+TABLE_ENCODINGS = frozenset({"cp950", "cp949", "cp932", "gb18030"})
+#: The code page of legacy strings in a 90CN UTF-8 pool (``StringPools.string_at``).
+LEGACY_POOL_ENCODING = "gb18030"
+
+_STEP_TEXT, _STEP_LEAD, _STEP_INVALID1, _STEP_INVALID2, _STEP_CALLER = range(5)
+
+
+def _native_pvf() -> Any:
+    return importlib.import_module("moddesk_native").pvf
+
+
+def _probe(raw: bytes, encoding: str) -> tuple[int, str]:
+    """What Python's codec does first with ``raw`` (one byte, or a lead byte and a trail byte)."""
+    try:
+        return _STEP_TEXT, raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        if exc.start != 0:
+            return _STEP_CALLER, ""
+        if exc.reason == "incomplete multibyte sequence":
+            return (_STEP_LEAD if len(raw) == 1 else _STEP_CALLER), ""
+        width = exc.end - exc.start
+        return (_STEP_INVALID1 if width == 1 else _STEP_INVALID2 if width == 2 else _STEP_CALLER), ""
+
+
+@functools.cache
+def codec_table(encoding: str) -> Any:
+    """``moddesk_native.pvf.CodecTable`` of ``encoding``: every byte and lead/trail pair as
+    Python's own codec decodes it (about 33,000 probes, once per process)."""
+    single = bytearray(256)
+    single_texts: list[bytes] = []
+    pair = bytearray([_STEP_CALLER]) * (1 << 16)
+    pair_texts = [b""] * (1 << 16)
+    for b in range(256):
+        step, text = _probe(bytes([b]), encoding)
+        single[b] = step
+        single_texts.append(text.encode("utf-8", "surrogatepass"))
+        if step != _STEP_LEAD:
+            continue
+        for t in range(256):
+            step, text = _probe(bytes([b, t]), encoding)
+            pair[b << 8 | t] = step
+            pair_texts[b << 8 | t] = text.encode("utf-8", "surrogatepass")
+    return _native_pvf().CodecTable(
+        bytes(single),
+        b"".join(single_texts),
+        _ends(single_texts),
+        bytes(pair),
+        b"".join(pair_texts),
+        _ends(pair_texts),
+    )
+
+
+@functools.cache
+def casefold_table() -> Any:
+    """``moddesk_native.pvf.CaseFoldTable``: every character ``str.casefold`` changes in this
+    Python (its Unicode version), with its folded text (about 1,500; once per process)."""
+    points: list[int] = []
+    folded: list[bytes] = []
+    for base in range(0, sys.maxunicode + 1, 256):
+        if 0xD800 <= base < 0xE000:
+            continue  # surrogates fold to themselves
+        block = "".join(map(chr, range(base, base + 256)))
+        if block.casefold() == block:
+            continue
+        for c in range(base, base + 256):
+            f = chr(c).casefold()
+            if f != chr(c):
+                points.append(c)
+                folded.append(f.encode("utf-8", "surrogatepass"))
+    return _native_pvf().CaseFoldTable(
+        np.asarray(points, dtype="<u4").tobytes(), b"".join(folded), _ends(folded)
+    )
 
 
 def set_links(handle: Any, tables: dict[int, dict[str, str]]) -> None:

@@ -305,6 +305,9 @@ class Workspace:
         index key is ``searchindex.normalize_path`` of the lookup key: the entry's own path when
         every name was proven normal at open.
         """
+        if self.archive.native:
+            yield from self._native_base_folded()
+            return
         rendered = self.archive.iter_rendered(fold=True, terminator="\x00", workers=workers)
         while True:
             with self.lock:  # the archive is not thread-safe; readers interleave per chunk
@@ -316,6 +319,18 @@ class Workspace:
             else:
                 keys = [index_key(normalize_path(entry.path)) for entry, _ in chunk]
             yield keys, [data for _, data in chunk]
+
+    def _native_base_folded(self) -> Iterator[tuple[list[str], list[bytes | None]]]:
+        """``base_folded`` from the native core's batches (no ``ArchiveEntry`` per entry)."""
+        batches = self.archive.rendered_batches(fold=True, terminator="\x00")
+        while True:
+            with self.lock:  # the archive is not thread-safe; readers interleave per batch
+                batch = next(batches, None)
+            if batch is None:
+                return
+            names = [self.archive.name_at(i) for i in batch.indexes.tolist()]
+            keys = names if self._names_are_keys else [index_key(normalize_path(n)) for n in names]
+            yield keys, [data for _, data in batch.items()]
 
     def current_text_or_none(self, path: str) -> str | None:
         """Current text of an entry (None when binary or absent)."""

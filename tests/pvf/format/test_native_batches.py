@@ -1,0 +1,193 @@
+"""The native core's batch passes and its string tables against the Python reference.
+
+``Archive.rendered_batches`` / ``byte_batches`` hand over many entries in one buffer; they must
+hold exactly what ``iter_rendered`` / ``iter_indexed_bytes`` give, entry for entry, on both cores.
+The native renderer decodes classic string tables (CP950, CP949, CP932, GB18030) and folds text
+itself, from tables the reference's codecs fill: every string, undecodable bytes included, must
+come out as Python's ``decode(..., "surrogateescape")`` and ``str.casefold`` make it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from moddesk.pvf.archive import Archive
+from moddesk.pvf.format import native as native_fmt
+from moddesk.pvf.format.strings import StringPools, StringTable
+from moddesk.pvf.format.tokens import Family, TokenStream, encode_tokens, make_tokens
+from moddesk.pvf.samples.generate import generate_archive
+
+pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
+
+CORES = ("python", "native")
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@contextmanager
+def _core(name: str) -> Iterator[None]:
+    saved = os.environ.get("MODDESK_CORE")
+    os.environ["MODDESK_CORE"] = name
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("MODDESK_CORE", None)
+        else:
+            os.environ["MODDESK_CORE"] = saved
+
+
+def _passes(archive: Archive) -> dict[str, Any]:
+    """The batch passes as (index, result) pairs, beside the per-entry passes they stand for."""
+    out: dict[str, Any] = {}
+    for fold, terminator in ((False, ""), (True, "\0")):
+        batches = list(archive.rendered_batches(fold=fold, terminator=terminator))
+        assert all(len(b) and len(b.ends) == len(b) + 1 for b in batches)
+        out[f"batches{fold}"] = [pair for b in batches for pair in b.items()]
+        out[f"entries{fold}"] = [
+            (e.index, t) for e, t in archive.iter_rendered(fold=fold, terminator=terminator)
+        ]
+    out["bytes"] = [pair for b in archive.byte_batches() for pair in b.items()]
+    out["indexed"] = list(archive.iter_indexed_bytes())
+    return out
+
+
+def _assert_alike(target: Path, edit: bool = False, region: str | None = None) -> dict[str, Any]:
+    got = {}
+    for core in CORES:
+        with _core(core), Archive.open(target, region=region) as archive:
+            assert archive.native == (core == "native")
+            if edit:
+                names = archive.namelist()
+                archive.write_text(names[3], archive.read_text(names[3]).replace("[", "[y", 1))
+                archive.delete(names[4])
+                archive.write_text("added/new.equ", "#PVF_File\n\n[name]\n\t`新`\n")
+            got[core] = _passes(archive)
+    python, native = got["python"], got["native"]
+    for key in python:
+        assert python[key] == native[key], key
+    for fold in (False, True):
+        assert python[f"batches{fold}"] == python[f"entries{fold}"]
+    assert python["bytes"] == python["indexed"]
+    return python
+
+
+@pytest.mark.parametrize("fmt", ["classic", "90US", "90CN"])
+def test_batches_hold_what_the_entry_passes_give(tmp_path: Path, fmt: str) -> None:
+    target = tmp_path / f"{fmt}.pvf"
+    generate_archive(target, fmt=fmt, files=700, seed=11)
+    seen = _assert_alike(target)
+    assert len(seen["batchesTrue"]) >= 700
+    seen = _assert_alike(target, edit=True)  # edits and additions come alone, in storage order
+    assert any(i >= 700 for i, _ in seen["batchesFalse"])
+
+
+#: Strings of each region, with bytes its code page cannot decode (kept as surrogate escapes).
+REGION_STRINGS = {
+    "tw": ["繁體中文", "ＡＢＣ全形", "[裝備]", "[/裝備]", "ΣΑΣ σ Ａ"],
+    "kr": ["한국어 문자열", "[장비]", "[/장비]", "ΣΑΣ Ａ 大 Ⅰ"],
+    "jp": ["日本語のテキスト", "ｶﾀｶﾅ", "[装備]", "[/装備]", "Ⅰ ＡＢ Ω ΣΑΣ"],
+    "cn": ["简体中文字符串", "[装备]", "[/装备]", "€ 𠀀 ÀΣ"],
+}
+UNDECODABLE = [b"\x81", b"ab\xff", b"\x80\x80x", b"\xfe\xfe\xfe", b"\x81\x30\x81\x30", b"\xa4", b"\xc8\x7f"]
+
+
+def _classic_strings_archive(region: str, target: Path) -> None:
+    with _core("python"):
+        archive = Archive.new("classic", region=region)
+        encoding = archive.encoding
+        raws = [s.encode(encoding) for s in REGION_STRINGS[region]] + UNDECODABLE
+        raws = [r for r in raws if _decodable_escaped(r, encoding)]
+        archive.write_bytes("stringtable.bin", StringTable(raws, encoding).to_bytes())
+        for k in range(len(raws)):
+            units = [(5, k), (2, k), (7, k), (6, k), (5, (k + 1) % len(raws)), (10, k)]
+            data = encode_tokens(TokenStream(Family.CLASSIC, make_tokens(units)))
+            archive.write_bytes(f"s/{k}.equ", data)
+        archive.save_as(target)
+
+
+def _decodable_escaped(raw: bytes, encoding: str) -> bool:
+    """Whether the reference reads the string at all (``surrogateescape`` refuses ASCII bytes in an error)."""
+    try:
+        raw.decode(encoding, "surrogateescape")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("region", sorted(REGION_STRINGS))
+def test_classic_string_tables_of_every_region_render_alike(
+    tmp_path: Path, region: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / f"{region}.pvf"
+    _classic_strings_archive(region, target)
+    asked: list[bytes] = []
+    resolve = native_fmt.StringResolver.__call__
+
+    def counting(self: native_fmt.StringResolver, refs_raw: bytes) -> tuple[bytes, bytes, bytes, bytes]:
+        asked.append(refs_raw)
+        return resolve(self, refs_raw)
+
+    monkeypatch.setattr(native_fmt.StringResolver, "__call__", counting)
+    seen = _assert_alike(target, region=region)
+    # the native tables decoded and folded every string but GB18030's four-byte forms
+    assert sum(len(r) // 4 for r in asked) == (0 if region != "cn" else 2 * 4)  # 2 strings, 4 passes
+    texts = b"".join(t for _, t in seen["batchesFalse"] if t)
+    assert REGION_STRINGS[region][0].encode() in texts
+    assert "\udc81".encode("utf-8", "surrogatepass") in texts  # an undecodable byte, escaped
+
+
+@pytest.mark.parametrize("encoding", sorted(native_fmt.TABLE_ENCODINGS))
+@FUZZ
+@given(
+    st.lists(
+        st.one_of(st.integers(0x80, 0xFF), st.integers(0x20, 0x7F), st.integers(0, 0xFF)), max_size=12
+    ).map(bytes)
+)
+def test_codec_tables_decode_as_python(encoding: str, raw: bytes) -> None:
+    """Property: the native decode is Python's, or None (the caller decodes), never another text."""
+    got = native_fmt.codec_table(encoding).decode(raw)
+    try:
+        want = raw.decode(encoding, "surrogateescape").encode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        assert got is None
+        return
+    if got is None:  # only GB18030's four-byte form is left to the caller
+        assert encoding == "gb18030" and any(0x30 <= b <= 0x39 for b in raw)
+    else:
+        assert got == want
+
+
+def test_casefold_table_folds_every_character_as_python() -> None:
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    assert native_fmt.casefold_table().fold(text.encode()) == text.casefold().encode()
+    assert native_fmt.casefold_table().fold("\udcff A".encode("utf-8", "surrogatepass")) == "\udcff a".encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def test_nkpi_pools_with_gb18030_bytes_render_alike(tmp_path: Path) -> None:
+    """90CN: legacy GB18030 strings in the UTF-8 pool, decoded natively or by the caller alike."""
+    target = tmp_path / "legacy.pvf"
+    with _core("python"):
+        archive = Archive.new("90CN")
+        pools = archive.strings
+        assert isinstance(pools, StringPools)
+        refs = [pools.intern(s) for s in ("Ascii", "ΣΑΣ 中文", "[a]", "[/a]")]
+        for raw in ("装备名字".encode("gb18030"), b"\x81\x30\x81\x30x", b"\xff\xfe"):
+            refs.append(len(pools.pool_a) << 1)
+            pools.pool_a += raw + b"\0"
+        for k, ref in enumerate(refs):
+            units = [(3, refs[2]), (5, ref), (7, ref), (3, refs[3])]
+            data = encode_tokens(TokenStream(Family.NKPI, make_tokens(units)))
+            archive.write_bytes(f"d/{k}.equ", data, data_type=1)
+        archive.save_as(target)
+    seen = _assert_alike(target)
+    assert "装备名字".encode() in b"".join(t for _, t in seen["batchesFalse"] if t)
