@@ -1,4 +1,4 @@
-"""The native document scanner (``moddesk_native.pvf.scan_document``) against the reference.
+"""The native document scanner (``moddesk_native.pvf.build_document``) against the reference.
 
 ``build_document`` under ``MODDESK_CORE=native`` and ``python`` must build the same document —
 every field of every section, line and value, the warnings, head and tail (``structure``) and its
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from moddesk.pvf.archive import Archive
-from moddesk.pvf.docparse import build_document
+from moddesk.pvf.docparse import _CLASSES, build_document
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.samples.equality import structure
@@ -57,7 +57,9 @@ def _assert_same(texts: list[str]) -> int:
     for family in Family:
         for text in texts:
             assert _parse(text, family, "native") == _parse(text, family, "python"), (text[:300], family)
-            native_read += moddesk_native.pvf.scan_document(text, family is Family.CLASSIC) is not None
+            native_read += (
+                moddesk_native.pvf.build_document(text, family is Family.CLASSIC, _CLASSES) is not None
+            )
     return native_read
 
 

@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use crate::compile::{escape_numbering, Lexeme, Lexer, Numbering, Payload, TextError, Token};
 
 /// What a value row holds (the `Value.kind` it becomes, its Python value).
@@ -230,6 +232,27 @@ mod tests {
     }
 
     #[test]
+    fn assembly_nests_blocks_and_warns() {
+        let s = scan("[a]\n[b]\n1\n[/a]\n[c]\n[/b]\n[/x]\n[d]\n[/d]\n[d]", true).unwrap();
+        let tree = assemble(&s.rows);
+        let names: Vec<&str> = tree.sections.iter().map(|x| x.name).collect();
+        assert_eq!(names, vec!["a", "b", "c", "d", "d"]);
+        assert_eq!(tree.sections[1].parent, Some(0));
+        assert_eq!(tree.sections[4].occurrence, 1);
+        let codes: Vec<&str> = tree.warnings.iter().map(|w| w.code).collect();
+        assert_eq!(
+            codes,
+            vec![
+                "mismatched-close",
+                "orphan-close",
+                "orphan-close",
+                "missing-close"
+            ]
+        );
+        assert_eq!(tree.warnings[0].section, "a/b");
+    }
+
+    #[test]
     fn escapes_take_the_numbering_kind() {
         let s = scan("{5=`(DOWN)`} {7=`,`}", false).unwrap();
         assert!(matches!(
@@ -241,5 +264,240 @@ mod tests {
             s.rows[0].value,
             Some(ScanValue::Escape("escape", 6, false, _))
         ));
+    }
+}
+
+// ------------------------------------------------------------------------------------ assembly
+
+/// A body item: a value line (rows `first..end` of the scan) or a section (its index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item {
+    Line(usize, usize),
+    Section(usize),
+}
+
+/// A section of the assembled document (`document.Section`'s fields; `body` in source order).
+#[derive(Debug, Clone)]
+pub struct SectionInfo<'a> {
+    pub name: &'a str,
+    pub parent: Option<usize>,
+    pub occurrence: u32,
+    pub has_end_tag: bool,
+    pub body: Vec<Item>,
+    pub line: u32,
+    pub col: u32,
+    pub start: usize,
+    pub end: usize,
+    pub before: &'a str,
+    pub end_before: Option<&'a str>,
+}
+
+/// A parse warning (`document.ParseWarning`): code, message, line, column, section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub code: &'static str,
+    pub message: String,
+    pub line: u32,
+    pub col: u32,
+    pub section: String,
+}
+
+/// The assembled document: top-level body, every section (parents before children), warnings.
+#[derive(Debug, Clone, Default)]
+pub struct Tree<'a> {
+    pub body: Vec<Item>,
+    pub sections: Vec<SectionInfo<'a>>,
+    pub warnings: Vec<Warning>,
+}
+
+impl Tree<'_> {
+    /// Section names from the top level down, joined by `/` (`Section.path`).
+    pub fn path(&self, mut k: usize) -> String {
+        let mut names = vec![self.sections[k].name];
+        while let Some(p) = self.sections[k].parent {
+            names.push(self.sections[p].name);
+            k = p;
+        }
+        names.reverse();
+        names.join("/")
+    }
+
+    fn body_mut(&mut self, container: Option<usize>) -> &mut Vec<Item> {
+        match container {
+            Some(k) => &mut self.sections[k].body,
+            None => &mut self.body,
+        }
+    }
+}
+
+/// Tags and value lines in source order (`docparse`'s events).
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    Tag(usize),
+    Line(usize, usize),
+}
+
+fn events(rows: &[Row<'_>]) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        match row.kind {
+            RowKind::Open | RowKind::Close => out.push(Event::Tag(i)),
+            RowKind::NewLine => out.push(Event::Line(i, i + 1)),
+            RowKind::SameLine => {
+                if let Some(Event::Line(_, end)) = out.last_mut() {
+                    *end = i + 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn open_name(tag: &str) -> &str {
+    &tag[1..tag.len() - 1]
+}
+
+fn close_name(tag: &str) -> &str {
+    &tag[2..tag.len() - 1]
+}
+
+/// Which opening tags have a matching close, and every name closed somewhere (`_pairing`).
+fn pairing<'a>(rows: &[Row<'a>], events: &[Event]) -> (Vec<bool>, FxHashSet<&'a str>) {
+    let mut paired = vec![false; events.len()];
+    let mut closed: FxHashSet<&str> = FxHashSet::default();
+    let mut stack: Vec<(&str, usize)> = Vec::new();
+    for (idx, event) in events.iter().enumerate() {
+        let Event::Tag(r) = *event else { continue };
+        let row = &rows[r];
+        if row.kind == RowKind::Close {
+            let name = close_name(row.source);
+            closed.insert(name);
+            if let Some(pos) = stack.iter().rposition(|(n, _)| *n == name) {
+                paired[stack[pos].1] = true;
+                stack.truncate(pos);
+            }
+        } else {
+            stack.push((open_name(row.source), idx));
+        }
+    }
+    (paired, closed)
+}
+
+/// Nest sections and place value lines (`docparse._assemble`): a section whose name is closed
+/// later is a block; the warnings are the reference's, in its order.
+pub fn assemble<'a>(rows: &[Row<'a>]) -> Tree<'a> {
+    let events = events(rows);
+    let (paired, closed) = pairing(rows, &events);
+    let mut tree = Tree::default();
+    let mut containers: Vec<usize> = Vec::new();
+    let mut open_stack: Vec<usize> = Vec::new();
+    let mut counts: FxHashMap<(Option<usize>, &str), u32> = FxHashMap::default();
+    let mut target: Option<usize> = None;
+    for (idx, event) in events.iter().enumerate() {
+        let r = match *event {
+            Event::Line(first, end) => {
+                tree.body_mut(target).push(Item::Line(first, end));
+                if let Some(&top) = open_stack.last() {
+                    tree.sections[top].end = rows[end - 1].end;
+                }
+                continue;
+            }
+            Event::Tag(r) => r,
+        };
+        let row = &rows[r];
+        if row.kind == RowKind::Close {
+            close(&mut tree, row, &mut containers, &mut open_stack, &closed);
+            target = containers.last().copied();
+            continue;
+        }
+        let name = open_name(row.source);
+        let parent = containers.last().copied();
+        let seen = counts.entry((parent, name)).or_insert(0);
+        let occurrence = *seen;
+        *seen += 1;
+        let k = tree.sections.len();
+        tree.sections.push(SectionInfo {
+            name,
+            parent,
+            occurrence,
+            has_end_tag: false,
+            body: Vec::new(),
+            line: row.line,
+            col: row.col,
+            start: row.start,
+            end: row.end,
+            before: row.gap,
+            end_before: None,
+        });
+        tree.body_mut(parent).push(Item::Section(k));
+        open_stack.push(k);
+        if paired[idx] {
+            containers.push(k);
+        }
+        target = Some(k);
+    }
+    for &k in &open_stack {
+        let sec = &tree.sections[k];
+        if closed.contains(&sec.name) && !sec.has_end_tag {
+            let warning = Warning {
+                code: "missing-close",
+                message: format!("[{}] is never closed", sec.name),
+                line: sec.line,
+                col: sec.col,
+                section: tree.path(k),
+            };
+            tree.warnings.push(warning);
+        }
+    }
+    tree
+}
+
+/// A `[/name]` tag: close the innermost open block of that name, with the warnings it causes.
+fn close<'a>(
+    tree: &mut Tree<'a>,
+    row: &Row<'a>,
+    containers: &mut Vec<usize>,
+    open_stack: &mut Vec<usize>,
+    closed: &FxHashSet<&str>,
+) {
+    let tag = row.source;
+    let name = close_name(tag);
+    match containers
+        .iter()
+        .rposition(|&k| tree.sections[k].name == name)
+    {
+        None => tree.warnings.push(Warning {
+            code: "orphan-close",
+            message: format!("{tag} closes nothing"),
+            line: row.line,
+            col: row.col,
+            section: name.to_owned(),
+        }),
+        Some(hit) => {
+            let closing = &mut tree.sections[containers[hit]];
+            closing.has_end_tag = true;
+            closing.end = row.end;
+            closing.end_before = Some(row.gap);
+            containers.truncate(hit);
+        }
+    }
+    if let Some(k) = open_stack
+        .iter()
+        .rposition(|&s| tree.sections[s].name == name)
+    {
+        for &inner in &open_stack[k + 1..] {
+            let sec = &tree.sections[inner];
+            if closed.contains(&sec.name) && !sec.has_end_tag {
+                let warning = Warning {
+                    code: "mismatched-close",
+                    message: format!("{tag} closes [{name}] while [{}] is still open", sec.name),
+                    line: row.line,
+                    col: row.col,
+                    section: tree.path(inner),
+                };
+                tree.warnings.push(warning);
+            }
+        }
+        open_stack.truncate(k);
     }
 }

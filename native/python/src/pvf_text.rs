@@ -1,16 +1,18 @@
 //! `moddesk_native.pvf.compile_text` / `compile_texts`: `#PVF_File` text → script bytes (see
 //! `moddesk.pvf.format.text.compile_script_bytes` for the Python side, which interns the strings
-//! into the archive's string table or pools and asks for the final bytes).
+//! into the archive's string table or pools and asks for the final bytes); `build_document`:
+//! text → the `moddesk.pvf.document.Document` model (`moddesk.pvf.docparse.build_document`).
 //!
 //! A text the native lexer cannot read exactly as the reference does (lone surrogates, non-ASCII
 //! numerals) gives None: the caller compiles it with the reference.
 
 use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 
 use moddesk_pvf::compile::{self, Batch, Compiled, TextError};
-use moddesk_pvf::scan::{self, EscapePayload, RowKind, ScanValue};
+use moddesk_pvf::scan::{self, EscapePayload, ScanValue};
 
 fn error_tuple<'py>(py: Python<'py>, e: &TextError) -> PyResult<Bound<'py, PyTuple>> {
     PyTuple::new(
@@ -214,59 +216,148 @@ fn scan_value<'py>(py: Python<'py>, value: &ScanValue<'_>) -> PyResult<ValuePart
 
 type ValueParts<'py> = (&'static str, Bound<'py, PyAny>, Option<u32>, bool);
 
-/// The document rows of `text` (see `moddesk_pvf::scan`), or None when only the reference
-/// reads it exactly or it does not lex (the reference then raises lex's error):
-/// (rows, first token's start or None, last token's end). A tag row is (0 open / 1 close, tag,
-/// start, end, line, col, gap); a value row (2 new line / 3 same line, kind, value, type, raw,
-/// source, gap, line, col, start, end).
+fn kind_name<'py>(py: Python<'py>, kind: &str) -> Bound<'py, PyString> {
+    match kind {
+        "integer" => intern!(py, "integer").clone(),
+        "float" => intern!(py, "float").clone(),
+        "string" => intern!(py, "string").clone(),
+        "link" => intern!(py, "link").clone(),
+        "command" => intern!(py, "command").clone(),
+        "separator" => intern!(py, "separator").clone(),
+        "intex" => intern!(py, "intex").clone(),
+        _ => intern!(py, "escape").clone(),
+    }
+}
+
+/// The value line of rows `first..end` (a `ValueLine` of `Value`s; the first keeps no lead).
+fn value_line<'py>(
+    py: Python<'py>,
+    classes: &DocumentClasses<'py>,
+    rows: &[scan::Row<'_>],
+    first: usize,
+    end: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let values = PyList::empty(py);
+    for (k, row) in rows[first..end].iter().enumerate() {
+        let Some(value) = &row.value else { continue };
+        let (name, value, number, raw) = scan_value(py, value)?;
+        let lead = if k == 0 { None } else { Some(row.gap) };
+        let args = (
+            kind_name(py, name),
+            value,
+            number,
+            raw,
+            row.source,
+            lead,
+            row.line,
+            row.col,
+            row.start,
+            row.end,
+        );
+        values.append(classes.value.call1(args)?)?;
+    }
+    let line = classes.line.call1((values,))?;
+    line.setattr(intern!(py, "before"), rows[first].gap)?;
+    Ok(line)
+}
+
+/// `moddesk.pvf.document`'s classes, given by the caller: (Document, Section, Value, ValueLine,
+/// ParseWarning).
+struct DocumentClasses<'py> {
+    document: Bound<'py, PyAny>,
+    section: Bound<'py, PyAny>,
+    value: Bound<'py, PyAny>,
+    line: Bound<'py, PyAny>,
+    warning: Bound<'py, PyAny>,
+}
+
+type ClassTuple<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+);
+
+/// The whole `Document` of `text` (`docparse.build_document`'s model, head and tail left to the
+/// caller), or None when only the reference reads it exactly or it does not lex (the reference
+/// then raises lex's error): (document, first token's start or None, last token's end).
 #[pyfunction]
-fn scan_document<'py>(
+fn build_document<'py>(
     py: Python<'py>,
     text: &Bound<'py, PyString>,
     classic: bool,
+    classes: ClassTuple<'py>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let classes = DocumentClasses {
+        document: classes.0,
+        section: classes.1,
+        value: classes.2,
+        line: classes.3,
+        warning: classes.4,
+    };
     let Some(s) = readable(text) else {
         return Ok(None);
     };
     let Ok(scanned) = scan::scan(s, classic) else {
         return Ok(None);
     };
-    let rows = PyList::empty(py);
-    for row in &scanned.rows {
-        let item = match (&row.value, row.kind) {
-            (None, kind) => (
-                (kind == RowKind::Close) as u8,
-                row.source,
-                row.start,
-                row.end,
-                row.line,
-                row.col,
-                row.gap,
-            )
-                .into_pyobject(py)?
-                .into_any(),
-            (Some(value), kind) => {
-                let (name, value, number, raw) = scan_value(py, value)?;
-                (
-                    if kind == RowKind::NewLine { 2u8 } else { 3u8 },
-                    name,
-                    value,
-                    number,
-                    raw,
-                    row.source,
-                    row.gap,
-                    row.line,
-                    row.col,
-                    row.start,
-                    row.end,
-                )
-                    .into_pyobject(py)?
-                    .into_any()
-            }
-        };
-        rows.append(item)?;
+    let tree = scan::assemble(&scanned.rows);
+    let rows = &scanned.rows;
+    // sections first (parents come before children), their bodies filled afterwards
+    let mut sections: Vec<Bound<'py, PyAny>> = Vec::with_capacity(tree.sections.len());
+    let mut bodies: Vec<Bound<'py, PyList>> = Vec::with_capacity(tree.sections.len());
+    for sec in &tree.sections {
+        let body = PyList::empty(py);
+        let parent = sec.parent.map(|p| sections[p].clone());
+        let obj = classes.section.call1((
+            sec.name,
+            parent,
+            sec.occurrence,
+            sec.has_end_tag,
+            body.clone(),
+            sec.line,
+            sec.col,
+            sec.start,
+            sec.end,
+            sec.before,
+        ))?;
+        if let Some(end_before) = sec.end_before {
+            obj.setattr(intern!(py, "end_before"), end_before)?;
+        }
+        sections.push(obj);
+        bodies.push(body);
     }
-    Ok(Some((rows, scanned.first, scanned.last).into_pyobject(py)?))
+    let fill = |list: &Bound<'py, PyList>, items: &[scan::Item]| -> PyResult<()> {
+        for item in items {
+            match *item {
+                scan::Item::Section(k) => list.append(&sections[k])?,
+                scan::Item::Line(first, end) => {
+                    list.append(value_line(py, &classes, rows, first, end)?)?
+                }
+            }
+        }
+        Ok(())
+    };
+    for (sec, body) in tree.sections.iter().zip(&bodies) {
+        fill(body, &sec.body)?;
+    }
+    let body = PyList::empty(py);
+    fill(&body, &tree.body)?;
+    let warnings = PyList::empty(py);
+    for w in &tree.warnings {
+        warnings.append(classes.warning.call1((
+            w.code,
+            w.message.as_str(),
+            w.line,
+            w.col,
+            w.section.as_str(),
+        ))?)?;
+    }
+    let doc = classes.document.call0()?;
+    doc.setattr(intern!(py, "body"), body)?;
+    doc.setattr(intern!(py, "warnings"), warnings)?;
+    Ok(Some((doc, scanned.first, scanned.last).into_pyobject(py)?))
 }
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -274,6 +365,6 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<CompiledBatch>()?;
     module.add_function(wrap_pyfunction!(compile_text, module)?)?;
     module.add_function(wrap_pyfunction!(compile_texts, module)?)?;
-    module.add_function(wrap_pyfunction!(scan_document, module)?)?;
+    module.add_function(wrap_pyfunction!(build_document, module)?)?;
     Ok(())
 }

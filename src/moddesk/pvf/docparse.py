@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from moddesk.pvf.document import (
     _ESCAPE_KINDS_BY_NUMBERING,
@@ -283,14 +283,19 @@ def build_document(text: str, family: Family = Family.CLASSIC) -> Document:
 
     ``family`` decides what an escape number means (classic ``{6=…}`` command vs NKPI
     ``{5=…}``; see ``format.text.escape_numbering``); values keep their source text either way.
-    With the native core the text is scanned natively (:func:`_from_rows`); text it does not
-    read (it does not lex, or holds what only the reference reads exactly) takes the paths below.
+    With the native core the whole model is built natively (``moddesk_native.pvf.build_document``:
+    the scan, the nesting and the warnings, then one Python object per section, line and value);
+    text it does not read (it does not lex, or holds what only the reference reads exactly) takes
+    the paths below, so errors stay ``lex``'s.
     """
     native = native_pvf()
     if native is not None:
-        scanned = native.scan_document(text, family is Family.CLASSIC)
-        if scanned is not None:
-            return _from_rows(text, *scanned)
+        built = native.build_document(text, family is Family.CLASSIC, _CLASSES)
+        if built is not None:
+            doc, first, last = built
+            doc.head = text[:first] if first is not None else text
+            doc.tail = text[last:] if first is not None else ""
+            return cast("Document", doc)
     try:
         events, escapes, info, first, last = _scan(text)
         escape_lexemes = [
@@ -312,32 +317,8 @@ def build_document(text: str, family: Family = Family.CLASSIC) -> Document:
     return doc
 
 
-#: A row of the native scan: a tag (0 open / 1 close, tag, start, end, line, col, gap) or a value
-#: (2 first on its line / 3 joins the line, kind, value, type, raw, source, gap, line, col, start, end).
-_Row = tuple[Any, ...]
-
-
-def _from_rows(text: str, rows: list[_Row], first: int | None, last: int) -> Document:
-    """The document of the native scan's rows (values already typed by the escape numbering)."""
-    events: list[_Event] = []
-    add = events.append
-    line: ValueLine | None = None
-    for r in rows:
-        kind = r[0]
-        if kind == 3:
-            assert line is not None
-            line.append(Value(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10]))
-        elif kind == 2:
-            line = ValueLine((Value(r[1], r[2], r[3], r[4], r[5], None, r[7], r[8], r[9], r[10]),))
-            line.before = r[6]
-            add((_VALUE, line, r[9], r[10], r[7], 0, r[6]))
-        else:
-            add(r)
-    doc = Document()
-    doc.head = text[:first] if first is not None else text
-    doc.tail = text[last:] if first is not None else ""
-    _assemble(doc, events)
-    return doc
+#: The classes the native core builds a document from (``moddesk_native.pvf.build_document``).
+_CLASSES = (Document, Section, Value, ValueLine, ParseWarning)
 
 
 def _close(
