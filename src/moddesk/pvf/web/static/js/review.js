@@ -39,6 +39,14 @@ function paintSideBySide(diff, text) {
 }
 
 // a conflict kind in the page's language; a kind this page does not know yet shows as the service names it
+// "审阅 · 导入 · <source>": the source only when it says more than the kind (a person's own import
+// is sourced "import", which read "导入 · 导入"); a plan without a source shows its id.
+function reviewTitle(plan) {
+  const kind = word(plan.kind);
+  const source = word(plan.source);
+  const detail = source && source !== kind ? source : source ? null : plan.planId;
+  return [t("review.title"), kind, detail].filter(Boolean).join(" · ");
+}
 const kindText = (kind) => (t(`mod.kind.${kind}`) === `mod.kind.${kind}` ? kind : t(`mod.kind.${kind}`));
 
 async function renderModReview(root, plan) {
@@ -158,7 +166,7 @@ export async function renderReview(root, plan) {
   };
   const discard = async () => { await attempt(() => op(kind.discard, { planId: plan.planId })); await refreshInfo(); };
   root.replaceChildren(
-    h("h2", {}, `${t("review.title")} · ${word(plan.kind)} · ${word(plan.source) || plan.planId}`),
+    h("h2", {}, reviewTitle(plan)),
     h("div", { class: "actions" },
       h("button", { class: "primary", id: "review-apply", onclick: apply }, t("review.apply")),
       h("button", { class: "danger", id: "review-discard", onclick: discard }, t("review.discard")),
