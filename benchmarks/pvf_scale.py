@@ -487,8 +487,9 @@ RENDER_WARMUP = 500  # of them rendered untimed first (one-time archive work)
 
 
 def child_render(archive: str, workers: int, sample: bool) -> dict[str, Any]:
-    """Open, then every entry's text case-folded as the index stores it: ``Archive.iter_rendered``
-    (scripts in bulk, in ``workers`` processes when > 0); with ``sample``, then ``render_sample``."""
+    """Open, then every entry's text case-folded as the index stores it: ``Archive.rendered_batches``
+    (results in one buffer per batch), or ``iter_rendered`` in ``workers`` processes when > 0; with
+    ``sample``, then ``render_sample``."""
     from moddesk.pvf.archive import Archive
 
     with PeakSampler() as sampler:
@@ -496,11 +497,17 @@ def child_render(archive: str, workers: int, sample: bool) -> dict[str, Any]:
         cpu = time.process_time()
         with Archive.open(archive) as pvf:
             entries = texts = size = 0
-            for _, data in pvf.iter_rendered(fold=True, terminator="\0", workers=workers):
-                entries += 1
-                if data is not None:
-                    texts += 1
-                    size += len(data)
+            if workers:
+                for _, data in pvf.iter_rendered(fold=True, terminator="\0", workers=workers):
+                    entries += 1
+                    if data is not None:
+                        texts += 1
+                        size += len(data)
+            else:  # the results only, a batch (one buffer) at a time: what the index consumes
+                for batch in pvf.rendered_batches(fold=True, terminator="\0"):
+                    entries += len(batch)
+                    texts += int(batch.present.sum())
+                    size += len(batch.blob)
         seconds = time.perf_counter() - started
         cpu = time.process_time() - cpu
     import resource  # the workers' CPU (they have ended): the pool's total cost beside the parent's

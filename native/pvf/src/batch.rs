@@ -9,6 +9,7 @@ use crate::render::{
     is_list_path, string_refs, units_into, Links, Numbering, RenderOptions, Renderer,
 };
 use crate::strings::Strings;
+use crate::texts::{Text, TextDecoders};
 use crate::{classic, nkpi};
 
 /// What became of one entry of a bulk pass.
@@ -19,6 +20,8 @@ pub enum Outcome {
     Rendered = 0,
     /// Not a script: its raw bytes are in the buffer (the caller renders texts, lists binaries).
     Raw = 1,
+    /// No text form (a binary entry; `render` raises NOT_TEXT): nothing is in the buffer.
+    NoText = 2,
 }
 
 /// Entries rendered per task of a pass (one output buffer and one scratch buffer each).
@@ -33,9 +36,29 @@ pub struct Batch {
     spans: Vec<(usize, usize, usize)>,
     classic: bool,
     scripts: Vec<bool>,
+    /// NKPI data type of each entry read (0 for classic).
+    types: Vec<i32>,
     /// The first entry that could not be read (its position in `indexes`) and why; entries from
     /// there on are left out.
     pub error: Option<(usize, PvfError)>,
+}
+
+/// One task's rendered entries: their texts back to back, each one's length, each one's outcome.
+pub type RenderedPart = (Vec<u8>, Vec<u64>, Vec<u8>);
+
+/// The ends (with a leading 0) and outcomes of rendered parts laid end to end.
+pub fn part_ends(parts: &[RenderedPart]) -> (Vec<u64>, Vec<u8>) {
+    let count = parts.iter().map(|p| p.1.len()).sum::<usize>();
+    let mut ends = Vec::with_capacity(count + 1);
+    let mut kinds = Vec::with_capacity(count);
+    ends.push(0);
+    for (_, lens, k) in parts {
+        for len in lens {
+            ends.push(ends.last().copied().unwrap_or(0) + len);
+        }
+        kinds.extend_from_slice(k);
+    }
+    (ends, kinds)
 }
 
 impl Batch {
@@ -96,8 +119,15 @@ impl Batch {
             spans,
             classic,
             scripts: Vec::new(),
+            types: Vec::new(),
             error,
         };
+        batch.types = (0..batch.spans.len())
+            .map(|k| match container {
+                Container::Nkpi(d) => d.data_type(indexes[k] as usize),
+                Container::Classic(_) => 0,
+            })
+            .collect();
         batch.scripts = (0..batch.spans.len())
             .map(|k| match container.nkpi_script(indexes[k] as usize) {
                 Some(flag) => flag,
@@ -148,6 +178,40 @@ impl Batch {
         options: &RenderOptions,
         path_of: &(dyn Fn(u32) -> &'p [u8] + Sync),
     ) -> (Vec<u8>, Vec<u64>, Vec<u8>) {
+        self.render_with_texts(strings, numbering, links, options, path_of, None)
+    }
+
+    /// `render`, with the other entries' texts made natively where `texts` settles them: a text
+    /// entry's text (folded, terminated) is `Rendered`, a binary entry `NoText`, the rest `Raw`.
+    pub fn render_with_texts<'p>(
+        &self,
+        strings: &Strings,
+        numbering: Numbering,
+        links: Option<&Links>,
+        options: &RenderOptions,
+        path_of: &(dyn Fn(u32) -> &'p [u8] + Sync),
+        texts: Option<&TextDecoders>,
+    ) -> (Vec<u8>, Vec<u64>, Vec<u8>) {
+        let parts = self.render_parts(strings, numbering, links, options, path_of, texts);
+        let (ends, kinds) = part_ends(&parts);
+        let mut blob = Vec::with_capacity(ends.last().copied().unwrap_or(0) as usize);
+        for part in &parts {
+            blob.extend_from_slice(&part.0);
+        }
+        (blob, ends, kinds)
+    }
+
+    /// `render_with_texts` as the pieces each task rendered (buffer, lengths, outcomes), for a
+    /// caller that copies them straight into its own buffer (`part_ends` gives the offsets).
+    pub fn render_parts<'p>(
+        &self,
+        strings: &Strings,
+        numbering: Numbering,
+        links: Option<&Links>,
+        options: &RenderOptions,
+        path_of: &(dyn Fn(u32) -> &'p [u8] + Sync),
+        texts: Option<&TextDecoders>,
+    ) -> Vec<RenderedPart> {
         let renderer = Renderer {
             numbering,
             strings,
@@ -155,7 +219,7 @@ impl Batch {
             options,
         };
         let tasks: Vec<usize> = (0..self.len()).step_by(FILES_PER_TASK).collect();
-        let parts: Vec<(Vec<u8>, Vec<u64>, Vec<u8>)> = tasks
+        tasks
             .par_iter()
             .map(|&first| {
                 let last = (first + FILES_PER_TASK).min(self.len());
@@ -172,27 +236,31 @@ impl Batch {
                         renderer.render_with(&units, list, &mut out, &mut scratch);
                         kinds.push(Outcome::Rendered as u8);
                     } else {
-                        out.extend_from_slice(bytes);
-                        kinds.push(Outcome::Raw as u8);
+                        let text = match texts {
+                            None => Text::Caller,
+                            Some(t) if self.classic => {
+                                t.classic(path_of(self.indexes[k]), bytes, options.fold)
+                            }
+                            Some(t) => t.nkpi(self.types[k], bytes, options.fold),
+                        };
+                        match text {
+                            Text::Some(text) => {
+                                out.extend_from_slice(&text);
+                                out.extend_from_slice(&options.terminator);
+                                kinds.push(Outcome::Rendered as u8);
+                            }
+                            Text::None => kinds.push(Outcome::NoText as u8),
+                            Text::Caller => {
+                                out.extend_from_slice(bytes);
+                                kinds.push(Outcome::Raw as u8);
+                            }
+                        }
                     }
                     lens.push((out.len() - before) as u64);
                 }
                 (out, lens, kinds)
             })
-            .collect();
-        let total = parts.iter().map(|(p, _, _)| p.len()).sum();
-        let mut blob = Vec::with_capacity(total);
-        let mut ends = Vec::with_capacity(self.len() + 1);
-        let mut kinds = Vec::with_capacity(self.len());
-        ends.push(0);
-        for (p, lens, k) in parts {
-            blob.extend_from_slice(&p);
-            for len in lens {
-                ends.push(ends.last().copied().unwrap_or(0) + len);
-            }
-            kinds.extend_from_slice(&k);
-        }
-        (blob, ends, kinds)
+            .collect()
     }
 
     /// The bytes of every entry read, in order, in one buffer.

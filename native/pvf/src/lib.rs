@@ -16,6 +16,7 @@ pub mod render;
 pub mod scan;
 pub mod strings;
 pub mod table;
+pub mod texts;
 
 pub use error::{PvfError, Result};
 

@@ -450,7 +450,7 @@ impl Renderer<'_> {
                 out.extend_from_slice(piece(item.text));
                 out.push(b'\n');
                 indent = depth + 1;
-                if paired.contains(&idx) {
+                if paired.get(idx).copied().unwrap_or(false) {
                     stack.push(tag);
                 }
                 layout = section_layout(tag);
@@ -488,12 +488,12 @@ fn want_of(close: &[u8]) -> Vec<u8> {
     want
 }
 
-/// Indexes of opening tags that have a matching close tag (`text._pairing`).
-fn pairing(items: &[Item], scratch: &[u8]) -> std::collections::HashSet<usize> {
-    let mut paired = std::collections::HashSet::new();
+/// Whether each item is an opening tag that has a matching close tag (`text._pairing`).
+fn pairing(items: &[Item], scratch: &[u8]) -> Vec<bool> {
     if !items.iter().any(|i| i.kind == CLOSE) {
-        return paired;
+        return Vec::new();
     }
+    let mut paired = vec![false; items.len()];
     let mut stack: Vec<(&[u8], usize)> = Vec::new();
     for (idx, item) in items.iter().enumerate() {
         let tag = &scratch[item.tag.0..item.tag.1];
@@ -502,7 +502,7 @@ fn pairing(items: &[Item], scratch: &[u8]) -> std::collections::HashSet<usize> {
         } else if item.kind == CLOSE {
             let want = want_of(tag);
             if let Some(pos) = stack.iter().rposition(|(t, _)| *t == want.as_slice()) {
-                paired.insert(stack[pos].1);
+                paired[stack[pos].1] = true;
                 stack.truncate(pos);
             }
         }

@@ -175,6 +175,29 @@ impl Strings {
         }
     }
 
+    /// `StringTable.dump` of a classic table: `index>string` lines joined by LF, every string
+    /// decoded by `codec` (None when one needs the caller).
+    pub fn dump(&self, codec: &Codec) -> Option<Vec<u8>> {
+        let Table::Classic { blob, bounds } = &self.table else {
+            return None;
+        };
+        let mut out = Vec::with_capacity(blob.len() * 2);
+        for (k, &(a, b)) in bounds.iter().enumerate() {
+            if k > 0 {
+                out.push(b'\n');
+            }
+            out.extend_from_slice(k.to_string().as_bytes());
+            out.push(b'>');
+            let raw = &blob[a as usize..b as usize];
+            if raw.is_ascii() {
+                out.extend_from_slice(raw);
+            } else {
+                out.extend_from_slice(&codec.decode(raw)?);
+            }
+        }
+        Some(out)
+    }
+
     pub fn is_classic(&self) -> bool {
         matches!(self.table, Table::Classic { .. })
     }
@@ -230,6 +253,9 @@ impl Strings {
     }
 
     fn known_text(&self, r: u32, fold: bool) -> Option<Cow<'_, [u8]>> {
+        if self.resolved.is_empty() {
+            return self.table_text(r, fold);
+        }
         if let Some(found) = self.resolved.get(&r) {
             return Some(Cow::Borrowed(if fold {
                 &found.folded
@@ -237,6 +263,11 @@ impl Strings {
                 &found.text
             }));
         }
+        self.table_text(r, fold)
+    }
+
+    /// The text of `r` from the table itself (what needs no caller).
+    fn table_text(&self, r: u32, fold: bool) -> Option<Cow<'_, [u8]>> {
         match &self.table {
             Table::Classic { .. } => {
                 let raw = self.classic_raw(r)?;

@@ -13,12 +13,13 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
-use moddesk_pvf::batch::Batch;
+use moddesk_pvf::batch::{part_ends, Batch};
 use moddesk_pvf::container::{self, Container};
 use moddesk_pvf::lookup::PathIndex;
 use moddesk_pvf::nkpi;
 use moddesk_pvf::render::{Links, Numbering, RenderOptions};
 use moddesk_pvf::strings::Strings;
+use moddesk_pvf::texts::{parse_str, Text, TextDecoders};
 use moddesk_pvf::PvfError;
 
 use crate::pvf_table::{CaseFoldTable, CodecTable};
@@ -141,6 +142,7 @@ fn pieces<'a>(blob: &'a [u8], ends: &[u64]) -> PyResult<Vec<&'a [u8]>> {
 struct RenderState {
     strings: Option<Strings>,
     links: Option<Links>,
+    texts: Option<TextDecoders>,
 }
 
 /// Lock `m` without holding the GIL while waiting (a holder may need the GIL to finish).
@@ -440,6 +442,77 @@ impl NativeArchive {
         lock(py, &self.state).strings = Some(strings);
     }
 
+    /// Make the texts of non-script entries in `render_many` natively: `region` decodes classic
+    /// text and the string table dump, `names` (CP949) `.nut` files, `casefold` folds; with
+    /// `korean_mojibake` NKPI text is left to the caller (the reference repairs it).
+    #[pyo3(signature = (region=None, names=None, casefold=None, korean_mojibake=false))]
+    fn set_text_decoders(
+        &self,
+        py: Python<'_>,
+        region: Option<PyRef<'_, CodecTable>>,
+        names: Option<PyRef<'_, CodecTable>>,
+        casefold: Option<PyRef<'_, CaseFoldTable>>,
+        korean_mojibake: bool,
+    ) {
+        lock(py, &self.state).texts = Some(TextDecoders {
+            region: region.map(|c| c.inner.clone()),
+            names: names.map(|c| c.inner.clone()),
+            casefold: casefold.map(|c| c.inner.clone()),
+            korean_mojibake,
+        });
+    }
+
+    /// Classic string links made natively from the `.str` entries they name (`indexes`, uint32,
+    /// one per link id in `ids`; an entry's table as `parse_str(render(...))` reads it). False,
+    /// with nothing set, when an entry needs the reference (set_text_decoders first).
+    fn set_str_links(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        ids: Vec<i32>,
+        indexes: &[u8],
+    ) -> PyResult<bool> {
+        let indexes = self.checked(u32_list(indexes)?)?;
+        if ids.len() != indexes.len() || !self.container.is_classic() {
+            return Ok(false);
+        }
+        let mut state = lock(py, &self.state);
+        let Some(texts) = state.texts.clone() else {
+            return Ok(false);
+        };
+        let Some(casefold) = texts.casefold.clone() else {
+            return Ok(false);
+        };
+        let links = with_bytes(data, |bytes| {
+            Ok(py.detach(|| -> Option<Links> {
+                let mut links: Links = HashMap::new();
+                for (&id, &i) in ids.iter().zip(&indexes) {
+                    let entry = self.container.read(bytes, i as usize).ok()?;
+                    if entry.starts_with(&[0xB0, 0xD0]) {
+                        return None; // a script named .str: the reference renders it
+                    }
+                    let table = match texts.classic(self.path(i), &entry, false) {
+                        Text::Some(text) => parse_str(&text),
+                        Text::None => Vec::new(),
+                        Text::Caller => return None,
+                    };
+                    for (key, text) in table {
+                        let folded = casefold.fold(&text)?;
+                        links.entry((id, key)).or_insert((text, folded));
+                    }
+                }
+                Some(links)
+            }))
+        })?;
+        match links {
+            Some(links) => {
+                state.links = Some(links);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Classic string links resolved up front: parallel lists of link ids, keys, texts and folded texts.
     fn set_links(
         &self,
@@ -491,7 +564,7 @@ impl NativeArchive {
         // rendered optimistically: the strings only the caller can decode are asked for when a
         // script meets one, and that batch is rendered again once they are resolved
         let mut attempts = 0;
-        let (blob, ends, kinds) = loop {
+        let parts = loop {
             let current: &RenderState = &state;
             let Some(strings) = current.strings.as_ref() else {
                 return Err(PyValueError::new_err(
@@ -499,7 +572,10 @@ impl NativeArchive {
                 ));
             };
             let links = current.links.as_ref();
-            let out = py.detach(|| batch.render(strings, numbering, links, &options, &path_of));
+            let texts = current.texts.as_ref();
+            let out = py.detach(|| {
+                batch.render_parts(strings, numbering, links, &options, &path_of, texts)
+            });
             let asked = strings.take_asked();
             attempts += 1;
             if asked.is_empty() || attempts > 2 {
@@ -509,6 +585,16 @@ impl NativeArchive {
                 resolve_by(py, resolver, strings, &asked)?;
             }
         };
+        let (ends, kinds) = part_ends(&parts);
+        // the texts go straight into the answer's bytes (one copy, not two)
+        let blob = PyBytes::new_with(py, ends.last().copied().unwrap_or(0) as usize, |buf| {
+            let mut at = 0;
+            for (text, _, _) in &parts {
+                buf[at..at + text.len()].copy_from_slice(text);
+                at += text.len();
+            }
+            Ok(())
+        })?;
         let error = match &batch.error {
             Some((k, e)) => Some(error_tuple(py, *k, e)?),
             None => None,
@@ -516,7 +602,7 @@ impl NativeArchive {
         PyTuple::new(
             py,
             [
-                PyBytes::new(py, &blob).into_any(),
+                blob.into_any(),
                 u64_bytes(py, &ends).into_any(),
                 PyBytes::new(py, &kinds).into_any(),
                 error.into_pyobject(py)?.into_any(),

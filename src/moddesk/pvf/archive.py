@@ -769,8 +769,10 @@ class Archive:
         strings = self.strings
         assert isinstance(strings, (StringTable, StringPools))
         native_fmt.set_strings(self._native, strings, legacy=self.format == NKPI_PROTECTED)
-        if self.family is Family.CLASSIC:
-            native_fmt.set_links(self._native, self._link_tables())
+        classic = self.family is Family.CLASSIC
+        native_fmt.set_text_decoders(self._native, self.encoding if classic else None, self.korean_mojibake)
+        if classic:
+            self._set_native_links()
         resolver = native_fmt.StringResolver(strings)
         for run, alone in self._native_runs():
             if alone:
@@ -783,19 +785,42 @@ class Archive:
             blob, ends, kinds, error = self._native.render_many(
                 self._src.buffer(), run.tobytes(), fold, tail, resolver
             )
-            batch = EntryBatch.native(run, blob, ends)
-            raw = np.frombuffer(kinds, dtype=np.uint8)
-            if raw.any():  # texts and binaries came back as their bytes: rendered as the reference does
+            outcome = np.frombuffer(kinds, dtype=np.uint8)
+            batch = EntryBatch.native(run, blob, ends, outcome != native_fmt.OUTCOME_NO_TEXT)
+            if (outcome == native_fmt.OUTCOME_RAW).any():  # what only the reference renders (animations…)
                 batch = EntryBatch.of(
                     batch.indexes.tolist(),
                     [
-                        data if not kind else self._rendered_one(self._entry(i), data or b"", fold, tail)
-                        for (i, data), kind in zip(batch.items(), raw.tolist(), strict=True)
+                        self._rendered_one(self._entry(i), data or b"", fold, tail)
+                        if kind == native_fmt.OUTCOME_RAW
+                        else data
+                        for (i, data), kind in zip(batch.items(), outcome.tolist(), strict=True)
                     ],
                 )
             if len(batch):
                 yield batch
             native_fmt.raise_batch_error(error)
+
+    def _set_native_links(self) -> None:
+        """The classic string links for the native renderer: their ``.str`` tables read and parsed
+        natively when the source holds them unedited, else as ``_link_tables`` reads them."""
+        ids: list[int] = []
+        rows: list[int] = []
+        native_ok = self._src is not None
+        for link_id, target in self._link_map().items():
+            if not -(2**31) <= link_id < 2**31:
+                continue  # a unit value is 32 bits: no script can name this id
+            i = self._find(target)
+            if i is None:
+                continue  # a missing table resolves nothing
+            native_ok = native_ok and i < self._source_count and i not in self._overlay
+            ids.append(link_id)
+            rows.append(i)
+        if native_ok:
+            assert self._src is not None
+            if self._native.set_str_links(self._src.buffer(), ids, native_fmt.index_bytes(rows)):
+                return
+        native_fmt.set_links(self._native, self._link_tables())
 
     def _rendered_one(self, entry: ArchiveEntry, data: bytes, fold: bool, tail: bytes) -> bytes | None:
         """One entry as ``iter_rendered`` gives it: its text (folded) as UTF-8 plus ``tail``, or None."""

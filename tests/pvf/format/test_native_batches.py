@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.format import native as native_fmt
+from moddesk.pvf.format.lists import ListRecord
 from moddesk.pvf.format.strings import StringPools, StringTable
 from moddesk.pvf.format.tokens import Family, TokenStream, encode_tokens, make_tokens
 from moddesk.pvf.samples.generate import generate_archive
@@ -191,3 +192,76 @@ def test_nkpi_pools_with_gb18030_bytes_render_alike(tmp_path: Path) -> None:
         archive.save_as(target)
     seen = _assert_alike(target)
     assert "装备名字".encode() in b"".join(t for _, t in seen["batchesFalse"] if t)
+
+
+def _texts_archive(fmt: str, region: str, target: Path) -> None:
+    """Text entries beside scripts: .str tables that string links name, .txt/.nut text, the string
+    table, animations and binaries; NKPI text as UTF-16, one with an odd (damaged) length."""
+    with _core("python"):
+        archive = Archive.new(fmt, region=region)
+        if fmt == "classic":
+            encoding = archive.encoding
+            sample = REGION_STRINGS[region][0]
+            table = f"// comment\r\nname>{sample}\r\nname>dup\r\nNaMe>Ab Σ\nbad line\n>nokey\nx>y>z\r".encode(
+                encoding
+            )
+            archive.write_bytes("s/a.str", table + b"\xff" + b"\r\n")
+            archive.write_bytes("t/readme.txt", f"{sample}\r\nline two".encode(encoding))
+            archive.write_bytes("t/script.nut", "한국 nut".encode("cp949"))
+            archive.write_bytes("t/plain.ani", b"#PVF_File\n[frame max]\n\t1\n")
+            archive.write_bytes("t/binary.ani", b"\x01\x00\x00\x00" * 8)
+            archive.write_bytes("t/blob.bin", b"\x00\xff" * 9)
+            archive.write_list("n_string.lst", [ListRecord(7, "s/a.str")])
+            strings = archive.strings
+            refs = [strings.intern(s) for s in ("name", "NaMe", "x", "missing", "[a]", "[/a]")]
+            for k, key in enumerate(refs[:4]):
+                units = [(5, refs[4]), (9, 7), (10, key), (9, 8), (10, key), (5, refs[5])]
+                archive.write_bytes(
+                    f"d/{k}.equ", encode_tokens(TokenStream(Family.CLASSIC, make_tokens(units)))
+                )
+        else:
+            archive.write_text("t/readme.txt", "Ünïcode ΣΑΣ 文本\r\nline two")
+            archive.write_bytes("t/odd.txt", "odd".encode("utf-16-le") + b"\x00", data_type=3)
+            archive.write_bytes("t/blob.bin", b"\x00\xff" * 9, data_type=0)
+            archive.write_text("d/a.equ", "#PVF_File\n\n[name]\n\t`Ａ name`\n")
+        archive.save_as(target)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "region"), [("classic", r) for r in sorted(REGION_STRINGS)] + [("90US", "utf8")]
+)
+def test_text_entries_and_string_links_render_alike(
+    tmp_path: Path, fmt: str, region: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Text entries, the string table dump and .str links are made natively, as the reference does."""
+    target = tmp_path / f"texts.{fmt}.{region}.pvf"
+    _texts_archive(fmt, region, target)
+    by_python: list[int] = []
+    rendered_one = Archive._rendered_one
+
+    def counting(self: Archive, entry: Any, data: bytes, fold: bool, tail: bytes) -> bytes | None:
+        if self.native:
+            by_python.append(entry.index)
+        return rendered_one(self, entry, data, fold, tail)
+
+    monkeypatch.setattr(Archive, "_rendered_one", counting)
+    seen = _assert_alike(target, region=None if fmt != "classic" else region)
+    texts = b"".join(t for _, t in seen["batchesFalse"] if t)
+    if fmt == "classic":
+        assert REGION_STRINGS[region][0].encode() in texts and b"<7::name`" in texts
+        assert b"0>" in texts  # the string table's dump
+        # only the animations (and .nut outside Korea) are left to the reference
+        assert len(set(by_python)) == (2 if region == "kr" else 3)
+    else:
+        assert "ΣΑΣ 文本".encode() in texts and by_python == []
+
+
+def test_korean_mojibake_text_is_left_to_the_reference(tmp_path: Path) -> None:
+    target = tmp_path / "mojibake.pvf"
+    _texts_archive("90US", "utf8", target)
+    got = {}
+    for core in CORES:
+        with _core(core), Archive.open(target) as archive:
+            archive.korean_mojibake = True
+            got[core] = [pair for b in archive.rendered_batches(fold=True) for pair in b.items()]
+    assert got["python"] == got["native"]

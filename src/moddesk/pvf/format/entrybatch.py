@@ -63,11 +63,18 @@ class EntryBatch:
         )
 
     @classmethod
-    def native(cls, indexes: npt.NDArray[np.uint32], blob: bytes, ends_raw: bytes) -> EntryBatch:
-        """A batch of a native answer (buffer + uint64 ends) where every entry has a result."""
+    def native(
+        cls,
+        indexes: npt.NDArray[np.uint32],
+        blob: bytes,
+        ends_raw: bytes,
+        present: npt.NDArray[np.bool_] | None = None,
+    ) -> EntryBatch:
+        """A batch of a native answer (buffer + uint64 ends); every entry has a result unless
+        ``present`` says otherwise."""
         ends = np.frombuffer(ends_raw, dtype="<u8").astype(np.uint64, copy=False)
         n = len(ends) - 1
-        return cls(indexes[:n], blob, ends, np.ones(n, dtype=np.bool_))
+        return cls(indexes[:n], blob, ends, np.ones(n, dtype=np.bool_) if present is None else present[:n])
 
 
 def batched(pairs: Iterable[tuple[int, bytes | None]], size: int) -> Iterator[EntryBatch]:

@@ -295,6 +295,20 @@ def set_strings(handle: Any, strings: StringTable | StringPools, *, legacy: bool
         handle.set_classic_strings(strings.to_bytes(), codec, casefold)
 
 
+#: ``render_many``'s outcome of an entry: its text is in the buffer / its raw bytes are (the
+#: caller renders it) / it has no text form (nothing in the buffer).
+OUTCOME_TEXT, OUTCOME_RAW, OUTCOME_NO_TEXT = 0, 1, 2
+
+
+def set_text_decoders(handle: Any, encoding: str | None, korean_mojibake: bool) -> None:
+    """Let the native renderer make the texts of non-script entries: classic text in the region's
+    code page ``encoding`` (``.nut`` in CP949) and the string table dump; NKPI UTF-16 text."""
+    region = codec_table(encoding) if encoding in TABLE_ENCODINGS else None
+    # .nut files are rare: their own table only when it is the region's (else the caller decodes them)
+    names = region if encoding == NAME_ENCODING else None
+    handle.set_text_decoders(region, names, casefold_table(), korean_mojibake)
+
+
 #: Code pages whose decoder decides from at most two bytes at a time (GB18030's four-byte form
 #: is left to the caller): a table of every byte and pair decodes them exactly as Python does.
 TABLE_ENCODINGS = frozenset({"cp950", "cp949", "cp932", "gb18030"})
