@@ -1,4 +1,4 @@
-"""The native document scanner (``moddesk_native.pvf.build_document``) against the reference.
+"""The native document scanner (``moddesk_native.pvf.parse_document``, its sections' bodies made on first use) against the reference.
 
 ``build_document`` under ``MODDESK_CORE=native`` and ``python`` must build the same document —
 every field of every section, line and value, the warnings, head and tail (``structure``) and its
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from moddesk.pvf.archive import Archive
 from moddesk.pvf.docparse import _CLASSES, build_document
+from moddesk.pvf.document import LazySection
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.samples.equality import structure
@@ -58,7 +59,7 @@ def _assert_same(texts: list[str]) -> int:
         for text in texts:
             assert _parse(text, family, "native") == _parse(text, family, "python"), (text[:300], family)
             native_read += (
-                moddesk_native.pvf.build_document(text, family is Family.CLASSIC, _CLASSES) is not None
+                moddesk_native.pvf.parse_document(text, family is Family.CLASSIC, _CLASSES) is not None
             )
     return native_read
 
@@ -111,3 +112,21 @@ PIECES = st.sampled_from(
 @given(st.lists(st.one_of(st.lists(PIECES, max_size=40).map("".join), st.text(max_size=60)), max_size=4))
 def test_hypothesis_documents_alike(texts: list[str]) -> None:
     _assert_same(texts)
+
+
+def test_section_bodies_are_made_on_first_use_and_edits_hold() -> None:
+    text = "#PVF_File\n\n[name]\n\t`剑`\n\n[set]\n\t[inner]\n\t\t1\t2\n\t[/inner]\n[/set]\n\n[price]\n\t5\n"
+    with _core("native"):
+        doc = build_document(text, Family.CLASSIC)
+    name, block, price = doc.sections
+    assert all(isinstance(s, LazySection) and s._pending is not None for s in doc.sections)
+    block.body = []  # replaced before it was ever made: the pending body is dropped
+    assert block._pending is None and block.body == []
+    assert price.get_value() == 5 and price._pending is None
+    doc.set("price", 6)
+    with _core("python"):
+        expected = build_document(text, Family.CLASSIC)
+    expected.section("set").body = []
+    expected.set("price", 6)
+    assert doc.render() == expected.render()
+    assert name.children() == [] and name.values()[0].value == "剑"

@@ -501,3 +501,153 @@ fn close<'a>(
         open_stack.truncate(k);
     }
 }
+
+// ------------------------------------------------------------------------------ owned document
+
+/// Text held by an [`OwnedDocument`]: a byte range of its text, or a string of its own (a
+/// backtick string whose doubled backticks were undone).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Text {
+    Range(usize, usize),
+    Owned(String),
+}
+
+/// [`ScanValue`] without borrows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OwnedValue {
+    Integer(Text),
+    Float(f64),
+    Str(Text),
+    Link(Text, Text, Option<Text>),
+    Escape(&'static str, u32, bool, OwnedPayload),
+}
+
+/// [`EscapePayload`] without borrows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OwnedPayload {
+    Str(Text),
+    Int(Text),
+}
+
+/// [`Row`] without borrows (`source` and `gap` as byte ranges; `start`/`end` stay characters).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnedRow {
+    pub kind: RowKind,
+    pub source: Text,
+    pub value: Option<OwnedValue>,
+    pub gap: Text,
+    pub line: u32,
+    pub col: u32,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// [`SectionInfo`] without borrows.
+#[derive(Debug, Clone)]
+pub struct OwnedSection {
+    pub name: Text,
+    pub parent: Option<usize>,
+    pub occurrence: u32,
+    pub has_end_tag: bool,
+    pub body: Vec<Item>,
+    pub line: u32,
+    pub col: u32,
+    pub start: usize,
+    pub end: usize,
+    pub before: Text,
+    pub end_before: Option<Text>,
+}
+
+/// A scanned and assembled document that owns its text: what a lazily built model keeps to make
+/// a section's body when it is first asked for.
+#[derive(Debug, Clone)]
+pub struct OwnedDocument {
+    pub text: String,
+    pub rows: Vec<OwnedRow>,
+    pub body: Vec<Item>,
+    pub sections: Vec<OwnedSection>,
+    pub warnings: Vec<Warning>,
+    pub first: Option<usize>,
+    pub last: usize,
+}
+
+impl OwnedDocument {
+    /// Scan and assemble `text` (the lexer's error when it does not lex).
+    pub fn new(text: &str, classic: bool) -> Result<Self, TextError> {
+        let scanned = scan(text, classic)?;
+        let tree = assemble(&scanned.rows);
+        let base = text.as_ptr() as usize;
+        let range = |s: &str| {
+            let at = s.as_ptr() as usize - base;
+            Text::Range(at, at + s.len())
+        };
+        let cow = |s: &Cow<'_, str>| match s {
+            Cow::Borrowed(b) => range(b),
+            Cow::Owned(o) => Text::Owned(o.clone()),
+        };
+        let rows = scanned
+            .rows
+            .iter()
+            .map(|r| OwnedRow {
+                kind: r.kind,
+                source: range(r.source),
+                value: r.value.as_ref().map(|v| match v {
+                    ScanValue::Integer(w) => OwnedValue::Integer(range(w)),
+                    ScanValue::Float(f) => OwnedValue::Float(*f),
+                    ScanValue::Str(s) => OwnedValue::Str(cow(s)),
+                    ScanValue::Link(id, key, display) => {
+                        OwnedValue::Link(range(id), range(key), display.as_ref().map(cow))
+                    }
+                    ScanValue::Escape(kind, number, raw, payload) => OwnedValue::Escape(
+                        kind,
+                        *number,
+                        *raw,
+                        match payload {
+                            EscapePayload::Str(s) => OwnedPayload::Str(cow(s)),
+                            EscapePayload::Int(w) => OwnedPayload::Int(range(w)),
+                        },
+                    ),
+                }),
+                gap: range(r.gap),
+                line: r.line,
+                col: r.col,
+                start: r.start,
+                end: r.end,
+            })
+            .collect();
+        let sections = tree
+            .sections
+            .iter()
+            .map(|s| OwnedSection {
+                name: range(s.name),
+                parent: s.parent,
+                occurrence: s.occurrence,
+                has_end_tag: s.has_end_tag,
+                body: s.body.clone(),
+                line: s.line,
+                col: s.col,
+                start: s.start,
+                end: s.end,
+                before: range(s.before),
+                end_before: s.end_before.map(range),
+            })
+            .collect();
+        Ok(OwnedDocument {
+            text: text.to_owned(),
+            rows,
+            body: tree.body,
+            sections,
+            warnings: tree.warnings,
+            first: scanned.first,
+            last: scanned.last,
+        })
+    }
+
+    /// The text a [`Text`] stands for.
+    pub fn str<'s>(&'s self, t: &'s Text) -> &'s str {
+        match t {
+            Text::Range(a, b) => &self.text[*a..*b],
+            Text::Owned(s) => s,
+        }
+    }
+}

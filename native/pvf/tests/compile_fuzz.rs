@@ -91,6 +91,16 @@ fn check(text: &str) {
             }
             Err(e) => assert_eq!(e.code, "BAD_TEXT"),
         }
+        // the owned form (what a lazily built document keeps) resolves every text it names
+        if let Ok(doc) = scan::OwnedDocument::new(text, classic) {
+            for row in &doc.rows {
+                assert!(doc.str(&row.source).len() <= text.len());
+                assert!(doc.str(&row.gap).len() <= text.len());
+            }
+            for sec in &doc.sections {
+                assert!(doc.str(&sec.name).len() + 2 <= text.len());
+            }
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! `moddesk_native.pvf.compile_text` / `compile_texts`: `#PVF_File` text → script bytes (see
 //! `moddesk.pvf.format.text.compile_script_bytes` for the Python side, which interns the strings
 //! into the archive's string table or pools and asks for the final bytes); `build_document`:
-//! text → the `moddesk.pvf.document.Document` model (`moddesk.pvf.docparse.build_document`).
+//! text → the `moddesk.pvf.document.Document` model (`moddesk.pvf.docparse.build_document`),
+//! whose sections' bodies are made when first asked for.
 //!
 //! A text the native lexer cannot read exactly as the reference does (lone surrogates, non-ASCII
 //! numerals) gives None: the caller compiles it with the reference.
@@ -9,10 +10,11 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 
 use moddesk_pvf::compile::{self, Batch, Compiled, TextError};
-use moddesk_pvf::scan::{self, EscapePayload, ScanValue};
+use moddesk_pvf::scan::{Item, OwnedDocument, OwnedPayload, OwnedValue, Text};
 
 fn error_tuple<'py>(py: Python<'py>, e: &TextError) -> PyResult<Bound<'py, PyTuple>> {
     PyTuple::new(
@@ -190,31 +192,7 @@ fn py_int<'py>(py: Python<'py>, word: &str) -> PyResult<Bound<'py, PyAny>> {
     }
 }
 
-fn scan_value<'py>(py: Python<'py>, value: &ScanValue<'_>) -> PyResult<ValueParts<'py>> {
-    Ok(match value {
-        ScanValue::Integer(word) => ("integer", py_int(py, word)?, None, false),
-        ScanValue::Float(f) => ("float", f.into_pyobject(py)?.into_any(), None, false),
-        ScanValue::Str(s) => (
-            "string",
-            s.as_ref().into_pyobject(py)?.into_any(),
-            None,
-            false,
-        ),
-        ScanValue::Link(id, key, display) => {
-            let link = (py_int(py, id)?, *key, display.as_deref()).into_pyobject(py)?;
-            ("link", link.into_any(), Some(9), false)
-        }
-        ScanValue::Escape(kind, number, raw, payload) => {
-            let payload = match payload {
-                EscapePayload::Str(s) => s.as_ref().into_pyobject(py)?.into_any(),
-                EscapePayload::Int(word) => py_int(py, word)?,
-            };
-            (kind, payload, Some(*number), *raw)
-        }
-    })
-}
-
-type ValueParts<'py> = (&'static str, Bound<'py, PyAny>, Option<u32>, bool);
+type ValueParts<'py> = (Bound<'py, PyString>, Bound<'py, PyAny>, Option<u32>, bool);
 
 fn kind_name<'py>(py: Python<'py>, kind: &str) -> Bound<'py, PyString> {
     match kind {
@@ -229,135 +207,211 @@ fn kind_name<'py>(py: Python<'py>, kind: &str) -> Bound<'py, PyString> {
     }
 }
 
-/// The value line of rows `first..end` (a `ValueLine` of `Value`s; the first keeps no lead).
-fn value_line<'py>(
-    py: Python<'py>,
-    classes: &DocumentClasses<'py>,
-    rows: &[scan::Row<'_>],
-    first: usize,
-    end: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    let values = PyList::empty(py);
-    for (k, row) in rows[first..end].iter().enumerate() {
-        let Some(value) = &row.value else { continue };
-        let (name, value, number, raw) = scan_value(py, value)?;
-        let lead = if k == 0 { None } else { Some(row.gap) };
-        let args = (
-            kind_name(py, name),
-            value,
-            number,
-            raw,
-            row.source,
-            lead,
-            row.line,
-            row.col,
-            row.start,
-            row.end,
-        );
-        values.append(classes.value.call1(args)?)?;
+/// `moddesk.pvf.document`'s classes, given by the caller: (a lazily filled Section, Value,
+/// ValueLine, ParseWarning).
+struct DocumentClasses {
+    section: Py<PyAny>,
+    value: Py<PyAny>,
+    line: Py<PyAny>,
+    warning: Py<PyAny>,
+}
+
+/// A scanned and assembled document (`moddesk_pvf::scan::OwnedDocument`) whose Python objects
+/// are made when asked for: `body(k, parent)` makes the items of section `k` (-1: the top level),
+/// sections among them empty until their own body is asked for (`_pending`).
+#[pyclass(module = "moddesk_native.pvf", name = "Document", frozen)]
+pub struct NativeDocument {
+    doc: OwnedDocument,
+    classes: DocumentClasses,
+}
+
+impl NativeDocument {
+    fn text<'py>(&self, py: Python<'py>, t: &Text) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.doc.str(t).into_pyobject(py)?.into_any())
     }
-    let line = classes.line.call1((values,))?;
-    line.setattr(intern!(py, "before"), rows[first].gap)?;
-    Ok(line)
+
+    fn value<'py>(&self, py: Python<'py>, value: &OwnedValue) -> PyResult<ValueParts<'py>> {
+        Ok(match value {
+            OwnedValue::Integer(word) => (
+                kind_name(py, "integer"),
+                py_int(py, self.doc.str(word))?,
+                None,
+                false,
+            ),
+            OwnedValue::Float(f) => (
+                kind_name(py, "float"),
+                f.into_pyobject(py)?.into_any(),
+                None,
+                false,
+            ),
+            OwnedValue::Str(s) => (kind_name(py, "string"), self.text(py, s)?, None, false),
+            OwnedValue::Link(id, key, display) => {
+                let display = match display {
+                    Some(d) => Some(self.text(py, d)?),
+                    None => None,
+                };
+                let link = (py_int(py, self.doc.str(id))?, self.text(py, key)?, display);
+                (
+                    kind_name(py, "link"),
+                    link.into_pyobject(py)?.into_any(),
+                    Some(9),
+                    false,
+                )
+            }
+            OwnedValue::Escape(kind, number, raw, payload) => {
+                let payload = match payload {
+                    OwnedPayload::Str(s) => self.text(py, s)?,
+                    OwnedPayload::Int(word) => py_int(py, self.doc.str(word))?,
+                };
+                (kind_name(py, kind), payload, Some(*number), *raw)
+            }
+        })
+    }
+
+    /// The value line of rows `first..end` (a `ValueLine` of `Value`s; the first keeps no lead).
+    fn line<'py>(&self, py: Python<'py>, first: usize, end: usize) -> PyResult<Bound<'py, PyAny>> {
+        let values = PyList::empty(py);
+        let value_class = self.classes.value.bind(py);
+        for (k, row) in self.doc.rows[first..end].iter().enumerate() {
+            let Some(value) = &row.value else { continue };
+            let (kind, value, number, raw) = self.value(py, value)?;
+            let lead = if k == 0 {
+                None
+            } else {
+                Some(self.text(py, &row.gap)?)
+            };
+            let args = (
+                kind,
+                value,
+                number,
+                raw,
+                self.text(py, &row.source)?,
+                lead,
+                row.line,
+                row.col,
+                row.start,
+                row.end,
+            );
+            values.append(value_class.call1(args)?)?;
+        }
+        let line = self.classes.line.bind(py).call1((values,))?;
+        line.setattr(
+            intern!(py, "before"),
+            self.text(py, &self.doc.rows[first].gap)?,
+        )?;
+        Ok(line)
+    }
+
+    /// Section `k` as an object whose body is made on first use: a `LazySection` made without
+    /// its `__init__` (whose `body` assignment would run the property's Python setter), its slots
+    /// set directly, `body` left for the property to fill from `_pending`.
+    fn section<'py>(
+        slf: &Bound<'py, Self>,
+        k: usize,
+        parent: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        static OBJECT_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let py = slf.py();
+        let this = slf.get();
+        let sec = &this.doc.sections[k];
+        let new = OBJECT_NEW.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            Ok(py.get_type::<PyAny>().getattr("__new__")?.unbind())
+        })?;
+        let class = this.classes.section.bind(py);
+        let obj = new.bind(py).call1((class,))?;
+        obj.setattr(intern!(py, "name"), this.text(py, &sec.name)?)?;
+        obj.setattr(intern!(py, "parent"), parent)?;
+        obj.setattr(intern!(py, "occurrence"), sec.occurrence)?;
+        obj.setattr(intern!(py, "has_end_tag"), sec.has_end_tag)?;
+        obj.setattr(intern!(py, "line"), sec.line)?;
+        obj.setattr(intern!(py, "col"), sec.col)?;
+        obj.setattr(intern!(py, "start"), sec.start)?;
+        obj.setattr(intern!(py, "end"), sec.end)?;
+        obj.setattr(intern!(py, "before"), this.text(py, &sec.before)?)?;
+        let end_before = match &sec.end_before {
+            Some(t) => Some(this.text(py, t)?),
+            None => None,
+        };
+        obj.setattr(intern!(py, "end_before"), end_before)?;
+        obj.setattr(intern!(py, "_pending"), (slf.clone(), k))?;
+        Ok(obj)
+    }
 }
 
-/// `moddesk.pvf.document`'s classes, given by the caller: (Document, Section, Value, ValueLine,
-/// ParseWarning).
-struct DocumentClasses<'py> {
-    document: Bound<'py, PyAny>,
-    section: Bound<'py, PyAny>,
-    value: Bound<'py, PyAny>,
-    line: Bound<'py, PyAny>,
-    warning: Bound<'py, PyAny>,
+#[pymethods]
+impl NativeDocument {
+    /// The body items of section `k` (-1: the document's top level), `parent` being its object.
+    fn body<'py>(
+        slf: &Bound<'py, Self>,
+        k: isize,
+        parent: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let py = slf.py();
+        let this = slf.get();
+        let items = if k < 0 {
+            &this.doc.body
+        } else {
+            let Some(sec) = this.doc.sections.get(k as usize) else {
+                return Err(PyValueError::new_err("no such section"));
+            };
+            &sec.body
+        };
+        let out = PyList::empty(py);
+        for item in items {
+            match *item {
+                Item::Section(j) => out.append(NativeDocument::section(slf, j, parent)?)?,
+                Item::Line(first, end) => out.append(this.line(py, first, end)?)?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// The parse warnings (`ParseWarning` objects).
+    fn warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for w in &self.doc.warnings {
+            out.append(self.classes.warning.bind(py).call1((
+                w.code,
+                w.message.as_str(),
+                w.line,
+                w.col,
+                w.section.as_str(),
+            ))?)?;
+        }
+        Ok(out)
+    }
+
+    /// (first token's character offset or None, last token's end).
+    fn span(&self) -> (Option<usize>, usize) {
+        (self.doc.first, self.doc.last)
+    }
 }
 
-type ClassTuple<'py> = (
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-);
-
-/// The whole `Document` of `text` (`docparse.build_document`'s model, head and tail left to the
-/// caller), or None when only the reference reads it exactly or it does not lex (the reference
-/// then raises lex's error): (document, first token's start or None, last token's end).
+/// The native document of `text`, or None when only the reference reads it exactly or it does
+/// not lex (the reference then raises lex's error). `classes`: (a Section class whose body is
+/// filled from `_pending`, Value, ValueLine, ParseWarning).
 #[pyfunction]
-fn build_document<'py>(
-    py: Python<'py>,
-    text: &Bound<'py, PyString>,
+fn parse_document(
+    text: &Bound<'_, PyString>,
     classic: bool,
-    classes: ClassTuple<'py>,
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    let classes = DocumentClasses {
-        document: classes.0,
-        section: classes.1,
-        value: classes.2,
-        line: classes.3,
-        warning: classes.4,
-    };
+    classes: (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
+) -> PyResult<Option<NativeDocument>> {
     let Some(s) = readable(text) else {
         return Ok(None);
     };
-    let Ok(scanned) = scan::scan(s, classic) else {
+    let Ok(doc) = OwnedDocument::new(s, classic) else {
         return Ok(None);
     };
-    let tree = scan::assemble(&scanned.rows);
-    let rows = &scanned.rows;
-    // sections first (parents come before children), their bodies filled afterwards
-    let mut sections: Vec<Bound<'py, PyAny>> = Vec::with_capacity(tree.sections.len());
-    let mut bodies: Vec<Bound<'py, PyList>> = Vec::with_capacity(tree.sections.len());
-    for sec in &tree.sections {
-        let body = PyList::empty(py);
-        let parent = sec.parent.map(|p| sections[p].clone());
-        let obj = classes.section.call1((
-            sec.name,
-            parent,
-            sec.occurrence,
-            sec.has_end_tag,
-            body.clone(),
-            sec.line,
-            sec.col,
-            sec.start,
-            sec.end,
-            sec.before,
-        ))?;
-        if let Some(end_before) = sec.end_before {
-            obj.setattr(intern!(py, "end_before"), end_before)?;
-        }
-        sections.push(obj);
-        bodies.push(body);
-    }
-    let fill = |list: &Bound<'py, PyList>, items: &[scan::Item]| -> PyResult<()> {
-        for item in items {
-            match *item {
-                scan::Item::Section(k) => list.append(&sections[k])?,
-                scan::Item::Line(first, end) => {
-                    list.append(value_line(py, &classes, rows, first, end)?)?
-                }
-            }
-        }
-        Ok(())
-    };
-    for (sec, body) in tree.sections.iter().zip(&bodies) {
-        fill(body, &sec.body)?;
-    }
-    let body = PyList::empty(py);
-    fill(&body, &tree.body)?;
-    let warnings = PyList::empty(py);
-    for w in &tree.warnings {
-        warnings.append(classes.warning.call1((
-            w.code,
-            w.message.as_str(),
-            w.line,
-            w.col,
-            w.section.as_str(),
-        ))?)?;
-    }
-    let doc = classes.document.call0()?;
-    doc.setattr(intern!(py, "body"), body)?;
-    doc.setattr(intern!(py, "warnings"), warnings)?;
-    Ok(Some((doc, scanned.first, scanned.last).into_pyobject(py)?))
+    let (section, value, line, warning) = classes;
+    Ok(Some(NativeDocument {
+        doc,
+        classes: DocumentClasses {
+            section,
+            value,
+            line,
+            warning,
+        },
+    }))
 }
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -365,6 +419,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<CompiledBatch>()?;
     module.add_function(wrap_pyfunction!(compile_text, module)?)?;
     module.add_function(wrap_pyfunction!(compile_texts, module)?)?;
-    module.add_function(wrap_pyfunction!(build_document, module)?)?;
+    module.add_class::<NativeDocument>()?;
+    module.add_function(wrap_pyfunction!(parse_document, module)?)?;
     Ok(())
 }

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any
 
 from moddesk.pvf.document import (
     _ESCAPE_KINDS_BY_NUMBERING,
     Document,
+    LazySection,
     ParseWarning,
     Section,
     Value,
@@ -283,19 +284,17 @@ def build_document(text: str, family: Family = Family.CLASSIC) -> Document:
 
     ``family`` decides what an escape number means (classic ``{6=…}`` command vs NKPI
     ``{5=…}``; see ``format.text.escape_numbering``); values keep their source text either way.
-    With the native core the whole model is built natively (``moddesk_native.pvf.build_document``:
-    the scan, the nesting and the warnings, then one Python object per section, line and value);
-    text it does not read (it does not lex, or holds what only the reference reads exactly) takes
+    With the native core the text is scanned and assembled natively (the nesting and warnings
+    included) and the model's Python objects are made as they are asked for: the top level at
+    once, a section's lines and child sections when its ``body`` is first read (``LazySection``).
+    Text it does not read (it does not lex, or holds what only the reference reads exactly) takes
     the paths below, so errors stay ``lex``'s.
     """
     native = native_pvf()
     if native is not None:
-        built = native.build_document(text, family is Family.CLASSIC, _CLASSES)
-        if built is not None:
-            doc, first, last = built
-            doc.head = text[:first] if first is not None else text
-            doc.tail = text[last:] if first is not None else ""
-            return cast("Document", doc)
+        parsed = native.parse_document(text, family is Family.CLASSIC, _CLASSES)
+        if parsed is not None:
+            return _native_document(text, parsed)
     try:
         events, escapes, info, first, last = _scan(text)
         escape_lexemes = [
@@ -317,8 +316,19 @@ def build_document(text: str, family: Family = Family.CLASSIC) -> Document:
     return doc
 
 
-#: The classes the native core builds a document from (``moddesk_native.pvf.build_document``).
-_CLASSES = (Document, Section, Value, ValueLine, ParseWarning)
+#: The classes the native core makes a document's objects of (``moddesk_native.pvf.parse_document``).
+_CLASSES = (LazySection, Value, ValueLine, ParseWarning)
+
+
+def _native_document(text: str, parsed: Any) -> Document:
+    """The document of a native parse: its top level made now, section bodies on first use."""
+    doc = Document()
+    doc.body = parsed.body(-1, None)
+    doc.warnings = parsed.warnings()
+    first, last = parsed.span()
+    doc.head = text[:first] if first is not None else text
+    doc.tail = text[last:] if first is not None else ""
+    return doc
 
 
 def _close(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, cast
 
 from moddesk.pvf.format.text import (
     HEADER,
@@ -250,6 +250,38 @@ class Section:
 
     def __repr__(self) -> str:
         return f"Section({self.path!r}, occurrence={self.occurrence}, values={len(self.values())})"
+
+
+#: The storage of ``Section.body`` (a slot), which ``LazySection`` fills on first use.
+_SECTION_BODY: Any = Section.__dict__["body"]
+
+
+class LazySection(Section):
+    """A section whose body the native core makes when it is first asked for.
+
+    ``_pending`` is (the native document, this section's index there) until then; every read or
+    write of ``body`` goes through the property, so nothing can see the section half made. The
+    native core makes these without ``__init__`` (it sets the slots itself, ``body`` left unset
+    until ``_pending`` fills it).
+    """
+
+    __slots__ = ("_pending",)
+    _pending: tuple[Any, int] | None
+
+    @property
+    def body(self) -> list[Line | Section]:
+        """Values lines and child sections, in source order (made from the native document once)."""
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            native, k = pending
+            _SECTION_BODY.__set__(self, native.body(k, self))
+        return cast("list[Line | Section]", _SECTION_BODY.__get__(self))
+
+    @body.setter
+    def body(self, value: list[Line | Section]) -> None:
+        self._pending = None
+        _SECTION_BODY.__set__(self, value)
 
 
 def _name(name: str) -> str:
