@@ -586,12 +586,13 @@ pub struct Batch {
     pub string_ends: Vec<u32>,
 }
 
-/// Compile `texts` on every core (None entries are skipped: the caller compiles them), then
-/// merge their strings in text order.
+/// Compile `texts` on every core (None entries, and texts only the reference reads exactly —
+/// see [`supported`] — are skipped: the caller compiles them), then merge their strings in text
+/// order.
 pub fn compile_many(texts: &[Option<&str>], classic: bool) -> Batch {
     let compiled: Vec<Option<Compiled<'_>>> = texts
         .par_iter()
-        .map(|s| s.map(|s| compile(s, classic)))
+        .map(|s| s.filter(|s| supported(s)).map(|s| compile(s, classic)))
         .collect();
     let mut global = Interner::default();
     let mut batch = Batch {

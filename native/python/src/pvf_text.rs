@@ -179,7 +179,8 @@ fn compile_texts(
     texts: Vec<Bound<'_, PyString>>,
     classic: bool,
 ) -> PyResult<CompiledBatch> {
-    let sources: Vec<Option<&str>> = texts.iter().map(readable).collect();
+    // `supported` runs in the parallel part (compile_many)
+    let sources: Vec<Option<&str>> = texts.iter().map(|t| t.to_str().ok()).collect();
     let inner = py.detach(|| compile::compile_many(&sources, classic));
     Ok(CompiledBatch { inner, classic })
 }
