@@ -56,14 +56,15 @@ class PathTable(Sequence[str]):
     def __init__(
         self, buffer: bytes, ends: array[int], encoding: str, errors: str, overrides: dict[int, str]
     ) -> None:
-        self._buffer = buffer
         self._ends = ends
         self._count = len(ends) - 1
         self._encoding = encoding
         self._errors = errors
         self._overrides = overrides
         self._ascii = buffer.isascii()
+        # ASCII paths are kept once, as the str they are sliced from (not beside their bytes too)
         self._text = buffer.decode("ascii") if self._ascii else None
+        self._buffer = b"" if self._ascii else buffer
         self._extra: list[str] = []
 
     def __len__(self) -> int:
