@@ -68,10 +68,11 @@ def child(path: str) -> dict[str, Any]:
     held = _sizes(
         archive,
         [
-            "_paths._buffer",
-            "_paths._text",
-            "_paths._ends",
+            "_paths",
             "_nkpi.rows",
+            "_nkpi.pools.pool_a",
+            "_nkpi.pools.pool_w",
+            "_classic.names._buffer",
             "_classic.offsets",
             "_classic.sizes",
         ],

@@ -8,7 +8,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use rayon::prelude::*;
 
 /// Python's `str.strip()` whitespace among ASCII characters.
-fn is_py_space(b: u8) -> bool {
+pub fn is_py_space(b: u8) -> bool {
     matches!(
         b,
         b' ' | b'\t' | b'\n' | b'\r' | 0x0B | 0x0C | 0x1C | 0x1D | 0x1E | 0x1F

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use crate::lookup::normalize_ascii;
+use crate::lookup::{is_py_space, normalize_ascii};
 
 /// '0' follows '/' in byte order: every key under "a/b/" sorts in ["a/b/", "a/b0").
 const AFTER_SLASH: u8 = b'0';
@@ -56,6 +56,9 @@ impl KeyTable {
             .filter(|i| !given.contains_key(i))
             .filter_map(|i| {
                 let p = path(i as usize);
+                if is_normal_ascii(p) {
+                    return None;
+                }
                 let key = normalize_ascii(p)?;
                 (key != p).then_some((i, key))
             })
@@ -72,13 +75,16 @@ impl KeyTable {
                 None => path(i as usize),
             }
         };
-        let mut order = keyed;
-        order.par_sort_by(|&a, &b| key_of(a).cmp(key_of(b)).then(a.cmp(&b)));
+        // each key looked up once, not at every comparison of the sort
+        let mut order: Vec<(&[u8], u32)> = keyed.par_iter().map(|&i| (key_of(i), i)).collect();
+        drop(keyed);
+        order.par_sort_unstable();
         let mut sorted: Vec<u32> = Vec::with_capacity(order.len());
-        for &i in &order {
-            match sorted.last() {
-                Some(&last) if key_of(last) == key_of(i) => {}
-                _ => sorted.push(i),
+        let mut last: Option<&[u8]> = None;
+        for &(key, i) in &order {
+            if last != Some(key) {
+                sorted.push(i);
+                last = Some(key);
             }
         }
         drop(order);
@@ -195,6 +201,15 @@ impl KeyTable {
     }
 }
 
+/// Whether an ASCII path is its own `normalize_ascii` key (checked without making the key).
+fn is_normal_ascii(p: &[u8]) -> bool {
+    p.is_ascii()
+        && !p.first().is_some_and(|&b| is_py_space(b) || b == b'/')
+        && !p.last().is_some_and(|&b| is_py_space(b))
+        && !p.starts_with(b"./")
+        && !p.iter().any(|&b| b.is_ascii_uppercase() || b == b'\\')
+}
+
 /// `prefix` ("a/b/") with its last `/` replaced by the byte after it ("a/b0").
 fn after(prefix: &[u8]) -> Vec<u8> {
     let mut bound = prefix[..prefix.len() - 1].to_vec();
@@ -260,6 +275,16 @@ mod tests {
             ]
         );
         assert_eq!(t.prefix_range(b"a/", &path), (1, 3));
+    }
+
+    #[test]
+    fn the_normal_check_agrees_with_normalisation() {
+        for p in [
+            "a/b", " a", "a\t", "./a", "/a", "A", "a\\b", "", ".a", "a/./b", "\x0ba", "a\x1f",
+        ] {
+            let normal = normalize_ascii(p.as_bytes()).is_some_and(|k| k == p.as_bytes());
+            assert_eq!(is_normal_ascii(p.as_bytes()), normal, "{p:?}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use moddesk_pvf::batch::{part_ends, Batch};
 use moddesk_pvf::container::{self, Container};
@@ -253,6 +253,11 @@ impl NativeArchive {
         self.container.count()
     }
 
+    /// The rows whose path the caller decodes (uint64; GB18030 names in a 90CN UTF-8 pool).
+    fn legacy_rows<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        u64_bytes(py, &self.legacy_rows)
+    }
+
     /// (paths buffer, uint64 ends with a leading 0, uint64 rows whose path the caller decodes).
     fn paths<'py>(
         &self,
@@ -266,6 +271,49 @@ impl NativeArchive {
             PyBytes::new(py, &self.paths),
             u64_bytes(py, &self.path_ends),
             u64_bytes(py, &self.legacy_rows),
+        )
+    }
+
+    /// The path of entry `index`: a `str` when it is ASCII (or NKPI UTF-8), else its bytes for
+    /// the caller to decode (classic CP949 names, NKPI paths holding lone surrogates).
+    fn path_at<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyAny>> {
+        if index >= self.container.count() {
+            return Err(PyValueError::new_err("no entry with that index"));
+        }
+        let raw = self.path(index as u32);
+        let text = if raw.is_ascii() || !self.container.is_classic() {
+            std::str::from_utf8(raw).ok()
+        } else {
+            None
+        };
+        Ok(match text {
+            Some(text) => PyString::new(py, text).into_any(),
+            None => PyBytes::new(py, raw).into_any(),
+        })
+    }
+
+    /// The paths of entries `lo..hi` (clamped): (buffer, uint64 ends with a leading 0).
+    fn paths_between<'py>(
+        &self,
+        py: Python<'py>,
+        lo: usize,
+        hi: usize,
+    ) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+        let n = self.container.count();
+        let (lo, hi) = (lo.min(n), hi.min(n));
+        let (a, b) = if lo < hi {
+            (self.path_ends[lo], self.path_ends[hi])
+        } else {
+            (0, 0)
+        };
+        let ends: Vec<u64> = if lo < hi {
+            self.path_ends[lo..=hi].iter().map(|e| e - a).collect()
+        } else {
+            vec![0]
+        };
+        (
+            PyBytes::new(py, &self.paths[a as usize..b as usize]),
+            u64_bytes(py, &ends),
         )
     }
 
