@@ -273,9 +273,11 @@ class LazySection(Section):
         """Values lines and child sections, in source order (made from the native document once)."""
         pending = self._pending
         if pending is not None:
-            self._pending = None
             native, k = pending
-            _SECTION_BODY.__set__(self, native.body(k, self))
+            body = native.body(k, self)  # may run Python code (Value.__init__): fill, then clear
+            if self._pending is pending:  # not filled or replaced meanwhile
+                _SECTION_BODY.__set__(self, body)
+                self._pending = None
         return cast("list[Line | Section]", _SECTION_BODY.__get__(self))
 
     @body.setter
