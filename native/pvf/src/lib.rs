@@ -10,6 +10,7 @@ pub mod compile;
 pub mod container;
 pub mod crypto;
 pub mod error;
+pub mod index;
 pub mod lookup;
 pub mod nkpi;
 pub mod render;

@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 
 mod pvf;
+mod pvf_index;
 mod pvf_table;
 mod pvf_text;
 mod xiangqi;

@@ -31,11 +31,11 @@ create_exception!(
     "A PVF structure is malformed: args (code, message, offset)."
 );
 
-fn format_error(e: PvfError) -> PyErr {
+pub(crate) fn format_error(e: PvfError) -> PyErr {
     NativeFormatError::new_err((e.code, e.message, e.offset))
 }
 
-fn error_tuple<'py>(
+pub(crate) fn error_tuple<'py>(
     py: Python<'py>,
     position: usize,
     e: &PvfError,
@@ -52,7 +52,10 @@ fn error_tuple<'py>(
 }
 
 /// The bytes of a Python buffer (bytes, mmap, memoryview) for the length of `f`.
-fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -> PyResult<R> {
+pub(crate) fn with_bytes<R>(
+    obj: &Bound<'_, PyAny>,
+    f: impl FnOnce(&[u8]) -> PyResult<R>,
+) -> PyResult<R> {
     let buffer = PyBuffer::<u8>::get(obj)?;
     if !buffer.is_c_contiguous() {
         return Err(PyValueError::new_err(
@@ -139,14 +142,14 @@ fn pieces<'a>(blob: &'a [u8], ends: &[u64]) -> PyResult<Vec<&'a [u8]>> {
 /// container's arrays, and the string source for rendering.
 /// The renderer's string source and links, set from Python before a pass and extended by it.
 #[derive(Default)]
-struct RenderState {
-    strings: Option<Strings>,
-    links: Option<Links>,
-    texts: Option<TextDecoders>,
+pub(crate) struct RenderState {
+    pub(crate) strings: Option<Strings>,
+    pub(crate) links: Option<Links>,
+    pub(crate) texts: Option<TextDecoders>,
 }
 
 /// Lock `m` without holding the GIL while waiting (a holder may need the GIL to finish).
-fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> MutexGuard<'a, T> {
+pub(crate) fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> MutexGuard<'a, T> {
     loop {
         match m.try_lock() {
             Ok(guard) => return guard,
@@ -162,13 +165,13 @@ fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> MutexGuard<'a, T> {
 /// archive diff beside the index build); what changes sits behind mutexes.
 #[pyclass(module = "moddesk_native.pvf", name = "Archive", frozen)]
 pub(crate) struct NativeArchive {
-    container: Container,
+    pub(crate) container: Container,
     paths: Vec<u8>,
     path_ends: Vec<u64>,
     legacy_rows: Vec<u64>,
     /// The NKPI pools until `nkpi_info` hands them to Python.
     pools: Mutex<Option<(Vec<u8>, Vec<u8>)>>,
-    state: Mutex<RenderState>,
+    pub(crate) state: Mutex<RenderState>,
     /// The path lookup, built on first use (`build_lookup`).
     lookup: Mutex<Option<PathIndex>>,
 }
@@ -187,7 +190,7 @@ impl NativeArchive {
         self.container.count()
     }
 
-    fn numbering(&self) -> Numbering {
+    pub(crate) fn numbering(&self) -> Numbering {
         Numbering::new(self.container.is_classic())
     }
 }
@@ -660,7 +663,7 @@ impl NativeArchive {
 }
 
 /// Ask `resolver` for the texts of `refs` (uint32) and keep them in `strings`.
-fn resolve_by(
+pub(crate) fn resolve_by(
     py: Python<'_>,
     resolver: &Bound<'_, PyAny>,
     strings: &mut Strings,
@@ -683,7 +686,7 @@ fn resolve_by(
 }
 
 impl NativeArchive {
-    fn checked(&self, indexes: Vec<u32>) -> PyResult<Vec<u32>> {
+    pub(crate) fn checked(&self, indexes: Vec<u32>) -> PyResult<Vec<u32>> {
         let n = self.container.count() as u32;
         if indexes.iter().any(|&i| i >= n) {
             return Err(PyValueError::new_err("an index is past the directory"));
@@ -703,5 +706,6 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(open_archive, &module)?)?;
     crate::pvf_table::register(&module)?;
     crate::pvf_text::register(&module)?;
+    crate::pvf_index::register(&module)?;
     Ok(())
 }

@@ -822,6 +822,58 @@ class Archive:
                 return
         native_fmt.set_links(self._native, self._link_tables())
 
+    def build_native_index(
+        self,
+        order: npt.NDArray[np.uint32],
+        spool: Path,
+        out: Path,
+        progress: Callable[[int], None],
+        lock: Any,
+    ) -> tuple[bytes, bytes]:
+        """The content index file (``searchindex`` layout, header zeroed) of every entry, written
+        natively to ``out`` with ``spool`` as scratch: texts as ``rendered_batches(fold=True,
+        terminator="\\0")`` gives them, in the order of ``order`` (directory index of each sorted
+        path). Answers (offsets <i8, text mask) bytes; a damaged entry raises its format error, as
+        the batches do. ``progress(done)`` may raise to cancel; ``lock`` is held while Python renders
+        the entries only it renders (animations …) (the archive is not thread-safe). Native core, no edits."""
+        self._check_open()
+        assert self._native is not None and self._src is not None and not self._overlay
+        assert len(self._paths) == self._source_count
+        strings = self.strings
+        assert isinstance(strings, (StringTable, StringPools))
+        native_fmt.set_strings(self._native, strings, legacy=self.format == NKPI_PROTECTED)
+        classic = self.family is Family.CLASSIC
+        native_fmt.set_text_decoders(self._native, self.encoding if classic else None, self.korean_mojibake)
+        if classic:
+            self._set_native_links()
+        runs = [run for run, _alone in self._native_runs()]
+        indexes = np.concatenate(runs) if runs else np.zeros(0, dtype=np.uint32)
+        run_ends = np.zeros(len(runs) + 1, dtype="<u8")
+        np.cumsum([len(run) for run in runs], out=run_ends[1:])
+
+        def raw_texts(indexes_raw: bytes, blob: bytes, ends_raw: bytes) -> list[bytes | None]:
+            ends = np.frombuffer(ends_raw, dtype="<u8").tolist()
+            with lock:
+                return [
+                    self._rendered_one(self._entry(i), blob[ends[k] : ends[k + 1]], True, b"\x00")
+                    for k, i in enumerate(np.frombuffer(indexes_raw, dtype="<u4").tolist())
+                ]
+
+        offsets, mask, error = native_fmt.native_module(self._native).build_index(
+            self._native,
+            self._src.buffer(),
+            indexes.astype("<u4").tobytes(),
+            run_ends.tobytes(),
+            order.astype("<u4").tobytes(),
+            str(spool),
+            str(out),
+            native_fmt.StringResolver(strings),
+            raw_texts,
+            progress,
+        )
+        native_fmt.raise_batch_error(error)
+        return offsets, mask
+
     def _rendered_one(self, entry: ArchiveEntry, data: bytes, fold: bool, tail: bytes) -> bytes | None:
         """One entry as ``iter_rendered`` gives it: its text (folded) as UTF-8 plus ``tail``, or None."""
         try:

@@ -50,7 +50,11 @@ def test_search_answers_match_the_reference_built_and_cached(tmp_path: Path, fam
         assert search_equality.differences(key, result) == []
 
 
-def test_answers_from_an_index_rendered_by_a_worker_process_match_too(tmp_path: Path) -> None:
+def test_answers_from_an_index_rendered_by_a_worker_process_match_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # render worker processes serve the reference build (the native one renders on every core itself)
+    monkeypatch.setenv("MODDESK_CORE", "python")
     path = tmp_path / "Script.pvf"
     generate_archive(path, fmt="classic", files=SMALL_FILES, seed=1)
     service, ws = open_service(path, tmp_path / "cache", workers=1)

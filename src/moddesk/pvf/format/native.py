@@ -280,6 +280,11 @@ def _ends(parts: list[bytes]) -> bytes:
     return ends.tobytes()
 
 
+def native_module(handle: Any) -> Any:
+    """The ``moddesk_native.pvf`` module that made ``handle`` (a native archive)."""
+    return importlib.import_module(type(handle).__module__.rpartition(".")[0] or "moddesk_native").pvf
+
+
 def key_table(handle: Any, rows: bytes, keys: list[bytes], given_are_names: bool) -> Any:
     """The native key table of an archive (``moddesk_native.pvf.key_table``)."""
     module = importlib.import_module(type(handle).__module__.rpartition(".")[0] or "moddesk_native")

@@ -115,6 +115,20 @@ class IndexOps(ServiceCore):
         tokens_ready: float | None = None
         tokens_bytes = 0
         total = ws.base_count
+        native_order = ws.native_index_order() if index is None else None
+        if index is None and native_order is not None:
+            # one native call renders every entry on both cores and writes the file: the index is
+            # whole in about the time the token map alone took, so no token map is made
+            ctx.phase("decode and index")
+            index = ContentIndex.build_native(
+                ws.archive,
+                base,
+                native_order,
+                folder=self.index_cache if self._cache_file(ws) is not None else None,
+                progress=lambda done: ctx.progress(done, total, "indexing"),
+                check_cancelled=ctx.check_cancelled,
+                lock=ws.lock,
+            )
         if index is None:
             ctx.phase("decode tokens")
             tokens = self._token_map(ws, ctx)

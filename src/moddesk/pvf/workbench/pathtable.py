@@ -16,6 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from moddesk.pvf.archive import Archive, names_are_normal, normalize_path
 
 # '0' follows '/' in code-point order: every path under "a/b/" sorts in ["a/b/", "a/b0").
@@ -67,6 +70,10 @@ class BasePaths(Protocol):
 
     def children(self, prefix: str) -> list[Child]:
         """Direct children of ``prefix``: folders first (by name, with key counts), then files."""
+        ...
+
+    def sorted_entries(self) -> npt.NDArray[np.int64] | None:
+        """The directory index of each key's first entry, in sorted key order (None: not kept)."""
         ...
 
 
@@ -171,6 +178,9 @@ class DictBasePaths:
     def children(self, prefix: str) -> list[Child]:
         return list_children(self._sorted_keys(), prefix)
 
+    def sorted_entries(self) -> npt.NDArray[np.int64] | None:
+        return None  # the reference keeps no entry order (its index build sorts the keys itself)
+
 
 def _texts(blob: bytes, ends_raw: bytes) -> list[str]:
     """The keys of a native answer (UTF-8 buffer + uint64 ends)."""
@@ -232,6 +242,9 @@ class NativeBasePaths:
             return 0, 0
         lo, hi = self._table.prefix_range(raw)
         return int(lo), int(hi)
+
+    def sorted_entries(self) -> npt.NDArray[np.int64] | None:
+        return np.frombuffer(self._table.entries(0, len(self), True), dtype="<u4").astype(np.int64)
 
     def children(self, prefix: str) -> list[Child]:
         raw = _key_bytes(prefix)

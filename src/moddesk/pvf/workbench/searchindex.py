@@ -33,8 +33,9 @@ import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -53,6 +54,19 @@ FIRST_BLOCK = 256 << 10  # a substring scan reads this much first (a common word
 MAX_BLOCK = 8 << 20  # ... doubling up to this
 REGEX_BLOCK = 4 << 20  # corpus bytes scanned per regex pass, at most
 MIN_REGEX_BLOCK = 256 << 10  # … and at least (a costlier pattern's block goes to a worker process)
+
+
+class NativeIndexSource(Protocol):
+    """What ``ContentIndex.build_native`` asks of the archive (``Archive.build_native_index``)."""
+
+    def build_native_index(
+        self,
+        order: npt.NDArray[np.uint32],
+        spool: Path,
+        out: Path,
+        progress: Callable[[int], None],
+        lock: Any,
+    ) -> tuple[bytes, bytes]: ...
 
 
 def normalize_path(path: str) -> str:
@@ -180,6 +194,61 @@ class ContentIndex:
                 raise
         index = cls(all_paths, text_mask, offsets, handle, HEADER_SIZE, temp_path)
         index.loadable = base_order is not None
+        return index
+
+    @classmethod
+    def build_native(
+        cls,
+        archive: NativeIndexSource,
+        base_paths: list[str],
+        order: npt.NDArray[np.int64],
+        *,
+        folder: Path | None = None,
+        progress: Callable[[int], None] | None = None,
+        check_cancelled: Callable[[], None] | None = None,
+        lock: AbstractContextManager[object] | None = None,
+    ) -> ContentIndex:
+        """``build_folded`` of every entry of a native ``archive`` in one native call: the same file.
+
+        ``base_paths[i]`` is entry ``i``'s key (every name its own key, distinct) and ``order`` the
+        entries in sorted key order (the workspace's key table has it). Scripts are rendered and
+        folded on every core with the GIL released, spooled, and copied into path order natively;
+        ``progress(done)`` and ``check_cancelled()`` run after each batch (either may raise to stop).
+        """
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+        all_paths = [base_paths[i] for i in order.tolist()]
+
+        def step(done: int) -> None:
+            if progress is not None:
+                progress(done)
+            if check_cancelled is not None:
+                check_cancelled()
+
+        fd, spool_name = tempfile.mkstemp(prefix=temp_prefix("index.spool"), dir=folder)
+        os.close(fd)
+        handle, temp_path = _index_file(folder)
+        out_path = temp_path
+        if out_path is None:  # an anonymous index: named for the native writer, unlinked at once after
+            handle.close()
+            out_fd, out_name = tempfile.mkstemp(prefix=temp_prefix("index.idx"))
+            handle, out_path = os.fdopen(out_fd, "w+b", buffering=0), Path(out_name)
+        try:
+            offsets_raw, mask_raw = archive.build_native_index(
+                order.astype(np.uint32), Path(spool_name), out_path, step, lock or contextlib.nullcontext()
+            )
+        except BaseException:
+            handle.close()
+            out_path.unlink(missing_ok=True)
+            raise
+        finally:
+            Path(spool_name).unlink(missing_ok=True)
+        if temp_path is None:
+            out_path.unlink(missing_ok=True)  # the open handle keeps reading it (POSIX)
+        offsets = np.frombuffer(offsets_raw, dtype="<i8").astype(np.int64)
+        text_mask = np.frombuffer(mask_raw, dtype=np.uint8).astype(np.bool_)
+        index = cls(all_paths, text_mask, offsets, handle, HEADER_SIZE, temp_path)
+        index.loadable = True
         return index
 
     def publish(self, target: Path, key: str) -> None:

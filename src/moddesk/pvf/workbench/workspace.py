@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+import numpy.typing as npt
+
 from moddesk.kit.files import FileIdentity
 from moddesk.pvf.archive import Archive, PvfFormatError, normalize_path
 from moddesk.pvf.errors import pvf_error
@@ -237,6 +240,14 @@ class Workspace:
         """Whether every base name is its own lookup and content-index key (``index_paths`` is then
         the directory order of the names, entry index for entry index)."""
         return self._names_are_keys
+
+    def native_index_order(self) -> npt.NDArray[np.int64] | None:
+        """The base entries' directory indexes in sorted key order when the native core can build
+        the content index in one call (``ContentIndex.build_native``: every name its own index key,
+        so ``index_paths()[i]`` is entry ``i``'s); None otherwise (the reference build runs)."""
+        if not (self.archive.native and self._names_are_keys):
+            return None
+        return self._names.sorted_entries()
 
     def index_paths(self) -> list[str]:
         """Every base entry's content-index key (``searchindex.normalize_path``), unique, in a

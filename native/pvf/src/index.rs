@@ -1,0 +1,213 @@
+//! The content index file (`moddesk.pvf.workbench.searchindex`, INDEX_FORMAT 2) written natively.
+//!
+//! The build renders entries in storage order (one inflate per NKPI chunk, one decrypt per
+//! classic block) and appends each entry's folded text to a spool file; the index wants them in
+//! path order, so a second step copies the spooled texts into the index file in that order:
+//!
+//! ```text
+//! header (HEADER_SIZE zero bytes: the caller writes it when it publishes) | corpus |
+//! offsets (<i8, texts + 1) | text mask (u1, sorted paths) | sorting permutation (<i8, paths)
+//! ```
+//!
+//! byte for byte what the reference writes (`ContentIndex.build_folded`). The corpus never sits
+//! in memory whole (at 10^6 files it is ~560 MiB): texts are spooled as they are rendered and
+//! read back a window at a time.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+
+use rayon::prelude::*;
+
+#[cfg(unix)]
+use std::os::unix::fs::FileExt;
+#[cfg(windows)]
+use std::os::windows::fs::FileExt;
+
+/// Zero bytes before the corpus (the caller's header: magic + JSON, written last).
+pub const HEADER_SIZE: usize = 4096;
+/// Texts copied into path order per window (bounds what the copy holds in memory).
+const COPY_FILES: usize = 16384;
+/// Texts read back from the spool per task of a window.
+const COPY_TASK: usize = 512;
+
+/// Where one entry's folded text lies in the spool; `len < 0`: the entry has no text (binary,
+/// or not rendered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start: u64,
+    pub len: i64,
+}
+
+impl Span {
+    pub const NONE: Span = Span { start: 0, len: -1 };
+}
+
+/// Texts appended in arrival order to a file, with the span of each entry (by directory index).
+pub struct Spool {
+    out: BufWriter<File>,
+    file: File,
+    size: u64,
+    pub spans: Vec<Span>,
+}
+
+impl Spool {
+    /// A spool over `file` (truncated) for an archive of `count` entries.
+    pub fn new(file: File, count: usize) -> io::Result<Spool> {
+        file.set_len(0)?;
+        let reader = file.try_clone()?;
+        Ok(Spool {
+            out: BufWriter::with_capacity(8 << 20, file),
+            file: reader,
+            size: 0,
+            spans: vec![Span::NONE; count],
+        })
+    }
+
+    /// Append the text of entry `index` (None: it has none). An index past the archive is ignored
+    /// (the caller checked them); a repeated one keeps its first text, as the reference's sort does.
+    pub fn push(&mut self, index: u32, text: Option<&[u8]>) -> io::Result<()> {
+        let Some(text) = text else { return Ok(()) };
+        let Some(span) = self.spans.get_mut(index as usize) else {
+            return Ok(());
+        };
+        if span.len >= 0 {
+            return Ok(());
+        }
+        self.out.write_all(text)?;
+        *span = Span {
+            start: self.size,
+            len: text.len() as i64,
+        };
+        self.size += text.len() as u64;
+        Ok(())
+    }
+
+    /// Copy the texts of `order` (directory indexes of the sorted paths) into `out` after a zeroed
+    /// header, then the offsets, text mask and permutation; returns (offsets, text mask).
+    pub fn write_index(mut self, out: File, order: &[u32]) -> io::Result<(Vec<i64>, Vec<u8>)> {
+        self.out.flush()?;
+        let spool = self.file;
+        let spans: Vec<Span> = order
+            .iter()
+            .map(|&i| self.spans.get(i as usize).copied().unwrap_or(Span::NONE))
+            .collect();
+        drop(self.spans);
+        let mask: Vec<u8> = spans.iter().map(|s| u8::from(s.len >= 0)).collect();
+        let texts: Vec<Span> = spans.into_iter().filter(|s| s.len >= 0).collect();
+        let mut offsets = Vec::with_capacity(texts.len() + 1);
+        offsets.push(0i64);
+        for s in &texts {
+            offsets.push(offsets.last().copied().unwrap_or(0) + s.len);
+        }
+        let mut writer = BufWriter::with_capacity(8 << 20, out);
+        writer.write_all(&[0u8; HEADER_SIZE])?;
+        for window in texts.chunks(COPY_FILES) {
+            let parts: Vec<io::Result<Vec<u8>>> = window
+                .par_chunks(COPY_TASK)
+                .map(|task| read_spans(&spool, task))
+                .collect();
+            for part in parts {
+                writer.write_all(&part?)?;
+            }
+        }
+        write_i64s(&mut writer, &offsets)?;
+        writer.write_all(&mask)?;
+        let permutation: Vec<i64> = order.iter().map(|&i| i64::from(i)).collect();
+        write_i64s(&mut writer, &permutation)?;
+        writer.flush()?;
+        Ok((offsets, mask))
+    }
+}
+
+/// The spooled texts of `spans`, one after the other.
+fn read_spans(spool: &File, spans: &[Span]) -> io::Result<Vec<u8>> {
+    let total: i64 = spans.iter().map(|s| s.len).sum();
+    let mut buffer = vec![0u8; usize::try_from(total).unwrap_or(0)];
+    let mut at = 0usize;
+    for s in spans {
+        let len = s.len as usize;
+        read_exact_at(spool, &mut buffer[at..at + len], s.start)?;
+        at += len;
+    }
+    Ok(buffer)
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    file.read_exact_at(buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset)? {
+            0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_i64s(out: &mut impl Write, values: &[i64]) -> io::Result<()> {
+    let mut bytes = Vec::with_capacity(values.len() * 8);
+    for v in values {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    out.write_all(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn temp(name: &str) -> (std::path::PathBuf, File) {
+        let path = std::env::temp_dir().join(format!(
+            "moddesk-index-test-{}-{}",
+            std::process::id(),
+            name
+        ));
+        let file = File::options()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        (path, file)
+    }
+
+    #[test]
+    fn texts_come_out_in_path_order_with_the_reference_layout() {
+        let (spool_path, spool_file) = temp("spool");
+        let (out_path, out_file) = temp("out");
+        let mut spool = Spool::new(spool_file, 4).unwrap();
+        spool.push(2, Some(b"cc\0")).unwrap();
+        spool.push(0, Some(b"a\0")).unwrap();
+        spool.push(1, None).unwrap();
+        spool.push(0, Some(b"ignored\0")).unwrap(); // a repeat keeps the first text
+        spool.push(3, Some(b"dddd\0")).unwrap();
+        let (offsets, mask) = spool.write_index(out_file, &[3, 1, 0, 2]).unwrap();
+        assert_eq!(offsets, vec![0, 5, 7, 10]);
+        assert_eq!(mask, vec![1, 0, 1, 1]);
+        let mut written = Vec::new();
+        File::open(&out_path)
+            .unwrap()
+            .read_to_end(&mut written)
+            .unwrap();
+        let mut expected = vec![0u8; HEADER_SIZE];
+        expected.extend_from_slice(b"dddd\0a\0cc\0");
+        for v in [0i64, 5, 7, 10, 3, 1, 0, 2] {
+            if expected.len() == HEADER_SIZE + 10 + 32 {
+                expected.extend_from_slice(&[1, 0, 1, 1]);
+            }
+            expected.extend_from_slice(&v.to_le_bytes());
+        }
+        assert_eq!(written, expected);
+        std::fs::remove_file(spool_path).unwrap();
+        std::fs::remove_file(out_path).unwrap();
+    }
+}
