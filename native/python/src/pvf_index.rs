@@ -36,8 +36,8 @@ fn i64_le(values: &[i64]) -> Vec<u8> {
 /// Render and fold every entry of `runs` (uint32 directory indexes in storage order, cut into
 /// runs by the uint64 `run_ends`), each text followed by a NUL, spool them to `spool_path`, and
 /// write the index file `out_path` with the texts in the order of `order` (uint32 directory index
-/// of each sorted path). `raw_texts(indexes, blob, ends)` answers, for the entries that are not
-/// scripts, the list of their folded texts + NUL (None: no text form). Answers
+/// of each sorted path). `raw_texts(indexes, blob, ends)` answers, for the entries only the
+/// reference renders, the list of their folded texts + NUL (None: no text form). Answers
 /// (offsets <i8 bytes, text mask bytes, None), or (None, None, the first read error as
 /// (position, code, message, offset)) — the reference's build fails on that error too.
 #[pyfunction]
