@@ -8,7 +8,9 @@ generated archives of each family, broken texts and hypothesis texts (both numbe
 
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -130,3 +132,14 @@ def test_section_bodies_are_made_on_first_use_and_edits_hold() -> None:
     expected.set("price", 6)
     assert doc.render() == expected.render()
     assert name.children() == [] and name.values()[0].value == "剑"
+
+
+def test_documents_copy_and_pickle_with_bodies_not_yet_made() -> None:
+    text = "#PVF_File\n[a]\n\t1\t`x`\n[b]\n\t[c]\n\t\t2.5\n\t[/c]\n[/b]\n"
+    with _core("native"):
+        doc = build_document(text, Family.CLASSIC)
+    with _core("python"):
+        expected = structure(build_document(text, Family.CLASSIC))
+    assert structure(copy.deepcopy(doc)) == expected
+    assert structure(pickle.loads(pickle.dumps(doc))) == expected
+    assert structure(doc) == expected

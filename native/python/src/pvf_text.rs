@@ -144,31 +144,26 @@ impl CompiledBatch {
         Ok(out)
     }
 
-    /// (bytes of every text one after another, uint64 ends): the script bytes of each compiled
-    /// text without an error with `refs[g]` for global string `g`; others are empty.
-    fn encode<'py>(&self, py: Python<'py>, refs: Vec<u32>) -> PyResult<Bound<'py, PyTuple>> {
+    /// The script bytes of each compiled text without an error, `refs[g]` being the reference of
+    /// global string `g`; None for the others (unsupported or failed texts).
+    fn encode<'py>(&self, py: Python<'py>, refs: Vec<u32>) -> PyResult<Bound<'py, PyList>> {
         if refs.len() != self.inner.strings.len() {
             return Err(PyValueError::new_err("one reference per string"));
         }
-        let (blob, ends) = py.detach(|| {
-            let mut blob = Vec::new();
-            let mut ends = Vec::with_capacity(self.inner.texts.len());
-            for text in &self.inner.texts {
-                if let Some(c) = text.as_ref().filter(|c| c.error.is_none()) {
-                    compile::encode(&c.units, &c.string_units, &refs, self.classic, &mut blob);
+        let out = PyList::empty(py);
+        let mut buffer = Vec::new();
+        for text in &self.inner.texts {
+            match text.as_ref().filter(|c| c.error.is_none()) {
+                Some(c) => {
+                    buffer.clear();
+                    compile::encode(&c.units, &c.string_units, &refs, self.classic, &mut buffer)
+                        .ok_or_else(|| PyValueError::new_err("one reference per string"))?;
+                    out.append(PyBytes::new(py, &buffer))?;
                 }
-                ends.push(blob.len() as u64);
+                None => out.append(py.None())?,
             }
-            (blob, ends)
-        });
-        let ends: Vec<u8> = ends.iter().flat_map(|v| v.to_le_bytes()).collect();
-        PyTuple::new(
-            py,
-            [
-                PyBytes::new(py, &blob).into_any(),
-                PyBytes::new(py, &ends).into_any(),
-            ],
-        )
+        }
+        Ok(out)
     }
 }
 

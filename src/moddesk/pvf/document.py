@@ -285,6 +285,11 @@ class LazySection(Section):
         self._pending = None
         _SECTION_BODY.__set__(self, value)
 
+    def __getstate__(self) -> object:
+        """The state for copies and pickles: the body made first (they never hold the native document)."""
+        self.body  # noqa: B018 - reading it makes it
+        return super().__getstate__()
+
 
 def _name(name: str) -> str:
     n = name.strip()

@@ -639,12 +639,12 @@ def compile_scripts_bytes(
         out[i] = failed.error
         out[i + 1 :] = [_compile_one(t, family, strings) for t in texts[i + 1 :]]
         refs += [0] * (len(batch_strings) - len(refs))
-    blob, raw_ends = batch.encode(refs)  # texts decided above keep their answer
-    offsets = [0, *np.frombuffer(raw_ends, dtype="<u8").tolist()]
-    view = memoryview(blob)
-    return [
-        done if done is not None else bytes(view[offsets[k] : offsets[k + 1]]) for k, done in enumerate(out)
-    ]
+    # one bytes per text compiled without an error (None for the others, decided above)
+    encoded: list[bytes | PvfFormatError | None] = batch.encode(refs)
+    for k, done in enumerate(out):
+        if done is not None:
+            encoded[k] = done
+    return cast("list[bytes | PvfFormatError]", encoded)
 
 
 def _compile_one(text: str, family: Family, strings: StringSink) -> bytes | PvfFormatError:
