@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use crate::container::Container;
 use crate::error::PvfError;
 use crate::render::{
-    is_list_path, string_refs, units_into, Links, Numbering, RenderOptions, Renderer,
+    is_list_path, string_refs, units_into, Links, Numbering, PieceCache, RenderOptions, Renderer,
 };
 use crate::strings::Strings;
 use crate::texts::{Text, TextDecoders};
@@ -228,12 +228,13 @@ impl Batch {
                 let mut kinds = Vec::with_capacity(last - first);
                 let mut units = Vec::new();
                 let mut scratch = Vec::new();
+                let mut cache = PieceCache::default();
                 for k in first..last {
                     let before = out.len();
                     let bytes = self.data(k);
                     if self.scripts[k] && units_into(bytes, self.classic, &mut units) {
                         let list = is_list_path(path_of(self.indexes[k]));
-                        renderer.render_with(&units, list, &mut out, &mut scratch);
+                        renderer.render_cached(&units, list, &mut out, &mut scratch, &mut cache);
                         kinds.push(Outcome::Rendered as u8);
                     } else {
                         let text = match texts {

@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
 use crate::strings::{replace, Strings};
 
@@ -187,6 +189,45 @@ fn section_layout(tag: &[u8]) -> i64 {
     }
 }
 
+/// A string piece as `string_piece` made it: its kind, its text and its unfolded tag.
+type CachedPiece = (u8, Rc<[u8]>, Rc<[u8]>);
+
+/// String pieces a renderer made, by (unit type, value): the kind, the text and the unfolded tag
+/// (None: the string does not resolve). One per task, never shared between threads.
+#[derive(Default)]
+pub struct PieceCache {
+    map: HashMap<(u8, u32), Option<CachedPiece>, BuildHasherDefault<UnitHasher>>,
+}
+
+/// A multiplicative hash for small integer keys (the default SipHash costs more than the
+/// lookup it guards; the keys are not chosen by an attacker who gains from collisions here).
+#[derive(Default)]
+pub struct UnitHasher(u64);
+
+impl Hasher for UnitHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u8(b);
+        }
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
 /// A rendered unit: its kind, its text's span in the scratch buffer and its unfolded tag's span.
 type Piece = (u8, (usize, usize), (usize, usize));
 
@@ -267,7 +308,45 @@ impl Renderer<'_> {
         Some(text.into_owned())
     }
 
-    fn items(&self, units: &[(u8, u32)], scratch: &mut Vec<u8>) -> Vec<Item> {
+    /// `string_piece`, from `cache` when this task has made the same piece before.
+    fn cached_piece(
+        &self,
+        raw: u8,
+        v: u32,
+        scratch: &mut Vec<u8>,
+        cache: &mut PieceCache,
+    ) -> Option<Piece> {
+        if let Some(found) = cache.map.get(&(raw, v)) {
+            let (kind, text, tag) = found.as_ref()?;
+            let a = scratch.len();
+            scratch.extend_from_slice(text);
+            let b = scratch.len();
+            scratch.extend_from_slice(tag);
+            let tag_span = if tag.is_empty() {
+                (0, 0)
+            } else {
+                (b, scratch.len())
+            };
+            return Some((*kind, (a, b), tag_span));
+        }
+        let piece = self.string_piece(raw, v, scratch);
+        let kept = piece.map(|(kind, text, tag)| {
+            (
+                kind,
+                Rc::from(&scratch[text.0..text.1]),
+                Rc::from(&scratch[tag.0..tag.1]),
+            )
+        });
+        cache.map.insert((raw, v), kept);
+        piece
+    }
+
+    fn items(
+        &self,
+        units: &[(u8, u32)],
+        scratch: &mut Vec<u8>,
+        cache: &mut PieceCache,
+    ) -> Vec<Item> {
         let nb = self.numbering;
         let mut items = Vec::with_capacity(units.len());
         let push = |items: &mut Vec<Item>,
@@ -308,7 +387,7 @@ impl Renderer<'_> {
                 continue;
             }
             if nb.is_string(raw) {
-                match self.string_piece(raw, v, scratch) {
+                match self.cached_piece(raw, v, scratch, cache) {
                     Some((kind, text, tag)) => push(&mut items, kind, text, tag, 0),
                     None => {
                         push_escape(scratch, raw, signed(v));
@@ -374,8 +453,21 @@ impl Renderer<'_> {
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
     ) {
+        self.render_cached(units, is_list, out, scratch, &mut PieceCache::default());
+    }
+
+    /// `render_with` keeping the string pieces it makes in `cache` for the next scripts of the
+    /// same archive and options (a script's tags and strings repeat across scripts).
+    pub fn render_cached(
+        &self,
+        units: &[(u8, u32)],
+        is_list: bool,
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+        cache: &mut PieceCache,
+    ) {
         scratch.clear();
-        let items = self.items(units, scratch);
+        let items = self.items(units, scratch, cache);
         let scratch: &Vec<u8> = scratch;
         let piece = |r: (usize, usize)| &scratch[r.0..r.1];
         out.extend_from_slice(if self.options.fold {

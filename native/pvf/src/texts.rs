@@ -6,7 +6,13 @@
 //! What needs the reference (animations, `.ani`/`.als` text sniffing, non-ASCII classic names,
 //! Korean mojibake repair, a code page without a table) is answered `Text::Caller`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::container::Container;
+use crate::render::Links;
 
 use crate::codec::{CaseFold, Codec};
 use crate::lookup::normalize_ascii;
@@ -115,6 +121,53 @@ impl TextDecoders {
         }
         self.settled(Some(utf16_to_utf8(data)), fold)
     }
+}
+
+/// A `.str` key with its text and folded text.
+type LinkText = (Vec<u8>, Vec<u8>, Vec<u8>);
+
+/// Classic string links from the `.str` entries they name: link `ids[k]` reads entry
+/// `indexes[k]` of `container` (its table as `parse_str(render(...))` reads it; the first of a
+/// duplicated key wins), each text with its folded form. None when an entry needs the reference
+/// (unreadable, a script, a code page without a table, text the fold table cannot fold).
+pub fn str_links<'p>(
+    container: &Container,
+    data: &[u8],
+    ids: &[i32],
+    indexes: &[u32],
+    path_of: &(dyn Fn(u32) -> &'p [u8] + Sync),
+    texts: &TextDecoders,
+) -> Option<Links> {
+    let casefold = texts.casefold.as_deref()?;
+    // each table read, decoded, parsed and folded on every core
+    let tables: Vec<Option<Vec<LinkText>>> = indexes
+        .par_iter()
+        .map(|&i| {
+            let entry = container.read(data, i as usize).ok()?;
+            if entry.starts_with(&[0xB0, 0xD0]) {
+                return None; // a script named .str: the reference renders it
+            }
+            let table = match texts.classic(path_of(i), &entry, false) {
+                Text::Some(text) => parse_str(&text),
+                Text::None => Vec::new(),
+                Text::Caller => return None,
+            };
+            table
+                .into_par_iter()
+                .map(|(key, text)| {
+                    let folded = casefold.fold(&text)?;
+                    Some((key, text, folded))
+                })
+                .collect()
+        })
+        .collect();
+    let mut links: Links = HashMap::new();
+    for (&id, table) in ids.iter().zip(tables) {
+        for (key, text, folded) in table? {
+            links.entry((id, key)).or_insert((text, folded));
+        }
+    }
+    Some(links)
 }
 
 /// `lists.parse_str` over UTF-8 text: `key>value` lines (CRLF or LF); `//` comments, lines

@@ -6,7 +6,7 @@
 
 use moddesk_pvf::batch::Batch;
 use moddesk_pvf::container::{self, Container};
-use moddesk_pvf::render::{units, Numbering, RenderOptions, Renderer};
+use moddesk_pvf::render::{units, Numbering, PieceCache, RenderOptions, Renderer};
 use moddesk_pvf::strings::Strings;
 use proptest::prelude::*;
 
@@ -134,6 +134,13 @@ proptest! {
             renderer.render(&u, list, &mut out);
             let head: &[u8] = if fold { b"#pvf_file\n" } else { b"#PVF_File\n" };
             prop_assert!(out.starts_with(head));
+            // the same script twice through one piece cache (the second from the cache) renders alike
+            let mut cache = PieceCache::default();
+            let (mut first, mut second, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+            renderer.render_cached(&u, list, &mut first, &mut scratch, &mut cache);
+            renderer.render_cached(&u, list, &mut second, &mut scratch, &mut cache);
+            prop_assert_eq!(&first, &out);
+            prop_assert_eq!(&second, &out);
         }
     }
 }

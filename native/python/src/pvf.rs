@@ -19,7 +19,7 @@ use moddesk_pvf::lookup::PathIndex;
 use moddesk_pvf::nkpi;
 use moddesk_pvf::render::{Links, Numbering, RenderOptions};
 use moddesk_pvf::strings::Strings;
-use moddesk_pvf::texts::{parse_str, Text, TextDecoders};
+use moddesk_pvf::texts::{str_links, TextDecoders};
 use moddesk_pvf::PvfError;
 
 use crate::pvf_table::{CaseFoldTable, CodecTable};
@@ -531,29 +531,9 @@ impl NativeArchive {
         let Some(texts) = state.texts.clone() else {
             return Ok(false);
         };
-        let Some(casefold) = texts.casefold.clone() else {
-            return Ok(false);
-        };
         let links = with_bytes(data, |bytes| {
-            Ok(py.detach(|| -> Option<Links> {
-                let mut links: Links = HashMap::new();
-                for (&id, &i) in ids.iter().zip(&indexes) {
-                    let entry = self.container.read(bytes, i as usize).ok()?;
-                    if entry.starts_with(&[0xB0, 0xD0]) {
-                        return None; // a script named .str: the reference renders it
-                    }
-                    let table = match texts.classic(self.path(i), &entry, false) {
-                        Text::Some(text) => parse_str(&text),
-                        Text::None => Vec::new(),
-                        Text::Caller => return None,
-                    };
-                    for (key, text) in table {
-                        let folded = casefold.fold(&text)?;
-                        links.entry((id, key)).or_insert((text, folded));
-                    }
-                }
-                Some(links)
-            }))
+            let path_of = |i: u32| self.path(i);
+            Ok(py.detach(|| str_links(&self.container, bytes, &ids, &indexes, &path_of, &texts)))
         })?;
         match links {
             Some(links) => {
