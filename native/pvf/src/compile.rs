@@ -64,8 +64,20 @@ pub struct Lexeme<'a> {
     pub col: u32,
 }
 
-/// Whether the native lexer reads `text` exactly as the reference does (no non-ASCII numerals).
+/// Digit runs longer than this go to the reference, which converts them with Python's `int()`
+/// under its configurable limit (`sys.get_int_max_str_digits()`, never below 640).
+pub const LONGEST_DIGIT_RUN: usize = 640;
+
+/// Whether the native lexer reads `text` exactly as the reference does: no non-ASCII numerals,
+/// no digit run longer than [`LONGEST_DIGIT_RUN`].
 pub fn supported(text: &str) -> bool {
+    let mut run = 0usize;
+    for &b in text.as_bytes() {
+        run = if b.is_ascii_digit() { run + 1 } else { 0 };
+        if run > LONGEST_DIGIT_RUN {
+            return false;
+        }
+    }
     text.is_ascii()
         || !text
             .chars()

@@ -301,7 +301,7 @@ def build_document(text: str, family: Family = Family.CLASSIC) -> Document:
             Lexeme("escape", (number, raw, payload), start, start, line, 0)
             for number, raw, payload, line, start in info
         ]
-    except _Slow:
+    except (_Slow, ValueError):  # ValueError: a digit run too long for int(); lex says BAD_TEXT
         events, escapes, escape_lexemes, first, last = _slow_events(text)
     if escapes:
         kinds = _numbering_kinds(escape_lexemes, family)

@@ -148,6 +148,17 @@ def _read_backtick(text: str, pos: int) -> tuple[str, int]:
         return "".join(parts), k + 1
 
 
+def _text_int(word: str, line: int, pos: int) -> int:
+    """``int(word)`` of a lexed digit run, BAD_TEXT when it is longer than Python converts
+    (``sys.get_int_max_str_digits()``, 4,300 digits by default)."""
+    try:
+        return int(word)
+    except ValueError:
+        raise PvfFormatError(
+            "BAD_TEXT", f"integer of {len(word)} characters is too long at line {line}", offset=pos
+        ) from None
+
+
 def _is_comment_line(text: str, pos: int) -> bool:
     line_start = text.rfind("\n", 0, pos) + 1
     return text[line_start:pos].strip(" \t") == ""
@@ -199,7 +210,7 @@ def lex(text: str) -> Iterator[Lexeme]:
                 mi = _ESCAPE_INT.match(text, pos)
                 if not mi:
                     raise PvfFormatError("BAD_TEXT", f"bad escape payload at line {line}", offset=pos)
-                payload, pos = int(mi.group(0)), mi.end()
+                payload, pos = _text_int(mi.group(0), line, pos), mi.end()
             if not text.startswith("}", pos):
                 raise PvfFormatError("BAD_TEXT", f"escape not closed by '}}' at line {line}", offset=pos)
             pos += 1
@@ -215,7 +226,7 @@ def lex(text: str) -> Iterator[Lexeme]:
             if not text.startswith(">", pos):
                 raise PvfFormatError("BAD_TEXT", f"link not closed by '>' at line {line}", offset=pos)
             pos += 1
-            kind, value = "link", (int(m.group(1)), m.group(2), display)
+            kind, value = "link", (_text_int(m.group(1), line, start + 1), m.group(2), display)
         else:
             m = _NUMBER.match(text, pos)
             if not m or (m.end() < n and text[m.end()] not in _ENDERS):
@@ -230,7 +241,7 @@ def lex(text: str) -> Iterator[Lexeme]:
             if any(ch in word for ch in ".eE"):
                 kind, value = "float", word
             else:
-                kind, value = "int", int(word)
+                kind, value = "int", _text_int(word, line, start)
         if kind == "string":
             # strings may span lines: keep the line counter honest
             nls = text.count("\n", start, pos)
