@@ -388,6 +388,7 @@ impl NativeDocument {
 /// filled from `_pending`, Value, ValueLine, ParseWarning).
 #[pyfunction]
 fn parse_document(
+    py: Python<'_>,
     text: &Bound<'_, PyString>,
     classic: bool,
     classes: (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
@@ -395,7 +396,13 @@ fn parse_document(
     let Some(s) = readable(text) else {
         return Ok(None);
     };
-    let Ok(doc) = OwnedDocument::new(s, classic) else {
+    // a big text (a long .lst) is scanned without the GIL; a typical script takes microseconds
+    let parsed = if s.len() < 1 << 16 {
+        OwnedDocument::new(s, classic)
+    } else {
+        py.detach(|| OwnedDocument::new(s, classic))
+    };
+    let Ok(doc) = parsed else {
         return Ok(None);
     };
     let (section, value, line, warning) = classes;
