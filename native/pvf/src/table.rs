@@ -34,6 +34,8 @@ pub struct KeyTable {
     sorted: Vec<u32>,
     /// The same entries in directory order (the order a dictionary of first entries keeps).
     firsts: Vec<u32>,
+    /// The entries whose key an earlier entry has, in key order then directory order (few).
+    repeats: Vec<u32>,
     /// Whether every entry's key is its own path, distinct, with no trailing `/`.
     own_keys: bool,
 }
@@ -80,11 +82,14 @@ impl KeyTable {
         drop(keyed);
         order.par_sort_unstable();
         let mut sorted: Vec<u32> = Vec::with_capacity(order.len());
+        let mut repeats: Vec<u32> = Vec::new();
         let mut last: Option<&[u8]> = None;
         for &(key, i) in &order {
             if last != Some(key) {
                 sorted.push(i);
                 last = Some(key);
+            } else {
+                repeats.push(i);
             }
         }
         drop(order);
@@ -99,6 +104,7 @@ impl KeyTable {
             given,
             sorted,
             firsts,
+            repeats,
             own_keys,
         }
     }
@@ -147,6 +153,21 @@ impl KeyTable {
         let rank = self.bisect(key, 0, self.sorted.len(), path);
         let &i = self.sorted.get(rank)?;
         (self.key(i, path).cmp(key) == Ordering::Equal).then_some(i)
+    }
+
+    /// Every entry whose key is `key`, in directory order (the first is `find`'s).
+    pub fn find_all<'p>(&'p self, key: &[u8], path: PathFn<'_, 'p>) -> Vec<u32> {
+        let Some(first) = self.find(key, path) else {
+            return Vec::new();
+        };
+        let start = self.repeats.partition_point(|&i| self.key(i, path) < key);
+        let mut out = vec![first];
+        out.extend(
+            self.repeats[start..]
+                .iter()
+                .take_while(|&&i| self.key(i, path) == key),
+        );
+        out
     }
 
     /// The ranks `lo..hi` (key order) of the keys under the folder `prefix` ("" = every key,
@@ -259,6 +280,9 @@ mod tests {
         assert_eq!(keys(t.sorted()), ["a.b/q", "a/y.equ", "a/z", "b/x.equ"]);
         assert_eq!(keys(t.firsts()), ["b/x.equ", "a/y.equ", "a/z", "a.b/q"]);
         assert_eq!(t.find(b"a/y.equ", &path), Some(1));
+        assert_eq!(t.find_all(b"a/y.equ", &path), vec![1, 2]);
+        assert_eq!(t.find_all(b"a/z", &path), vec![3]);
+        assert!(t.find_all(b"a", &path).is_empty());
         assert_eq!(t.find(b"a/y", &path), None);
         assert!(!t.own_keys());
         let root: Vec<(String, bool, u64)> = t

@@ -81,6 +81,12 @@ impl KeyTable {
         self.table.find(key, &|i| native.path(i as u32))
     }
 
+    /// Every entry (directory index) whose key is `key`, in directory order.
+    fn find_all(&self, key: &[u8]) -> Vec<u32> {
+        let native = self.archive();
+        self.table.find_all(key, &|i| native.path(i as u32))
+    }
+
     /// The rank in key order of the first key not less than `key` (`bisect_left`).
     fn bisect(&self, key: &[u8]) -> usize {
         let native = self.archive();

@@ -149,7 +149,7 @@ class Archive:
         self._paths: list[str] | native_fmt.PathTable = []
         #: the native core's handle when this archive was opened by it (decided once, at open)
         self._native: Any = None
-        self._native_lookup = False  # whether the native path lookup is built
+        self._keys: Any = None  # the native key table (lookups, sorted keys), built on first need
         self._lookup: dict[str, int] | None = None
         self._region = region
         self._region_confidence: float | None = None
@@ -425,27 +425,26 @@ class Archive:
     def _find(self, path: str) -> int | None:
         key = normalize_path(path)
         if self._native is not None:
-            if not self._native_lookup:
-                self._build_native_lookup()
-            for i in self._native.find(key.encode("utf-8", "surrogatepass")):
+            if self._keys is None:
+                self._keys = self._build_key_table()
+            for i in self._keys.find_all(key.encode("utf-8", "surrogatepass")):
                 if i not in self._deleted:
                     return int(i)
         return self._index().get(key)
 
-    def _build_native_lookup(self) -> None:
-        """The native path lookup: ASCII paths keyed natively, the others by ``normalize_path`` here."""
-        rows = np.frombuffer(self._native.non_ascii_rows(), dtype="<u4").tolist()
-        keys = [normalize_path(self._paths[i]).encode("utf-8", "surrogatepass") for i in rows]
-        self._native.build_lookup(native_fmt.index_bytes(rows), keys)
-        self._native_lookup = True
-
     def key_table(self) -> Any | None:
         """The native table of the source entries' lookup keys (``moddesk_native.pvf.KeyTable``:
-        sorted and first-entry orders without a Python object per entry), or None with the Python
-        core. ASCII names are keyed natively, the others by ``normalize_path`` here."""
+        sorted and first-entry orders without a Python object per entry; the path lookup too), or
+        None with the Python core. ASCII names are keyed natively, the others by ``normalize_path``
+        here. Built once."""
         self._check_open()
         if self._native is None:
             return None
+        if self._keys is None:
+            self._keys = self._build_key_table()
+        return self._keys
+
+    def _build_key_table(self) -> Any:
         rows = np.frombuffer(self._native.non_ascii_rows(), dtype="<u4").tolist()
         names = [self._paths[i] for i in rows]
         keys = [normalize_path(name) for name in names]
