@@ -377,15 +377,16 @@ def casefold_table() -> Any:
     Python (its Unicode version), with its folded text (about 1,500; once per process)."""
     points: list[int] = []
     folded: list[bytes] = []
-    for base in range(0, sys.maxunicode + 1, 256):
-        if 0xD800 <= base < 0xE000:
-            continue  # surrogates fold to themselves
-        block = "".join(map(chr, range(base, base + 256)))
+    codes = np.arange(sys.maxunicode + 1, dtype="<u4")
+    codes[0xD800:0xE000] = 0x20  # surrogates fold to themselves (and UTF-32 cannot hold them)
+    every = codes.tobytes().decode("utf-32-le")  # all characters at once, not one chr() each
+    for base in range(0, len(every), 256):
+        block = every[base : base + 256]
         if block.casefold() == block:
             continue
         for c in range(base, base + 256):
-            f = chr(c).casefold()
-            if f != chr(c):
+            f = every[c].casefold()
+            if f != every[c] and not 0xD800 <= c < 0xE000:
                 points.append(c)
                 folded.append(f.encode("utf-8", "surrogatepass"))
     return _native_pvf().CaseFoldTable(
