@@ -25,7 +25,7 @@ pub enum Outcome {
 }
 
 /// Entries rendered per task of a pass (one output buffer and one scratch buffer each).
-const FILES_PER_TASK: usize = 64;
+const FILES_PER_TASK: usize = 256;
 
 /// Entries read for a pass: the decoded blocks (an NKPI chunk holds many entries) and where in
 /// them each entry's bytes are.
