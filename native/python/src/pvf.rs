@@ -320,6 +320,15 @@ impl NativeArchive {
         )
     }
 
+    /// The raw name of classic entry `index` as stored (trailing NULs kept), for saving and
+    /// verifying (`classic_info` leaves the names out: Python does not hold them too).
+    fn classic_name<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, PyBytes>> {
+        match &self.container {
+            Container::Classic(d) if index < d.count() => Ok(PyBytes::new(py, d.name(index))),
+            _ => Err(PyValueError::new_err("no classic entry with that index")),
+        }
+    }
+
     /// The classic directory's fields (arrays as little-endian bytes), or None for NKPI.
     fn classic_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let Container::Classic(d) = &self.container else {
@@ -330,8 +339,6 @@ impl NativeArchive {
         out.set_item("version", d.version)?;
         out.set_item("tree_len", d.tree_len)?;
         out.set_item("tree_crc", d.tree_crc)?;
-        out.set_item("names", PyBytes::new(py, &d.names))?;
-        out.set_item("name_ends", u64_bytes(py, &d.name_ends))?;
         out.set_item("hashes", u32_bytes(py, &d.hashes))?;
         out.set_item("sizes", i64_bytes(py, &d.sizes))?;
         out.set_item("crcs", u32_bytes(py, &d.crcs))?;

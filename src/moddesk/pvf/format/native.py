@@ -121,14 +121,15 @@ class NativeOpened:
 
 
 class RawNames(Sequence[bytes]):
-    """The classic directory's raw names (trailing NULs kept) as views of one buffer."""
+    """The classic directory's raw names (trailing NULs kept), asked of the native archive when
+    saving or verifying needs them (not held in Python beside the native copy)."""
 
-    def __init__(self, buffer: bytes, ends: array[int]) -> None:
-        self._buffer = buffer
-        self._ends = ends
+    def __init__(self, handle: Any, count: int) -> None:
+        self._handle = handle
+        self._count = count
 
     def __len__(self) -> int:
-        return len(self._ends) - 1
+        return self._count
 
     @overload
     def __getitem__(self, i: int) -> bytes: ...
@@ -141,7 +142,8 @@ class RawNames(Sequence[bytes]):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError("name index out of range")
-        return self._buffer[self._ends[i] : self._ends[i + 1]]
+        name: bytes = self._handle.classic_name(i)
+        return name
 
 
 def format_error(exc: BaseException) -> PvfFormatError:
@@ -168,7 +170,7 @@ def open_native(core: ModuleType, src: ByteSource, path: Path | None) -> NativeO
     legacy_raw = handle.legacy_rows()
     info = handle.classic_info()
     if info is not None:
-        directory = _classic_directory(info)
+        directory = _classic_directory(info, RawNames(handle, len(handle)))
         paths = PathTable(handle, len(handle), NAME_ENCODING, "surrogateescape", {})
         return NativeOpened(handle, handle.format, directory, None, paths)
     nd = _nkpi_directory(handle.nkpi_info())
@@ -177,13 +179,13 @@ def open_native(core: ModuleType, src: ByteSource, path: Path | None) -> NativeO
     return NativeOpened(handle, handle.format, None, nd, paths)
 
 
-def _classic_directory(info: dict[str, Any]) -> classic_fmt.ClassicDirectory:
+def _classic_directory(info: dict[str, Any], names: RawNames) -> classic_fmt.ClassicDirectory:
     return classic_fmt.ClassicDirectory(
         info["guid"],
         info["version"],
         info["tree_len"],
         info["tree_crc"],
-        RawNames(info["names"], _offsets(info["name_ends"])),  # type: ignore[arg-type]
+        names,  # type: ignore[arg-type]
         np.frombuffer(info["hashes"], dtype="<u4"),
         np.frombuffer(info["sizes"], dtype="<i8"),
         np.frombuffer(info["crcs"], dtype="<u4"),
