@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
+use rayon::prelude::*;
 
 use moddesk_pvf::batch::{Batch, Outcome, RenderedPart};
 use moddesk_pvf::index::Spool;
@@ -20,6 +21,9 @@ use crate::pvf::{
     error_tuple, lock, resolve_by, u32_bytes, u32_list, u64_bytes, u64_list, with_bytes,
     NativeArchive, RenderState,
 };
+
+/// Runs (batches) read and rendered side by side per step (~16k entries: a few MiB of text).
+const RUNS_PER_STEP: usize = 8;
 
 fn os_error(e: std::io::Error) -> PyErr {
     PyOSError::new_err(e.to_string())
@@ -78,38 +82,30 @@ fn build_index<'py>(
         fold: true,
         terminator: vec![0],
     };
+    let runs: Vec<&[u32]> = ends
+        .windows(2)
+        .map(|w| &indexes[w[0] as usize..w[1] as usize])
+        .collect();
     let failed = with_bytes(data, |bytes| -> PyResult<Option<Bound<'py, PyTuple>>> {
         let mut done = 0usize;
-        for w in ends.windows(2) {
-            let run = &indexes[w[0] as usize..w[1] as usize];
-            let batch = py.detach(|| Batch::read(&native.container, bytes, run));
-            let parts = render(py, native, &batch, &options, resolver)?;
-            let kinds: Vec<u8> = parts.iter().flat_map(|p| p.2.iter().copied()).collect();
-            let raws = raw_answers(py, &batch, &kinds, raw_texts)?;
-            py.detach(|| -> std::io::Result<()> {
-                let mut raws = raws.into_iter();
-                let mut k = 0;
-                for (texts, lens, outcomes) in &parts {
-                    let mut at = 0usize;
-                    for (&len, &outcome) in lens.iter().zip(outcomes) {
-                        let len = len as usize;
-                        let text = match outcome {
-                            o if o == Outcome::Raw as u8 => raws.next().flatten(),
-                            o if o == Outcome::NoText as u8 => None,
-                            _ => Some(texts[at..at + len].to_vec()),
-                        };
-                        spool.push(batch.indexes[k], text.as_deref())?;
-                        at += len;
-                        k += 1;
-                    }
+        for group in runs.chunks(RUNS_PER_STEP) {
+            // a step's runs are read (inflated, decrypted) and rendered side by side on every core
+            let batches: Vec<Batch> = py.detach(|| {
+                group
+                    .par_iter()
+                    .map(|run| Batch::read(&native.container, bytes, run))
+                    .collect()
+            });
+            let rendered = render(py, native, &batches, &options, resolver)?;
+            for (batch, parts) in batches.iter().zip(&rendered) {
+                let raws = raw_answers(py, batch, parts, raw_texts)?;
+                py.detach(|| spool_batch(&mut spool, batch, parts, &raws))
+                    .map_err(os_error)?;
+                done += batch.len();
+                progress.call1((done,))?;
+                if let Some((k, e)) = &batch.error {
+                    return Ok(Some(error_tuple(py, done - batch.len() + k, e)?));
                 }
-                Ok(())
-            })
-            .map_err(os_error)?;
-            done += batch.len();
-            progress.call1((done,))?;
-            if let Some((k, e)) = &batch.error {
-                return Ok(Some(error_tuple(py, done - batch.len() + k, e)?));
             }
         }
         Ok(None)
@@ -142,15 +138,42 @@ fn build_index<'py>(
     )
 }
 
-/// `render_many`'s pass over one batch: scripts and text entries rendered and folded (the strings
-/// only Python can decode asked for, and the batch rendered again once they are known).
+/// Spool the texts of one rendered batch (`raws`: the answers for its entries only the reference
+/// renders, in order).
+fn spool_batch(
+    spool: &mut Spool,
+    batch: &Batch,
+    parts: &[RenderedPart],
+    raws: &[Option<Vec<u8>>],
+) -> std::io::Result<()> {
+    let mut raws = raws.iter();
+    let mut k = 0;
+    for (texts, lens, outcomes) in parts {
+        let mut at = 0usize;
+        for (&len, &outcome) in lens.iter().zip(outcomes) {
+            let len = len as usize;
+            let text = match outcome {
+                o if o == Outcome::Raw as u8 => raws.next().and_then(|t| t.as_deref()),
+                o if o == Outcome::NoText as u8 => None,
+                _ => Some(&texts[at..at + len]),
+            };
+            spool.push(batch.indexes[k], text)?;
+            at += len;
+            k += 1;
+        }
+    }
+    Ok(())
+}
+
+/// `render_many`'s pass over a step's batches: scripts and text entries rendered and folded (the
+/// strings only Python can decode asked for, and the batches rendered again once they are known).
 fn render(
     py: Python<'_>,
     native: &NativeArchive,
-    batch: &Batch,
+    batches: &[Batch],
     options: &RenderOptions,
     resolver: &Bound<'_, PyAny>,
-) -> PyResult<Vec<RenderedPart>> {
+) -> PyResult<Vec<Vec<RenderedPart>>> {
     let numbering = native.numbering();
     let path_of = |i: u32| native.path(i);
     let mut state = lock(py, &native.state);
@@ -164,8 +187,12 @@ fn render(
         };
         let links = current.links.as_ref();
         let texts = current.texts.as_ref();
-        let out =
-            py.detach(|| batch.render_parts(strings, numbering, links, options, &path_of, texts));
+        let out = py.detach(|| {
+            batches
+                .par_iter()
+                .map(|b| b.render_parts(strings, numbering, links, options, &path_of, texts))
+                .collect()
+        });
         let asked = strings.take_asked();
         attempts += 1;
         if asked.is_empty() || attempts > 2 {
@@ -181,11 +208,15 @@ fn render(
 fn raw_answers(
     py: Python<'_>,
     batch: &Batch,
-    kinds: &[u8],
+    parts: &[RenderedPart],
     raw_texts: &Bound<'_, PyAny>,
 ) -> PyResult<Vec<Option<Vec<u8>>>> {
-    let rows: Vec<usize> = (0..batch.len())
-        .filter(|&k| kinds[k] == Outcome::Raw as u8)
+    let rows: Vec<usize> = parts
+        .iter()
+        .flat_map(|p| p.2.iter())
+        .enumerate()
+        .filter(|(_, &kind)| kind == Outcome::Raw as u8)
+        .map(|(k, _)| k)
         .collect();
     if rows.is_empty() {
         return Ok(Vec::new());
