@@ -151,6 +151,22 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result
     Ok(())
 }
 
+/// CRC-32 (zlib's) of the keys `blob[ends[k]..ends[k + 1]]` joined by `\n`: the index header's
+/// `pathsCrc` (`searchindex.paths_crc`) without making a string per key. None: bad ends.
+pub fn joined_crc32(blob: &[u8], ends: &[u64]) -> Option<u32> {
+    let mut hasher = crc32fast::Hasher::new();
+    for (k, w) in ends.windows(2).enumerate() {
+        if w[0] > w[1] || w[1] > blob.len() as u64 {
+            return None;
+        }
+        if k > 0 {
+            hasher.update(b"\n");
+        }
+        hasher.update(&blob[w[0] as usize..w[1] as usize]);
+    }
+    Some(hasher.finalize())
+}
+
 fn write_i64s(out: &mut impl Write, values: &[i64]) -> io::Result<()> {
     let mut bytes = Vec::with_capacity(values.len() * 8);
     for v in values {
@@ -178,6 +194,16 @@ mod tests {
             .open(&path)
             .unwrap();
         (path, file)
+    }
+
+    #[test]
+    fn joined_crc_is_zlibs_crc_of_the_keys_joined_by_newlines() {
+        assert_eq!(joined_crc32(b"", &[0]), Some(0));
+        assert_eq!(
+            joined_crc32(b"abc", &[0, 1, 3]),
+            Some(crc32fast::hash(b"a\nbc"))
+        );
+        assert_eq!(joined_crc32(b"abc", &[0, 4]), None);
     }
 
     #[test]

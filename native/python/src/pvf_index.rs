@@ -243,7 +243,16 @@ fn raw_answers(
     Ok(texts)
 }
 
+/// `searchindex.paths_crc` of keys given as one buffer + uint64 ends (`KeyTable.keys`).
+#[pyfunction]
+fn joined_crc32(py: Python<'_>, blob: &[u8], ends: &[u8]) -> PyResult<u32> {
+    let ends = u64_list(ends)?;
+    py.detach(|| moddesk_pvf::index::joined_crc32(blob, &ends))
+        .ok_or_else(|| PyValueError::new_err("offsets out of order or past the buffer"))
+}
+
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(build_index, module)?)?;
+    module.add_function(wrap_pyfunction!(joined_crc32, module)?)?;
     Ok(())
 }

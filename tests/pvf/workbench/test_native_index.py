@@ -70,17 +70,20 @@ def _reference(path: Path, folder: Path) -> bytes | str:
 def _native(path: Path, folder: Path, progress: list[int] | None = None) -> bytes | str:
     ws = _open(path, "native")
     try:
-        order = ws.native_index_order()
-        assert order is not None
+        keys = ws.native_index_keys()
+        assert keys is not None
         index = ContentIndex.build_native(
-            ws.archive,
-            ws.index_paths(),
-            order,
-            folder=folder,
-            progress=None if progress is None else progress.append,
+            ws.archive, keys, folder=folder, progress=None if progress is None else progress.append
         )
         assert index.loadable and len(index.all_paths) == ws.base_count
-        return _published(index, folder / "native.idx")
+        written = _published(index, folder / "native.idx")
+        # the paths are read from the key table (no list), and the file loads back on both cores
+        assert list(index.all_paths) == sorted(ws.index_paths())
+        loaded = ContentIndex.load_native(folder / "native.idx", "sha-of-the-archive", keys)
+        assert loaded is not None and list(loaded.paths) == list(index.paths)
+        assert ContentIndex.load(folder / "native.idx", "sha-of-the-archive", ws.index_paths()) is not None
+        assert ContentIndex.load_native(folder / "native.idx", "other-content", keys) is None
+        return written
     except PvfFormatError as exc:
         return exc.code
     finally:
@@ -127,12 +130,10 @@ def test_progress_is_reported_and_a_cancel_stops_the_build(
 
     ws = _open(generated["classic"], "native")
     try:
-        order = ws.native_index_order()
-        assert order is not None
+        keys = ws.native_index_keys()
+        assert keys is not None
         with pytest.raises(Cancelled):
-            ContentIndex.build_native(
-                ws.archive, ws.index_paths(), order, folder=tmp_path / "b", check_cancelled=cancel
-            )
+            ContentIndex.build_native(ws.archive, keys, folder=tmp_path / "b", check_cancelled=cancel)
     finally:
         ws.close()
     assert list((tmp_path / "b").iterdir()) == []  # the spool and the unfinished index are gone

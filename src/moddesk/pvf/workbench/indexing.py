@@ -27,7 +27,7 @@ from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.workbench.core import ServiceCore
 from moddesk.pvf.workbench.search import DEFAULT_TIME_BUDGET, SearchQuery, SearchSource
-from moddesk.pvf.workbench.searchindex import ContentIndex
+from moddesk.pvf.workbench.searchindex import ContentIndex, SortedKeys
 from moddesk.pvf.workbench.tokenscan import TokenMap, TokenSource, answerable
 from moddesk.pvf.workbench.workspace import Workspace
 
@@ -108,22 +108,21 @@ class IndexOps(ServiceCore):
         ctx.phase("load cached index")
         if self.index_cache is not None and self.index_cache.is_dir():
             sweep_stale([self.index_cache])  # half-written index files of killed builds (~5× the archive)
-        base = ws.index_paths()
-        index = self._load_cached_index(ws, base)
+        native_keys = ws.native_index_keys()  # the native build and load read the key table itself
+        base = ws.index_paths() if native_keys is None else []
+        index = self._load_cached_index(ws, base, native_keys)
         cached = index is not None
         workers = 0
         tokens_ready: float | None = None
         tokens_bytes = 0
         total = ws.base_count
-        native_order = ws.native_index_order() if index is None else None
-        if index is None and native_order is not None:
+        if index is None and native_keys is not None:
             # one native call renders every entry on both cores and writes the file: the index is
             # whole in about the time the token map alone took, so no token map is made
             ctx.phase("decode and index")
             index = ContentIndex.build_native(
                 ws.archive,
-                base,
-                native_order,
+                native_keys,
                 folder=self.index_cache if self._cache_file(ws) is not None else None,
                 progress=lambda done: ctx.progress(done, total, "indexing"),
                 check_cancelled=ctx.check_cancelled,
@@ -194,11 +193,15 @@ class IndexOps(ServiceCore):
             return None
         return self.index_cache / f"{ws.base_sha256}.idx"
 
-    def _load_cached_index(self, ws: Workspace, base: list[str]) -> ContentIndex | None:
+    def _load_cached_index(
+        self, ws: Workspace, base: list[str], native_keys: SortedKeys | None
+    ) -> ContentIndex | None:
         """The index saved for exactly this archive content and paths, if there is a sound one."""
         path = self._cache_file(ws)
         if path is None or not path.is_file():
             return None
+        if native_keys is not None:
+            return ContentIndex.load_native(path, ws.base_sha256, native_keys)
         return ContentIndex.load(path, ws.base_sha256, base)
 
     def _save_cached_index(self, ws: Workspace, index: ContentIndex, ctx: TaskContext) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from moddesk.pvf.archive import Archive, names_are_normal, normalize_path
+from moddesk.pvf.format import native as native_fmt
 
 # '0' follows '/' in code-point order: every path under "a/b/" sorts in ["a/b/", "a/b0").
 _AFTER_SLASH = "0"
@@ -245,6 +246,17 @@ class NativeBasePaths:
 
     def sorted_entries(self) -> npt.NDArray[np.int64] | None:
         return np.frombuffer(self._table.entries(0, len(self), True), dtype="<u4").astype(np.int64)
+
+    def sorted_crc32(self) -> int:
+        """``searchindex.paths_crc`` of ``sorted_keys()``, made natively (no string per key)."""
+        return int(native_fmt.native_module(self._table).joined_crc32(*self._table.keys(0, len(self), True)))
+
+    def bisect(self, key: str) -> int:
+        """The sorted rank of the first key not less than ``key`` (``bisect_left``)."""
+        raw = _key_bytes(key)
+        if raw is None:  # a lone surrogate: rank it as Python compares, from the keys around it
+            return bisect_left(self.sorted_keys(), key)
+        return int(self._table.bisect(raw))
 
     def children(self, prefix: str) -> list[Child]:
         raw = _key_bytes(prefix)

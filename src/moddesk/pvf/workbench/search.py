@@ -24,6 +24,7 @@ from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.workbench.searchindex import (
     ContentIndex as ContentIndex,  # re-exported: the index lives there
 )
+from moddesk.pvf.workbench.searchindex import bisect_paths
 from moddesk.pvf.workbench.searchindex import fold_text as fold_text
 from moddesk.pvf.workbench.searchindex import normalize_path as normalize_path
 
@@ -112,8 +113,11 @@ class SearchSource(Protocol):
     ``paths``: the sorted keys ordinals number; ``all_paths``: every entry's key, sorted.
     """
 
-    paths: list[str]
-    all_paths: list[str]
+    @property
+    def paths(self) -> Sequence[str]: ...
+
+    @property
+    def all_paths(self) -> Sequence[str]: ...
 
     def ordinal_range(self, prefix: str, start_path: str) -> tuple[int, int]: ...
 
@@ -346,7 +350,7 @@ class Searcher:
         prefix = query.scope_prefix
         if query.mode == "path":
             all_paths = index.all_paths
-            lo = bisect.bisect_left(all_paths, max(prefix, start_path))
+            lo = bisect_paths(all_paths, max(prefix, start_path))
             pattern = glob_matcher(query.query)
             for i in range(lo, len(all_paths)):
                 path = all_paths[i]

@@ -32,10 +32,10 @@ import tempfile
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +54,64 @@ FIRST_BLOCK = 256 << 10  # a substring scan reads this much first (a common word
 MAX_BLOCK = 8 << 20  # ... doubling up to this
 REGEX_BLOCK = 4 << 20  # corpus bytes scanned per regex pass, at most
 MIN_REGEX_BLOCK = 256 << 10  # … and at least (a costlier pattern's block goes to a worker process)
+
+
+class SortedKeys(Protocol):
+    """The base archive's keys in sorted order, held natively (``pathtable.NativeBasePaths``)."""
+
+    def __len__(self) -> int: ...
+
+    def sorted_keys(self, lo: int = 0, hi: int | None = None) -> list[str]: ...
+
+    def sorted_entries(self) -> npt.NDArray[np.int64] | None: ...
+
+    def sorted_crc32(self) -> int: ...
+
+    def bisect(self, key: str) -> int: ...
+
+
+KEY_BLOCK = 4096  # keys made into strings per native call when a KeyPaths is read
+
+
+class KeyPaths(Sequence[str]):
+    """Sorted paths read from a native key table a block at a time: no string per path is held.
+
+    ``ranks``: the sorted rank of each item (a subset, e.g. the text entries), else every key.
+    """
+
+    def __init__(self, keys: SortedKeys, ranks: npt.NDArray[np.int64] | None = None) -> None:
+        self.keys = keys
+        self.ranks = ranks
+        self._block: tuple[int, list[str]] = (0, [])  # replaced whole: concurrent readers are safe
+
+    def __len__(self) -> int:
+        return len(self.keys) if self.ranks is None else len(self.ranks)
+
+    @overload
+    def __getitem__(self, item: int) -> str: ...
+
+    @overload
+    def __getitem__(self, item: slice) -> list[str]: ...
+
+    def __getitem__(self, item: int | slice) -> str | list[str]:
+        if isinstance(item, slice):
+            return [self[i] for i in range(*item.indices(len(self)))]
+        if item < 0:
+            item += len(self)
+        if not 0 <= item < len(self):
+            raise IndexError(item)
+        rank = item if self.ranks is None else int(self.ranks[item])
+        start, block = self._block
+        if not start <= rank < start + len(block):
+            start = rank - rank % KEY_BLOCK
+            block = self.keys.sorted_keys(start, start + KEY_BLOCK)
+            self._block = (start, block)
+        return block[rank - start]
+
+    def bisect(self, key: str) -> int:
+        """``bisect.bisect_left(self, key)`` by the native table (no string per probe)."""
+        rank = self.keys.bisect(key)
+        return rank if self.ranks is None else int(np.searchsorted(self.ranks, rank))
 
 
 class NativeIndexSource(Protocol):
@@ -97,15 +155,19 @@ class ContentIndex:
 
     def __init__(
         self,
-        all_paths: list[str],
+        all_paths: list[str] | KeyPaths,
         text_mask: npt.NDArray[np.bool_],
         offsets: npt.NDArray[np.int64],
         handle: IO[bytes],
         corpus_start: int,
         temp_path: Path | None = None,
     ) -> None:
-        self.all_paths = all_paths
-        self.paths = list(itertools.compress(all_paths, text_mask.tolist()))
+        self.all_paths: Sequence[str] = all_paths
+        self.paths: Sequence[str]
+        if isinstance(all_paths, KeyPaths):  # the native key table's: no list of every path
+            self.paths = KeyPaths(all_paths.keys, np.flatnonzero(text_mask).astype(np.int64))
+        else:
+            self.paths = list(itertools.compress(all_paths, text_mask.tolist()))
         self.text_mask = text_mask
         self.offsets = offsets
         self._handle = handle
@@ -200,8 +262,7 @@ class ContentIndex:
     def build_native(
         cls,
         archive: NativeIndexSource,
-        base_paths: list[str],
-        order: npt.NDArray[np.int64],
+        keys: SortedKeys,
         *,
         folder: Path | None = None,
         progress: Callable[[int], None] | None = None,
@@ -210,14 +271,17 @@ class ContentIndex:
     ) -> ContentIndex:
         """``build_folded`` of every entry of a native ``archive`` in one native call: the same file.
 
-        ``base_paths[i]`` is entry ``i``'s key (every name its own key, distinct) and ``order`` the
-        entries in sorted key order (the workspace's key table has it). Scripts are rendered and
+        ``keys``: the workspace's native key table, where every name is its own key (distinct), so
+        its sorted entries are the file's permutation and its sorted keys the index's paths, read
+        from it as needed (``KeyPaths``: no string per path is made). Scripts are rendered and
         folded on every core with the GIL released, spooled, and copied into path order natively;
         ``progress(done)`` and ``check_cancelled()`` run after each batch (either may raise to stop).
         """
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
-        all_paths = [base_paths[i] for i in order.tolist()]
+        order = keys.sorted_entries()
+        if order is None or len(order) != len(keys):
+            raise ValueError("build_native needs a native key table of distinct keys")
 
         def step(done: int) -> None:
             if progress is not None:
@@ -247,7 +311,7 @@ class ContentIndex:
             out_path.unlink(missing_ok=True)  # the open handle keeps reading it (POSIX)
         offsets = np.frombuffer(offsets_raw, dtype="<i8").astype(np.int64)
         text_mask = np.frombuffer(mask_raw, dtype=np.uint8).astype(np.bool_)
-        index = cls(all_paths, text_mask, offsets, handle, HEADER_SIZE, temp_path)
+        index = cls(KeyPaths(keys), text_mask, offsets, handle, HEADER_SIZE, temp_path)
         index.loadable = True
         return index
 
@@ -287,38 +351,39 @@ class ContentIndex:
         return index
 
     @classmethod
+    def load_native(cls, path: Path, key: str, keys: SortedKeys) -> ContentIndex | None:
+        """``load`` for the native key table ``keys`` (``build_native``'s): the stored permutation
+        must be the table's sorted entries and the path check value its sorted keys', both checked
+        natively; the paths stay in the table (``KeyPaths``), so no list is rebuilt."""
+        order = keys.sorted_entries()
+        if order is None:
+            return None
+        try:
+            handle: IO[bytes] = open(path, "rb", buffering=0)  # noqa: SIM115 - the index keeps it open
+        except OSError:
+            return None
+        index = None
+        try:
+            arrays = _read_arrays(handle, key, len(order))
+            if arrays is not None:
+                header, offsets, text_mask, stored = arrays
+                if np.array_equal(stored, order) and header.get("pathsCrc") == keys.sorted_crc32():
+                    index = cls(KeyPaths(keys), text_mask, offsets, handle, HEADER_SIZE)
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            index = None
+        if index is None:
+            handle.close()
+        return index
+
+    @classmethod
     def _from_file(cls, handle: IO[bytes], key: str, base_paths: list[str]) -> ContentIndex | None:
-        head = _read_at(handle, HEADER_SIZE, 0)
-        if not head.startswith(_MAGIC):
+        arrays = _read_arrays(handle, key, len(base_paths))
+        if arrays is None:
             return None
-        pos = len(_MAGIC)
-        size = int.from_bytes(head[pos : pos + 4], "little")
-        header: dict[str, Any] = json.loads(head[pos + 4 : pos + 4 + size])
-        texts, count, corpus = int(header["texts"]), int(header["paths"]), int(header["corpus"])
-        if (
-            header.get("version") != INDEX_FORMAT
-            or header.get("source") != key
-            or count != len(base_paths)
-            or not 0 <= texts <= count
-        ):
-            return None
-        offsets_at = HEADER_SIZE + corpus
-        mask_at = offsets_at + 8 * (texts + 1)
-        order_at = mask_at + count
-        if os.fstat(handle.fileno()).st_size != order_at + 8 * count:
-            return None
-        offsets = np.frombuffer(_read_at(handle, 8 * (texts + 1), offsets_at), dtype="<i8").astype(np.int64)
-        text_mask = np.frombuffer(_read_at(handle, count, mask_at), dtype=np.uint8).astype(np.bool_)
-        order = np.frombuffer(_read_at(handle, 8 * count, order_at), dtype="<i8").astype(np.int64)
-        if (
-            len(offsets) != texts + 1
-            or int(offsets[0]) != 0
-            or int(offsets[-1]) != corpus
-            or bool(np.any(np.diff(offsets) < 1))  # every text has at least its separator
-            or int(text_mask.sum()) != texts
-            or len(order) != count
-            or (count and (int(order.min()) < 0 or int(order.max()) >= count))
-            or bool(np.any(np.bincount(order, minlength=count) != 1))  # a permutation
+        header, offsets, text_mask, order = arrays
+        count = len(base_paths)
+        if (count and (int(order.min()) < 0 or int(order.max()) >= count)) or bool(
+            np.any(np.bincount(order, minlength=count) != 1)  # a permutation
         ):
             return None
         all_paths = [base_paths[i] for i in order.tolist()]
@@ -341,7 +406,16 @@ class ContentIndex:
     @property
     def memory_bytes(self) -> int:
         """What the index itself keeps in memory besides the path strings (offsets, mask, lists)."""
-        return int(self.offsets.nbytes + self.text_mask.nbytes) + 8 * (len(self.paths) + len(self.all_paths))
+        arrays = int(self.offsets.nbytes + self.text_mask.nbytes)
+        if isinstance(self.paths, KeyPaths) and self.paths.ranks is not None:
+            return arrays + int(self.paths.ranks.nbytes)
+        return arrays + 8 * (len(self.paths) + len(self.all_paths))
+
+    def paths_crc(self) -> int:
+        """``paths_crc`` of ``all_paths`` (natively for a ``KeyPaths``)."""
+        if isinstance(self.all_paths, KeyPaths):
+            return self.all_paths.keys.sorted_crc32()
+        return paths_crc(list(self.all_paths))
 
     def read(self, begin: int, end: int) -> bytes:
         """Corpus bytes ``[begin, end)``."""
@@ -422,11 +496,57 @@ class ContentIndex:
             start = end
 
 
-def ordinal_range(paths: list[str], prefix: str, start_path: str) -> tuple[int, int]:
+def bisect_paths(paths: Sequence[str], key: str) -> int:
+    """``bisect.bisect_left(paths, key)``; a ``KeyPaths`` asks its native table."""
+    if isinstance(paths, KeyPaths):
+        return paths.bisect(key)
+    return bisect.bisect_left(paths, key)
+
+
+def ordinal_range(paths: Sequence[str], prefix: str, start_path: str) -> tuple[int, int]:
     """Positions in sorted ``paths`` of the paths under ``prefix`` from ``start_path`` on."""
-    lo = bisect.bisect_left(paths, max(prefix, start_path))
-    hi = len(paths) if not prefix else bisect.bisect_left(paths, prefix[:-1] + "0")
+    lo = bisect_paths(paths, max(prefix, start_path))
+    hi = len(paths) if not prefix else bisect_paths(paths, prefix[:-1] + "0")
     return lo, max(lo, hi)  # '0' sorts right after '/': the end of the folder
+
+
+def _read_arrays(
+    handle: IO[bytes], key: str, count: int
+) -> tuple[dict[str, Any], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64]] | None:
+    """The header, offsets, text mask and stored permutation of an index file for archive content
+    ``key`` with ``count`` paths, when its header and sizes are sound (the permutation unchecked)."""
+    head = _read_at(handle, HEADER_SIZE, 0)
+    if not head.startswith(_MAGIC):
+        return None
+    pos = len(_MAGIC)
+    size = int.from_bytes(head[pos : pos + 4], "little")
+    header: dict[str, Any] = json.loads(head[pos + 4 : pos + 4 + size])
+    texts, corpus = int(header["texts"]), int(header["corpus"])
+    if (
+        header.get("version") != INDEX_FORMAT
+        or header.get("source") != key
+        or int(header["paths"]) != count
+        or not 0 <= texts <= count
+    ):
+        return None
+    offsets_at = HEADER_SIZE + corpus
+    mask_at = offsets_at + 8 * (texts + 1)
+    order_at = mask_at + count
+    if os.fstat(handle.fileno()).st_size != order_at + 8 * count:
+        return None
+    offsets = np.frombuffer(_read_at(handle, 8 * (texts + 1), offsets_at), dtype="<i8").astype(np.int64)
+    text_mask = np.frombuffer(_read_at(handle, count, mask_at), dtype=np.uint8).astype(np.bool_)
+    order = np.frombuffer(_read_at(handle, 8 * count, order_at), dtype="<i8").astype(np.int64)
+    if (
+        len(offsets) != texts + 1
+        or int(offsets[0]) != 0
+        or int(offsets[-1]) != corpus
+        or bool(np.any(np.diff(offsets) < 1))  # every text has at least its separator
+        or int(text_mask.sum()) != texts
+        or len(order) != count
+    ):
+        return None
+    return header, offsets, text_mask, order
 
 
 # ---------------------------------------------------------------------- build steps
@@ -549,7 +669,7 @@ def _write_header(handle: IO[bytes], index: ContentIndex, key: str) -> None:
             "texts": len(index.paths),
             "paths": len(index.all_paths),
             "corpus": index.nbytes,
-            "pathsCrc": paths_crc(index.all_paths),
+            "pathsCrc": index.paths_crc(),
         }
     ).encode()
     blob = _MAGIC + len(header).to_bytes(4, "little") + header

@@ -19,16 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
-import numpy.typing as npt
-
 from moddesk.kit.files import FileIdentity
 from moddesk.pvf.archive import Archive, PvfFormatError, normalize_path
 from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.encodings import NAME_ENCODING, encode_text
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.workbench.history import History
-from moddesk.pvf.workbench.pathtable import BasePaths, Child, base_paths_of
+from moddesk.pvf.workbench.pathtable import BasePaths, Child, NativeBasePaths, base_paths_of
 from moddesk.pvf.workbench.searchindex import normalize_path as index_key
 
 # A content value in the overlay: text for text entries, bytes for raw entries, None = deleted.
@@ -241,13 +238,13 @@ class Workspace:
         the directory order of the names, entry index for entry index)."""
         return self._names_are_keys
 
-    def native_index_order(self) -> npt.NDArray[np.int64] | None:
-        """The base entries' directory indexes in sorted key order when the native core can build
-        the content index in one call (``ContentIndex.build_native``: every name its own index key,
-        so ``index_paths()[i]`` is entry ``i``'s); None otherwise (the reference build runs)."""
-        if not (self.archive.native and self._names_are_keys):
+    def native_index_keys(self) -> NativeBasePaths | None:
+        """The native key table when the native core can build and load the content index from it
+        (``ContentIndex.build_native`` / ``load_native``: every name its own index key, so the
+        table's sorted keys are the index's paths); None otherwise (the reference build runs)."""
+        if not self._names_are_keys or not isinstance(self._names, NativeBasePaths):
             return None
-        return self._names.sorted_entries()
+        return self._names
 
     def index_paths(self) -> list[str]:
         """Every base entry's content-index key (``searchindex.normalize_path``), unique, in a
