@@ -835,17 +835,21 @@ class Archive:
         path). Answers (offsets <i8, text mask) bytes; a damaged entry raises its format error, as
         the batches do. ``progress(done)`` may raise to cancel; ``lock`` is held while Python renders
         the entries only it renders (animations …) (the archive is not thread-safe). Native core, no edits."""
-        self._check_open()
-        assert self._native is not None and self._src is not None and not self._overlay
-        assert len(self._paths) == self._source_count
-        strings = self.strings
-        assert isinstance(strings, (StringTable, StringPools))
-        native_fmt.set_strings(self._native, strings, legacy=self.format == NKPI_PROTECTED)
-        classic = self.family is Family.CLASSIC
-        native_fmt.set_text_decoders(self._native, self.encoding if classic else None, self.korean_mojibake)
-        if classic:
-            self._set_native_links()
-        runs = [run for run, _alone in self._native_runs()]
+        with lock:  # the setup reads (and may fill) the archive's Python state: other readers wait
+            self._check_open()
+            assert self._native is not None and self._src is not None and not self._overlay
+            assert len(self._paths) == self._source_count
+            strings = self.strings
+            assert isinstance(strings, (StringTable, StringPools))
+            native_fmt.set_strings(self._native, strings, legacy=self.format == NKPI_PROTECTED)
+            classic = self.family is Family.CLASSIC
+            native_fmt.set_text_decoders(
+                self._native, self.encoding if classic else None, self.korean_mojibake
+            )
+            if classic:
+                self._set_native_links()
+            runs = [run for run, _alone in self._native_runs()]
+            source = self._src.buffer()
         indexes = np.concatenate(runs) if runs else np.zeros(0, dtype=np.uint32)
         run_ends = np.zeros(len(runs) + 1, dtype="<u8")
         np.cumsum([len(run) for run in runs], out=run_ends[1:])
@@ -860,7 +864,7 @@ class Archive:
 
         offsets, mask, error = native_fmt.native_module(self._native).build_index(
             self._native,
-            self._src.buffer(),
+            source,
             indexes.astype("<u4").tobytes(),
             run_ends.tobytes(),
             order.astype("<u4").tobytes(),
