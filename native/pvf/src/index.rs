@@ -196,6 +196,54 @@ mod tests {
         (path, file)
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Any texts pushed in any order (repeats, entries without text) come out as the model
+        /// says: path order, the first text of an entry, offsets and mask to match.
+        #[test]
+        fn written_index_matches_a_model(
+            texts in proptest::collection::vec(
+                proptest::option::of(proptest::collection::vec(1u8..=255, 0..20)), 0..40),
+            pushes in proptest::collection::vec(0usize..40, 0..80),
+            seed in 0u64..1000,
+        ) {
+            let n = texts.len();
+            let (spool_path, spool_file) = temp(&format!("p-spool-{seed}-{n}"));
+            let (out_path, out_file) = temp(&format!("p-out-{seed}-{n}"));
+            let mut spool = Spool::new(spool_file, n).unwrap();
+            let mut first: Vec<Option<Vec<u8>>> = vec![None; n];
+            for &i in pushes.iter().filter(|&&i| i < n) {
+                let text = texts[i].as_ref().map(|t| [t.as_slice(), b"\0"].concat());
+                spool.push(i as u32, text.as_deref()).unwrap();
+                if first[i].is_none() {
+                    first[i] = text;
+                }
+            }
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.sort_by_key(|&i| (u64::from(i) * 7919 + seed) % 101);
+            let (offsets, mask) = spool.write_index(out_file, &order).unwrap();
+            let mut corpus = Vec::new();
+            let mut want_offsets = vec![0i64];
+            for &i in &order {
+                if let Some(t) = &first[i as usize] {
+                    corpus.extend_from_slice(t);
+                    want_offsets.push(corpus.len() as i64);
+                }
+            }
+            let want_mask: Vec<u8> = order.iter().map(|&i| u8::from(first[i as usize].is_some())).collect();
+            proptest::prop_assert_eq!(&offsets, &want_offsets);
+            proptest::prop_assert_eq!(&mask, &want_mask);
+            let written = std::fs::read(&out_path).unwrap();
+            proptest::prop_assert_eq!(&written[HEADER_SIZE..HEADER_SIZE + corpus.len()], corpus.as_slice());
+            proptest::prop_assert_eq!(
+                written.len(),
+                HEADER_SIZE + corpus.len() + 8 * want_offsets.len() + n + 8 * n
+            );
+            std::fs::remove_file(spool_path).unwrap();
+            std::fs::remove_file(out_path).unwrap();
+        }
+    }
+
     #[test]
     fn joined_crc_is_zlibs_crc_of_the_keys_joined_by_newlines() {
         assert_eq!(joined_crc32(b"", &[0]), Some(0));
