@@ -144,3 +144,17 @@ def test_documents_copy_and_pickle_with_bodies_not_yet_made() -> None:
     assert structure(copy.deepcopy(doc)) == expected
     assert structure(pickle.loads(pickle.dumps(doc))) == expected
     assert structure(doc) == expected
+
+
+@pytest.mark.filterwarnings("error")  # numpy's overflow warning included
+def test_floats_beyond_float32_parse_as_infinity_alike() -> None:
+    """The document keeps what the float32 cast makes of ``1e39`` (its source renders unchanged);
+    compiling it is BAD_TEXT (tests/pvf/format/test_native_compile.py)."""
+    text = "[a]\n\t1e39\t-3.4028236e38\t3.4028235e38\n"
+    _assert_same([text])
+    for core in ("python", "native"):
+        with _core(core):
+            doc = build_document(text, Family.CLASSIC)
+        values = [v.value for v in doc.sections[0].values()]
+        assert values == [float("inf"), float("-inf"), 3.4028234663852886e38]
+        assert doc.render() == text

@@ -476,6 +476,18 @@ pub fn float_bits(word: &str) -> u32 {
     (f as f32).to_bits()
 }
 
+/// The float32 bits of a float written in script text, as the compiler stores it
+/// (`format.text.text_float_bits`): an error when float32 cannot hold it (`1e39` would become an
+/// infinity the author did not write).
+pub fn text_float_bits(word: &str) -> Result<u32, String> {
+    let bits = float_bits(word);
+    if bits & 0x7FFF_FFFF == 0x7F80_0000 {
+        Err(format!("float {word} does not fit in float32"))
+    } else {
+        Ok(bits)
+    }
+}
+
 // ---------------------------------------------------------------------------------- numbering
 
 /// Which numbering a text's `{N=…}` escapes use (`format.text.escape_numbering`).
@@ -695,7 +707,7 @@ pub fn compile_into<'a>(
         };
         match &lx.token {
             Token::Int(word) => units.push((int_t, int_value(word).map_err(at_line)?)),
-            Token::Float(word) => units.push((float_t, float_bits(word))),
+            Token::Float(word) => units.push((float_t, text_float_bits(word).map_err(at_line)?)),
             Token::Section(tag) => push_string(section_t, Cow::Borrowed(tag), units),
             Token::Str(s) => push_string(string_t, s.clone(), units),
             Token::Link { id, key, .. } => {
@@ -816,5 +828,34 @@ mod tests {
         assert_eq!(int_value("4294967295"), Ok(u32::MAX));
         assert!(int_value("-2147483649").is_err());
         assert_eq!(canonical_int("-000"), "0");
+    }
+
+    #[test]
+    fn float32_overflow_is_bad_text() {
+        // 2^128 - 2^103 is the least double that rounds to infinity; just below it rounds to MAX
+        assert_eq!(text_float_bits("3.4028235e38"), Ok(f32::MAX.to_bits()));
+        assert_eq!(
+            text_float_bits("3.4028235677973362e38"),
+            Ok(f32::MAX.to_bits())
+        );
+        assert!(text_float_bits("340282356779733661637539395458142568448.0").is_err());
+        assert_eq!(text_float_bits("1e-50"), Ok(0));
+        let e = compile(
+            "[a]
+	1.5	-1e39
+",
+            true,
+        )
+        .error
+        .unwrap();
+        assert_eq!(
+            (e.code, e.message.as_str(), e.offset),
+            (
+                "BAD_TEXT",
+                "float -1e39 does not fit in float32 (line 2)",
+                9
+            )
+        );
+        assert_eq!(float_bits("1e39"), 0x7F80_0000); // the document keeps what the cast makes
     }
 }

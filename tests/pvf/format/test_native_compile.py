@@ -191,6 +191,11 @@ BAD = [
     "1\x0b",
     "`a\nb`\nbad`",
     "{6=`a\nb`}\nbad",
+    "1e39",
+    "-3.4028236e38",
+    "3.4028235677973366e38",
+    "1" * 39 + ".0",
+    "1e400",
 ]
 
 
@@ -198,6 +203,25 @@ BAD = [
 def test_broken_texts_fail_alike(family: Family) -> None:
     texts = [f"#PVF_File\n[name]\n`before`\t`a\nb`\n{bad}\n`after`\n" for bad in BAD] + BAD
     assert _assert_same(texts, family) >= len(BAD)
+
+
+@pytest.mark.filterwarnings("error")  # numpy's overflow warning included: the cast never overflows
+@pytest.mark.parametrize("core", ["python", "native"])
+def test_float32_overflow_is_bad_text(core: str) -> None:
+    """A float written larger than float32 holds is BAD_TEXT naming its line and offset, not an
+    infinity; float32's largest value itself compiles."""
+    for family in Family:
+        with _core(core):
+            with pytest.raises(PvfFormatError) as caught:
+                compile_script_bytes("[a]\n\t1.5\t-1e39\n", family, DictStrings())
+            assert (caught.value.code, caught.value.message, caught.value.offset) == (
+                "BAD_TEXT",
+                "float -1e39 does not fit in float32 (line 2)",
+                9,
+            )
+            assert compile_script_bytes("[a]\n3.4028235e38\n", family, DictStrings()).endswith(
+                bytes([4 if family is Family.CLASSIC else 2]) + (0x7F7FFFFF).to_bytes(4, "little")
+            )
 
 
 def test_strings_that_cannot_be_encoded_fail_alike() -> None:
@@ -238,7 +262,7 @@ PIECES = st.sampled_from(
         "{", "}", "{6=", "{#5=", "{3=", "{5=`(DOWN)`}", "{7=`,`}", "{8=`,`}", "{6=`c`}", "{1=2}",
         "{255=0}", "{256=0}", "{01=1}", "<", ">", "<3::", "<12::key`shown`>", "<0::k>", "::", "=",
         "#", "# c\n", "0", "7", "-1", "+5", "00012", "4294967295", "4294967296", "-2147483648",
-        "1.5", "1.", ".5", "1e5", "1E-3", "-.5e+2", "3.4e39", "1e-50", "e", ".", "+", "-",
+        "1.5", "1.", ".5", "1e5", "1E-3", "-.5e+2", "3.4e39", "1e-50", "3.4028235e38", "-3.4028236e38", "e", ".", "+", "-",
         "x", "中文", "ß", "١", "\t", " ", "\n", "\r\n", "\r", "\x00", "\x0b",
     ]
 )  # fmt: skip

@@ -2,10 +2,21 @@
 
 import struct
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from moddesk.pvf.format.errors import PvfFormatError
-from moddesk.pvf.format.text import DictStrings, compile_script, lex, normalize_text, render_script
+from moddesk.pvf.format.text import (
+    DictStrings,
+    compile_script,
+    lex,
+    normalize_text,
+    parse_float_bits,
+    render_script,
+    text_float_bits,
+)
 from moddesk.pvf.format.tokens import Family, TokenStream, decode_tokens, encode_tokens, make_tokens
 
 
@@ -192,3 +203,17 @@ def test_stored_strings_keep_their_bytes_through_render_and_compile(stored: str)
         stream = TokenStream(Family.CLASSIC, make_tokens([(5, 0), (7, ref)]))
         again = compile_script(render_script(stream, st), Family.CLASSIC, st)
         assert again.tokens.tolist() == stream.tokens.tolist(), (stored, ref)
+
+
+@given(st.floats(allow_nan=False, width=64))
+def test_float_bits_are_the_float32_cast(x: float) -> None:
+    """parse_float_bits is numpy's cast (overflow included, without its warning); text_float_bits
+    refuses exactly the finite texts the cast makes infinite."""
+    with np.errstate(over="ignore"):
+        want = int(np.array(x, dtype=np.float64).astype(np.float32).view(np.uint32))
+    assert parse_float_bits(repr(x)) == want
+    if want & 0x7FFFFFFF == 0x7F800000:
+        with pytest.raises(PvfFormatError, match="does not fit in float32"):
+            text_float_bits(repr(x))
+    else:
+        assert text_float_bits(repr(x)) == want

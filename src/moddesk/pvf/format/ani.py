@@ -342,7 +342,12 @@ def _number(lx: Lexeme, code: str) -> int:
     if code == "F":
         if lx.kind not in ("int", "float"):
             raise PvfFormatError("BAD_TEXT", f"a number is expected at line {lx.line}", offset=lx.start)
-        return parse_float_bits(str(lx.value))
+        bits = parse_float_bits(str(lx.value))
+        if bits in (0x7F800000, 0xFF800000):  # written finite, too large for float32 (1e39)
+            raise PvfFormatError(
+                "BAD_TEXT", f"float {lx.value} does not fit in float32 at line {lx.line}", offset=lx.start
+            )
+        return bits
     if code in "EDP" and lx.kind == "string":
         names = {"E": EFFECTS, "D": DAMAGE_TYPES, "P": ["", *FLIP_TYPES.values()]}[code]
         key = str(lx.value).upper()

@@ -273,13 +273,32 @@ def format_float(bits: int) -> str | None:
     return s if "." in s else s + ".0"
 
 
+#: 2**128 - 2**103: the least double that rounds to float32 infinity (the tie goes to the even
+#: neighbour, which is infinity, float32's largest finite value having an odd significand).
+_F32_OVERFLOW = 3.4028235677973366e38
+_F32_INF, _F32_NEG_INF = 0x7F800000, 0xFF800000
+
+
 def parse_float_bits(word: str) -> int:
-    """The float32 bits of a decimal text."""
+    """The float32 bits of a decimal text; a magnitude float32 cannot hold is ±infinity (as the
+    cast makes it, without numpy's overflow warning). Compilers use :func:`text_float_bits`."""
     try:
-        f = np.float32(float(word))
+        x = float(word)
     except (ValueError, OverflowError) as exc:
         raise PvfFormatError("BAD_TEXT", f"bad float {word!r}") from exc
-    return int(np.frombuffer(f.tobytes(), dtype="<u4")[0])
+    if abs(x) >= _F32_OVERFLOW:
+        return _F32_NEG_INF if x < 0 else _F32_INF
+    return int(np.frombuffer(np.float32(x).tobytes(), dtype="<u4")[0])
+
+
+def text_float_bits(word: str) -> int:
+    """The float32 bits of a float written in script text, as the compilers store it: BAD_TEXT
+    (without an offset; the caller names the line) when float32 cannot hold it (``1e39``), rather
+    than an infinity the author did not write."""
+    bits = parse_float_bits(word)
+    if bits in (_F32_INF, _F32_NEG_INF):
+        raise PvfFormatError("BAD_TEXT", f"float {word} does not fit in float32")
+    return bits
 
 
 def int_value(v: int) -> int:
@@ -744,7 +763,7 @@ def reference_compile_script(text: str, family: Family, strings: StringSink) -> 
                 pairs.append((INT if classic else 0, int_value(lx.value)))
             elif kind == "float":
                 assert isinstance(lx.value, str)
-                pairs.append((FLOAT if classic else 2, parse_float_bits(lx.value)))
+                pairs.append((FLOAT if classic else 2, text_float_bits(lx.value)))
             elif kind == "section":
                 assert isinstance(lx.value, str)
                 pairs.append((SECTION if classic else 3, strings.intern(lx.value)))
