@@ -265,3 +265,52 @@ def test_korean_mojibake_text_is_left_to_the_reference(tmp_path: Path) -> None:
             archive.korean_mojibake = True
             got[core] = [pair for b in archive.rendered_batches(fold=True) for pair in b.items()]
     assert got["python"] == got["native"]
+
+
+def _texts_at(archive: Archive, indexes: list[int]) -> list[str | None]:
+    """``rendered_at``'s answer as texts (None where the entry has no result there)."""
+    blob, spans, present = archive.rendered_at(indexes)
+    assert spans.shape == (len(indexes), 2) and len(present) == len(indexes)
+    return [
+        blob[int(a) : int(b)].decode("utf-8", "surrogatepass") if there else None
+        for (a, b), there in zip(spans.tolist(), present.tolist(), strict=True)
+    ]
+
+
+def _text_or_none(archive: Archive, i: int) -> str | None:
+    try:
+        return archive.read_text_at(i)
+    except Exception:  # no text form, or damaged: rendered_at leaves it to read_text_at
+        return None
+
+
+@pytest.mark.parametrize(("fmt", "region"), [("classic", "kr"), ("classic", "tw"), ("90US", "utf8")])
+def test_rendered_at_gives_read_text_in_any_order(tmp_path: Path, fmt: str, region: str) -> None:
+    """The script read-ahead's bulk read: any order and repeats, the texts ``read_text_at`` gives;
+    no result for edited, deleted, added or missing entries (those are read on their own), and a
+    write after a call is seen by the next (the renderer's inputs are handed over again)."""
+    target = tmp_path / f"at.{fmt}.{region}.pvf"
+    _texts_archive(fmt, region, target)
+    generated = tmp_path / f"gen.{fmt}.pvf"
+    generate_archive(generated, fmt="classic" if fmt == "classic" else fmt, files=600, seed=5)
+    for source in (target, generated):
+        with Archive.open(source, region=None if fmt != "classic" else region) as archive:
+            assert archive.native
+            n = len(archive.namelist())
+            order = [*range(n - 1, -1, -3), *range(0, n, 2), 0, 0, -1, n + 5]
+            texts = _texts_at(archive, order)
+            for i, text in zip(order, texts, strict=True):
+                if text is not None:
+                    assert text == archive.read_text_at(i)
+                elif 0 <= i < n and archive.getinfo(archive.name_at(i)).kind == "script":
+                    raise AssertionError(f"script {archive.name_at(i)} was left out")
+            assert texts[-2:] == [None, None]
+            if source is target:
+                continue  # a few entries of every kind; the generated archive has scripts to edit
+            scripts = [i for i in range(n) if archive.getinfo(archive.name_at(i)).kind == "script"]
+            edited, gone = scripts[0], scripts[1]
+            archive.write_text(archive.name_at(edited), "#PVF_File\n\n[price]\n\t7\n")
+            archive.delete(archive.name_at(gone))
+            after = _texts_at(archive, scripts[:6])
+            assert after[:2] == [None, None]
+            assert after[2:] == [_text_or_none(archive, i) for i in scripts[2:6]]

@@ -6,6 +6,7 @@ caller provides) and hands back its change set, which the caller turns into a pl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import queue
@@ -124,8 +125,13 @@ class _Worker:
         )
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=20)
+        # what goes to the worker is written by a thread of its own: a reply bigger than the pipe
+        # waits there until the worker reads it, never in the run's loop (which must go on
+        # watching the clock and cancellation whatever the script does meanwhile)
+        self._out: queue.Queue[list[bytes] | None] = queue.Queue()
         threading.Thread(target=self._pump_stdout, daemon=True).start()
         threading.Thread(target=self._pump_stderr, daemon=True).start()
+        threading.Thread(target=self._pump_stdin, daemon=True).start()
 
     def _pump_stdout(self) -> None:
         assert self.process.stdout is not None
@@ -138,15 +144,31 @@ class _Worker:
         for line in self.process.stderr:
             self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
 
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
-        self.process.stdin.flush()
+    def _pump_stdin(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            while (parts := self._out.get()) is not None:
+                stdin.writelines(parts)
+                stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # the worker is gone: its stdout ends, and the run reports how it ended
+        finally:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def send(self, message: dict[str, Any], payload: bytes = b"") -> None:
+        """One JSON line to the worker, then ``payload`` (its length in the line's ``bytes``)."""
+        if payload:
+            message = {**message, "bytes": len(payload)}
+        line = json.dumps(message, ensure_ascii=False).encode() + b"\n"
+        self._out.put([line, payload] if payload else [line])
 
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(10)
+        self._out.put(None)
 
 
 class WorkerPool:
@@ -184,15 +206,24 @@ class WorkerPool:
             worker.kill()
 
 
-def _answer(host: ScriptHost, op: str, args: list[Any]) -> dict[str, Any]:
-    """Serve one worker request; every failure becomes an error envelope, never an exception."""
+def _answer(host: ScriptHost, op: str, args: list[Any]) -> tuple[dict[str, Any], bytes]:
+    """Serve one worker request: the reply and the bytes that follow it (texts of a batch).
+    Every failure becomes an error envelope, never an exception."""
+    try:
+        if op == "read_many":  # a batch the worker reads ahead: each file answered as "read" would be
+            return _read_many(host, [str(p) for p in args[0]])
+    except Exception as exc:  # a bug in a host must not kill the run's bookkeeping
+        logger.exception("script host failed on %s", op)
+        return {"error": f"internal error while serving {op}: {type(exc).__name__}"}, b""
+    return _answer_one(host, op, args), b""
+
+
+def _answer_one(host: ScriptHost, op: str, args: list[Any]) -> dict[str, Any]:
     try:
         if op == "list":
             return {"value": [list(row) for row in host.list_files()]}
         if op == "read":
             return {"value": host.read_text(str(args[0]))}
-        if op == "read_many":  # a batch the worker reads ahead: each file answered as "read" would be
-            return {"value": _read_many(host, [str(p) for p in args[0]])}
         if op == "ori_str":
             return {"value": host.ori_str(str(args[0]))}
         if op == "fileset":
@@ -205,20 +236,41 @@ def _answer(host: ScriptHost, op: str, args: list[Any]) -> dict[str, Any]:
         return {"error": f"internal error while serving {op}: {type(exc).__name__}"}
 
 
-def _read_many(host: ScriptHost, paths: list[str]) -> list[dict[str, Any]]:
-    """Each file's ``read`` answer; a host with ``read_texts`` renders the batch at once (None for
-    a file it leaves to ``read``), and if that fails every file is read on its own."""
-    bulk = getattr(host, "read_texts", None)
-    texts: list[str | None] = [None] * len(paths)
+def _read_many(host: ScriptHost, paths: list[str]) -> tuple[dict[str, Any], bytes]:
+    """The texts of a batch as UTF-8 (surrogatepass) back to back, and ``{"value": {"spans":
+    [start, end, …], "errors": {k: message}}}``: file ``k``'s text is ``payload[spans[2k]:spans[2k+1]]``
+    unless ``errors`` has its ``read`` error. A host with ``read_texts_utf8`` renders the batch at
+    once and leaves some files to ``read`` (if it fails, every file is read on its own); each text
+    is exactly what ``read`` answers. No text is decoded or quoted on the way."""
+    bulk = getattr(host, "read_texts_utf8", None)
+    blob = b""
+    spans: list[int] = [0] * (2 * len(paths))
+    present: list[bool] = [False] * len(paths)
     if bulk is not None:
         try:
-            texts = bulk(paths)
+            blob, got, there = bulk(paths)
+            spans = got.ravel().tolist()
+            present = there.tolist()
         except Exception:  # the one-at-a-time path answers (and reports) every file exactly
             logger.exception("bulk read of %d files failed; reading them one by one", len(paths))
-    return [
-        {"value": t} if t is not None else _answer(host, "read", [p])
-        for p, t in zip(paths, texts, strict=True)
-    ]
+            blob, spans, present = b"", [0] * (2 * len(paths)), [False] * len(paths)
+    errors: dict[str, str] = {}
+    extra: list[bytes] = [blob]
+    size = len(blob)
+    for k, there in enumerate(present):
+        if there:
+            continue
+        reply = _answer_one(host, "read", [paths[k]])
+        if "error" in reply:
+            errors[str(k)] = reply["error"]
+            spans[2 * k] = spans[2 * k + 1] = 0
+            continue
+        data = str(reply["value"]).encode("utf-8", "surrogatepass")
+        spans[2 * k], spans[2 * k + 1] = size, size + len(data)
+        size += len(data)
+        extra.append(data)
+    payload = blob if len(extra) == 1 else b"".join(extra)
+    return {"value": {"spans": spans, "errors": errors}}, payload
 
 
 def run_script(
@@ -285,8 +337,8 @@ def run_script(
                     error=message.get("error"),
                 )
             else:
-                reply = _answer(host, str(message.get("op")), list(message.get("args", [])))
-                worker.send({**reply, "id": message.get("id")})
+                reply, payload = _answer(host, str(message.get("op")), list(message.get("args", [])))
+                worker.send({**reply, "id": message.get("id")}, payload)
     except (BrokenPipeError, OSError, json.JSONDecodeError):
         return _crashed(worker, started, dropped)
     finally:

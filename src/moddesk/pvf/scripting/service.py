@@ -14,6 +14,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+import numpy.typing as npt
+
 from moddesk.kit.errors import ServiceError, register_codes
 from moddesk.kit.ledger import LOCAL_SCOPE
 from moddesk.kit.memory import return_freed_memory
@@ -100,18 +103,46 @@ class WorkspaceSnapshot:
         return text
 
     def read_texts(self, paths: list[str]) -> list[str | None]:
-        """``read_text`` of many files at once, None where a file must be read on its own: the
-        snapshot's unchanged scripts are rendered together (``format.bulk``, byte-identical to
-        ``render_script``); edited, text and binary files are left to ``read_text``."""
-        out: list[str | None] = [None] * len(paths)
+        """``read_text`` of many files at once, None where a file must be read on its own."""
+        blob, spans, present = self.read_texts_utf8(paths)
+        return [
+            blob[int(a) : int(b)].decode("utf-8", "surrogatepass") if there else None
+            for (a, b), there in zip(spans.tolist(), present.tolist(), strict=True)
+        ]
+
+    def read_texts_utf8(
+        self, paths: list[str]
+    ) -> tuple[bytes, npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+        """``read_text`` of many files at once as UTF-8 (surrogatepass) in one buffer: the buffer,
+        each file's (start, end) in it, and whether it has a result there — not where a file must
+        be read on its own (edited, deleted, binary, or what only the reference renders). The
+        native core reads and renders the snapshot's unchanged entries natively
+        (``Archive.rendered_at``, no Python object per file); the reference renders its unchanged
+        scripts together (``format.bulk``); both byte-identical to ``read_text``."""
+        keep = [
+            k
+            for k, path in enumerate(paths)
+            if path not in self._changed_text
+            and path not in self._deleted
+            and path not in self._changed_bytes
+        ]
+        spans = np.zeros((len(paths), 2), dtype=np.uint64)
+        present = np.zeros(len(paths), dtype=np.bool_)
+        if not keep:
+            return b"", spans, present
+        native = self._ws.base_texts_utf8([paths[k] for k in keep])
+        if native is not None:
+            blob, got, there = native
+            spans[keep] = got
+            present[keep] = there
+            return blob, spans, present
         rows: list[int] = []
         names: list[str] = []
         datas: list[bytes] = []
         classic = self._ws.archive.family is Family.CLASSIC
         with self._ws.lock:  # the archive is not thread-safe (the index reads it too)
-            for row, path in enumerate(paths):
-                if path in self._changed_text or path in self._deleted or path in self._changed_bytes:
-                    continue
+            for row in keep:
+                path = paths[row]
                 try:
                     data = self._ws.base_bytes(path)
                 except KeyError:
@@ -122,15 +153,18 @@ class WorkspaceSnapshot:
                     names.append(path)
                     datas.append(data)
             if not rows:
-                return out
+                return b"", spans, present
             if self._renderer is None:
                 archive = self._ws.archive
                 self._renderer = BulkRenderer(archive.family, archive.strings, links=archive.resolve_link)
             rendered = self._renderer.render_chunk(names, datas)
+        at = 0
         for row, text in zip(rows, rendered, strict=True):
             if text is not None:
-                out[row] = text.decode("utf-8", "surrogatepass")
-        return out
+                spans[row] = (at, at + len(text))
+                present[row] = True
+                at += len(text)
+        return b"".join(t for t in rendered if t is not None), spans, present
 
     def original_text(self, path: str) -> str | None:
         """Text as of the snapshot, None for binary or absent (for diffs)."""

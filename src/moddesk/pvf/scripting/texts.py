@@ -35,15 +35,31 @@ class Requests(Protocol):
 
 
 class _Batch:
-    """Texts (reply envelopes) of ``order[start:end]``, or the request that will bring them."""
+    """Texts of ``order[start:end]``, or the request that will bring them: the UTF-8 of every
+    file back to back as it came, each decoded only when the script reads it."""
 
     def __init__(self, start: int, end: int, paths: list[str], request_id: int) -> None:
         self.start = start
         self.end = end
         self.paths = paths
         self.request_id = request_id
-        self.texts: dict[str, dict[str, Any]] | None = None
+        self.where: dict[str, int] | None = None  # path -> its place in the batch, once it came
+        self.spans: list[int] = []
+        self.errors: dict[str, str] = {}
+        self.payload = b""
         self.hits = 0
+
+    def fill(self, reply: tuple[dict[str, Any], bytes]) -> None:
+        value, self.payload = reply
+        self.spans = value["spans"]
+        self.errors = value["errors"]
+        self.where = {path: k for k, path in enumerate(self.paths)}
+
+    def text(self, k: int) -> str | None:
+        """The text of the batch's ``k``-th file, None where its read failed."""
+        if str(k) in self.errors:
+            return None
+        return self.payload[self.spans[2 * k] : self.spans[2 * k + 1]].decode("utf-8", "surrogatepass")
 
 
 class SnapshotTexts:
@@ -69,30 +85,32 @@ class SnapshotTexts:
         self._current = self._next = None
 
     def text(self, path: str) -> str:
-        envelope = self._ahead(path)
-        if envelope is None:
+        found = self._ahead(path)
+        if found is None:
             if self._single is None or self._single[0] != path:
                 self._single = (path, str(self._channel.ask("read", path)))
             return self._single[1]
-        if "error" in envelope:
-            raise self._error(envelope["error"])
-        return str(envelope["value"])
+        batch, k = found
+        text = batch.text(k)
+        if text is None:
+            raise self._error(batch.errors[str(k)])
+        return text
 
-    def _ahead(self, path: str) -> dict[str, Any] | None:
+    def _ahead(self, path: str) -> tuple[_Batch, int] | None:
         index = self._where.get(path)
         if index is None:
             return None
         batch = self._current
         if batch is None or not batch.start <= index < batch.end:
             batch = self._move_to(index)
-        assert batch.texts is not None
-        envelope = batch.texts.get(path)
-        if envelope is None:
+        assert batch.where is not None
+        k = batch.where.get(path)
+        if k is None:
             return None
         batch.hits += 1
         if self._next is None and index >= (batch.start + batch.end) // 2 and batch.end < len(self._order):
             self._next = self._request(batch.end)
-        return envelope
+        return batch, k
 
     def _move_to(self, index: int) -> _Batch:
         """Make the batch holding ``index`` current: the one requested ahead, or a new one."""
@@ -108,7 +126,7 @@ class SnapshotTexts:
             if ahead is not None:
                 self._channel.forget(ahead.request_id)
             batch = self._request(index)
-        batch.texts = dict(zip(batch.paths, self._channel.wait(batch.request_id), strict=True))
+        batch.fill(self._channel.wait(batch.request_id))
         self._current = batch
         return batch
 

@@ -63,6 +63,8 @@ class Channel:
         reply = self._early.pop(request_id, None)
         while reply is None:
             message = json.loads(self._in.readline())
+            if "bytes" in message:  # the texts of a batch follow the line as they are
+                message["payload"] = self._in.read(int(message["bytes"]))
             got = message.get("id")
             if got == request_id:
                 reply = message
@@ -72,6 +74,8 @@ class Channel:
                 self._early[got] = message
         if "error" in reply:
             raise HostError(reply["error"])
+        if "payload" in reply:
+            return reply["value"], reply["payload"]
         return reply["value"]
 
     def ask(self, op: str, *args: Any) -> Any:

@@ -297,6 +297,17 @@ class Workspace:
                     return None
                 raise
 
+    def base_texts_utf8(self, paths: list[str]) -> tuple[bytes, Any, Any] | None:
+        """``base_text`` of many base entries at once as UTF-8 (surrogatepass) in one buffer:
+        ``Archive.rendered_at`` of their entries (native core only; None with the reference core).
+        A path without a base entry, or whose entry must be read on its own, has no result."""
+        if not self.archive.native:
+            return None
+        with self.lock:  # the archive is not thread-safe (the index reads it too)
+            found = [self._names.index(path) for path in paths]
+            indexes = [-1 if i is None else i for i in found]
+            return self.archive.rendered_at(indexes)
+
     def base_text_or_none(self, path: str) -> str | None:
         """Base text of ``path``; None when the base has no such entry or it is binary."""
         return self.base_text(path) if path in self._names else None
