@@ -402,6 +402,23 @@ class Archive:
         )
         return ArchiveEntry(path, i, size, kind, modified, data_type)
 
+    def kinds_and_sizes(self, indexes: list[int], paths: list[str]) -> tuple[list[str], list[int]]:
+        """The ``kind`` and ``size`` of the entries at directory ``indexes`` (whose stored names
+        are ``paths``), as ``getinfo`` gives them, without an ``ArchiveEntry`` each."""
+        self._check_open()
+        sizes, types = self._source_lists()
+        n = self._source_count
+        out_sizes = (
+            [sizes[i] if (data := self._overlay.get(i)) is None else len(data) for i in indexes]
+            if self._overlay
+            else [sizes[i] for i in indexes]
+        )
+        if self._nkpi is None:
+            return [classic_kind(path) for path in paths], out_sizes
+        names = {nkpi_fmt.DATA_SCRIPT: "script", nkpi_fmt.DATA_TEXT: "text"}
+        kinds = [names.get(types[i] if i < n else self._types[i - n], "binary") for i in indexes]
+        return kinds, out_sizes
+
     def _index(self) -> dict[str, int]:
         """Lookup key → first live entry; with the native core, of the added entries only (the
         source entries are found natively, without a dictionary of every name)."""

@@ -109,7 +109,15 @@ def _queries(ws: Workspace) -> dict[str, Any]:
         "base_children": [[c.to_dict() for c in ws.base_children(f)] for f in folders],
         "children": [[c.to_dict() for c in index.children(ws, f)[1]] for f in folders],
         "texts": [ws.current_text_or_none(p) for p in keys[:40]],
+        "listing": ws.listing(),
+        "listing_by_path": _listing_by_path(ws),
     }
+
+
+def _listing_by_path(ws: Workspace) -> list[tuple[str, str, int]]:
+    """What ``Workspace.listing`` stands for, asked path by path (the script snapshot's rows)."""
+    sizes = {e.path.lower(): e.size for e in ws.archive.entries}
+    return [(path, ws.kind(path), sizes.get(path, 0)) for path in ws.paths()]
 
 
 def _edit(ws: Workspace) -> None:
@@ -145,6 +153,10 @@ def _assert_alike(path: Path) -> dict[str, Any]:
         python, native = got["python"][phase], got["native"][phase]
         for key in python:
             assert python[key] == native[key], (phase, key)
+        if python["own"]:
+            assert python["listing"] == python["listing_by_path"], phase
+        else:
+            assert python["listing"] is None
     return got["python"]
 
 

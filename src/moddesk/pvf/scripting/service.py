@@ -78,16 +78,16 @@ class WorkspaceSnapshot:
             self._deleted = set(deleted)
             self._renderer: BulkRenderer | None = None  # for read_texts, made on first use
             self._rows: list[tuple[str, int, int]] = []
-            sizes = {e.path.lower(): e.size for e in ws.archive.entries}
-            for path in ws.paths():
-                kind = _TYPE_CODE.get(ws.kind(path), 0)
+            listing = ws.listing()
+            if listing is None:  # names that are not their own keys: path by path
+                sizes = {e.path.lower(): e.size for e in ws.archive.entries}
+                listing = [(path, ws.kind(path), sizes.get(path, 0)) for path in ws.paths()]
+            for path, kind, size in listing:
                 if path in self._changed_text:
                     size = len(self._changed_text[path].encode("utf-8"))
                 elif path in self._changed_bytes:
                     size = len(self._changed_bytes[path])
-                else:
-                    size = sizes.get(path, 0)
-                self._rows.append((path, kind, size))
+                self._rows.append((path, _TYPE_CODE.get(kind, 0), size))
 
     def list_files(self) -> list[tuple[str, int, int]]:
         return self._rows

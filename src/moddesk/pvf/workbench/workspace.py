@@ -214,6 +214,29 @@ class Workspace:
                 base = sorted(base + added)  # timsort merges the two sorted runs
             return base
 
+    def listing(self) -> list[tuple[str, str, int]] | None:
+        """Every current path (sorted, as ``paths``) with ``kind(path)`` and the stored size of
+        its base entry (0 for a path the base does not have), made from the key table and the
+        directory's arrays rather than one entry lookup per path; None unless every base name
+        is its own key (the caller then asks path by path)."""
+        with self.lock:
+            if not self._names_are_keys:
+                return None
+            keys = self._names.sorted_keys()
+            entries = self._names.sorted_entries()
+            indexes = [self._names.index(k) or 0 for k in keys] if entries is None else entries.tolist()
+            kinds, sizes = self.archive.kinds_and_sizes(indexes, keys)
+            if not self._overlay:
+                return list(zip(keys, kinds, sizes, strict=True))
+            rows = {k: (k, kind, size) for k, kind, size in zip(keys, kinds, sizes, strict=True)}
+            for path in self._overlay:
+                if self.exists(path):
+                    row = rows.get(path)
+                    rows[path] = (path, self.kind(path), 0 if row is None else row[2])
+                else:
+                    rows.pop(path, None)
+            return [rows[path] for path in self.paths()]
+
     def base_children(self, prefix: str) -> list[Child]:
         """Direct children of the folder ``prefix`` ("" or ending in ``/``) in the base archive:
         folders first (by name, with key counts), then files."""
