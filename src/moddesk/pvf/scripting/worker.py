@@ -14,6 +14,8 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from json.scanner import c_make_scanner  # type: ignore[attr-defined]
 from typing import Any
 
 from moddesk.pvf.entrypaths import CONTROL_CHARS, shown
@@ -80,6 +82,28 @@ class Channel:
 
     def ask(self, op: str, *args: Any) -> Any:
         return self.wait(self.request(op, *args))
+
+
+# Two calls or more per file a script reads: JSON in and out without json.loads / json.dumps
+# building a decoder or encoder each time (they answer the same text; a host value is never circular)
+_SCAN = c_make_scanner(json.JSONDecoder())
+_ENCODE = c_make_encoder(
+    None, json.JSONEncoder().default, encode_basestring, None, ": ", ", ", False, False, True
+)
+
+
+def _decode(text: str) -> Any:
+    """``json.loads(text)`` for the arguments JS sends (``JSON.stringify`` of an array)."""
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        end = -1
+    return value if end == len(text) else json.loads(text)  # json.loads names what is wrong
+
+
+def _encode(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``."""
+    return "".join(_ENCODE(value, 0))
 
 
 class HostError(Exception):
@@ -165,9 +189,12 @@ class Transaction:
         return path in self.listing()
 
     def rows(self, pattern: str) -> list[list[Any]]:
-        paths = {p for p in self.listing() if self.exists(p)}
-        paths |= {p for p, c in self.changes.items() if c["kind"] != "delete"}
-        ordered = sorted(paths)
+        if self.changes:
+            paths = {p for p in self.listing() if self.exists(p)}
+            paths |= {p for p, c in self.changes.items() if c["kind"] != "delete"}
+            ordered = sorted(paths)
+        else:  # every listed file exists; the listing comes in order (sorted checks it in one pass)
+            ordered = sorted(self.listing())
         regex = glob_regex(pattern) if pattern else None
         out = []
         for index, path in enumerate(ordered):
@@ -186,7 +213,10 @@ class Transaction:
 
     # ------------------------------------------------------------------ content
     def read(self, path: str) -> str:
-        path = normalize_path(path)
+        return self.read_key(normalize_path(path))
+
+    def read_key(self, path: str) -> str:
+        """``read`` of a path already normalised."""
         if not self.exists(path):
             raise HostError(f"no file {path!r} in the archive")
         self.scanned.add(path)
@@ -309,8 +339,12 @@ class Host:
             func = self.ops.get(op)
             if func is None:
                 raise HostError(f"unknown host operation {op!r}")
-            value = func(*json.loads(args_json))
-            return json.dumps({"value": value}, ensure_ascii=False)
+            value = func(*_decode(args_json))
+            if value is None:
+                return '{"value": null}'
+            if type(value) is int:  # a document handle, a count
+                return f'{{"value": {value}}}'
+            return '{"value": ' + _encode(value) + "}"
         except (HostError, bridge.DocumentError, ValueError, TypeError, KeyError, IndexError) as exc:
             message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
             return json.dumps({"error": message or type(exc).__name__}, ensure_ascii=False)
@@ -318,9 +352,10 @@ class Host:
             return json.dumps({"error": f"internal error in {op}: {type(exc).__name__}: {exc}"})
 
     def _parse(self, path: str) -> int:
-        text = self.tx.read(path)
+        key = normalize_path(path)
+        text = self.tx.read_key(key)
         # a file the run has not changed can be parsed again from the snapshot if it is dropped
-        return self.docs.open(path, text, from_snapshot=normalize_path(path) not in self.tx.changes)
+        return self.docs.open(path, text, from_snapshot=key not in self.tx.changes)
 
     def _find(self, path: str) -> list[Any] | None:
         path = normalize_path(path)
