@@ -47,6 +47,13 @@ def _sizes(obj: Any, names: list[str]) -> dict[str, int]:
     return out
 
 
+def _native_held(archive: Any, only: str = "") -> dict[str, int]:
+    """The native archive's own tables (``Archive.held``: allocated bytes), named ``native.*``."""
+    if archive._native is None:
+        return {}
+    return {f"native.{k}": int(v) for k, v in archive._native.held().items() if k.startswith(only) and v}
+
+
 def child(path: str) -> dict[str, Any]:
     """The stages, measured in this process (the core is MODDESK_CORE's)."""
     from moddesk.pvf.archive import Archive
@@ -77,6 +84,7 @@ def child(path: str) -> dict[str, Any]:
             "_classic.sizes",
         ],
     )
+    held.update(_native_held(archive))
     mark("open (directory)", time.perf_counter() - started, held)
     started = time.perf_counter()
     ws = Workspace(archive, Path(path), identity, data)
@@ -92,7 +100,11 @@ def child(path: str) -> dict[str, Any]:
     entries = 0
     for batch in archive.rendered_batches(fold=True, terminator="\0"):
         entries += len(batch)
-    mark("render pass in batches (nothing kept)", time.perf_counter() - started)
+    mark(
+        "render pass in batches (nothing kept)",
+        time.perf_counter() - started,
+        _native_held(archive, "render"),
+    )
     return {"entries": len(archive), "native": archive.native, "stages": stages}
 
 

@@ -24,9 +24,10 @@ enum Table {
         blob: Vec<u8>,
         bounds: Vec<(u32, u32)>,
     },
+    /// Shared with the open archive (and Python's view of it) when the pools are unedited.
     Nkpi {
-        pool_a: Vec<u8>,
-        pool_w: Vec<u8>,
+        pool_a: Arc<Vec<u8>>,
+        pool_w: Arc<Vec<u8>>,
     },
 }
 
@@ -111,10 +112,13 @@ impl Strings {
         })
     }
 
-    /// The NKPI UTF-8 and UTF-16LE pools.
-    pub fn nkpi(pool_a: Vec<u8>, pool_w: Vec<u8>) -> Strings {
+    /// The NKPI UTF-8 and UTF-16LE pools (a `Vec` is moved in; an `Arc` is shared, not copied).
+    pub fn nkpi(pool_a: impl Into<Arc<Vec<u8>>>, pool_w: impl Into<Arc<Vec<u8>>>) -> Strings {
         Strings {
-            table: Table::Nkpi { pool_a, pool_w },
+            table: Table::Nkpi {
+                pool_a: pool_a.into(),
+                pool_w: pool_w.into(),
+            },
             resolved: HashMap::new(),
             held: OnceLock::new(),
             legacy: None,
@@ -196,6 +200,27 @@ impl Strings {
             }
         }
         Some(out)
+    }
+
+    /// Bytes held by this string source alone (pools shared with their archive are not counted):
+    /// the memory breakdown of an open workspace.
+    pub fn owned_bytes(&self) -> usize {
+        let table = match &self.table {
+            Table::Classic { blob, bounds } => {
+                blob.capacity() + bounds.capacity() * std::mem::size_of::<(u32, u32)>()
+            }
+            Table::Nkpi { pool_a, pool_w } => [pool_a, pool_w]
+                .iter()
+                .filter(|p| Arc::strong_count(p) == 1)
+                .map(|p| p.capacity())
+                .sum(),
+        };
+        let resolved: usize = self
+            .resolved
+            .values()
+            .map(|r| r.text.capacity() + r.folded.capacity())
+            .sum();
+        table + resolved
     }
 
     pub fn is_classic(&self) -> bool {

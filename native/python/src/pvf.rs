@@ -4,12 +4,12 @@
 //! plus offset arrays), never one Python object per entry. Long calls release the GIL.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
@@ -51,7 +51,11 @@ pub(crate) fn error_tuple<'py>(
     )
 }
 
-/// The bytes of a Python buffer (bytes, mmap, memoryview) for the length of `f`.
+/// The bytes of a Python buffer for the length of `f`, which may release the GIL while it reads
+/// them. Only a buffer nobody can change meanwhile is read in place: `bytes`, a read-only `mmap`
+/// (the archive's), or a native table view; any other (a `bytearray`, a writable `mmap` or
+/// `memoryview`, which another Python thread could change while the GIL is released) is copied
+/// first, under the GIL.
 pub(crate) fn with_bytes<R>(
     obj: &Bound<'_, PyAny>,
     f: impl FnOnce(&[u8]) -> PyResult<R>,
@@ -66,25 +70,36 @@ pub(crate) fn with_bytes<R>(
     if len == 0 {
         return f(&[]);
     }
+    if !immutable(obj, &buffer)? {
+        let copy = buffer.to_vec(obj.py())?;
+        drop(buffer);
+        return f(&copy);
+    }
     // SAFETY: `buffer` holds the exporter's buffer (PyObject_GetBuffer) until it is dropped at the
-    // end of this function, so the memory stays valid and unmoved for all of `f`: bytes are
-    // immutable, and an mmap (or bytearray) refuses to close or resize while a buffer is exported.
-    // It is C-contiguous (checked above) with `len` bytes of item size 1 (PyBuffer<u8> checked the
+    // end of this function, so the memory stays valid and unmoved for all of `f` (an mmap refuses
+    // to close or resize while a buffer is exported). Its contents cannot change either, even with
+    // the GIL released: `immutable` admitted only `bytes` (immutable), a read-only mmap (no Python
+    // code can write through it) and a `TableView` (a frozen archive's tables, never mutated). It
+    // is C-contiguous (checked above) with `len` bytes of item size 1 (PyBuffer<u8> checked the
     // format). We only read. The slice does not outlive `buffer`: `f` cannot keep it ('_ bound).
     #[allow(unsafe_code)]
     let bytes = unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, len) };
     f(bytes)
 }
 
-pub(crate) fn u64_bytes<'py>(py: Python<'py>, values: &[u64]) -> Bound<'py, PyBytes> {
-    let mut out = Vec::with_capacity(values.len() * 8);
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes());
+/// Whether no Python code can change the contents of `obj`'s buffer while it is exported.
+fn immutable(obj: &Bound<'_, PyAny>, buffer: &PyBuffer<u8>) -> PyResult<bool> {
+    if obj.is_exact_instance_of::<PyBytes>() || obj.is_instance_of::<TableView>() {
+        return Ok(true);
     }
-    PyBytes::new(py, &out)
+    if !buffer.readonly() {
+        return Ok(false);
+    }
+    let mmap = obj.py().import("mmap")?.getattr("mmap")?;
+    Ok(obj.is_exact_instance(&mmap))
 }
 
-fn i64_bytes<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyBytes> {
+pub(crate) fn u64_bytes<'py>(py: Python<'py>, values: &[u64]) -> Bound<'py, PyBytes> {
     let mut out = Vec::with_capacity(values.len() * 8);
     for v in values {
         out.extend_from_slice(&v.to_le_bytes());
@@ -162,15 +177,20 @@ pub(crate) fn lock<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> MutexGuard<'a, T> 
 }
 
 /// Frozen (every method takes `&self`): Python threads may read one archive at the same time (an
-/// archive diff beside the index build); what changes sits behind mutexes.
+/// archive diff beside the index build); what changes sits behind mutexes. The directory itself
+/// (`container`, the paths, the pools) never changes after open, which is what lets Python read
+/// its tables in place (`TableView`).
 #[pyclass(module = "moddesk_native.pvf", name = "Archive", frozen)]
 pub(crate) struct NativeArchive {
     pub(crate) container: Container,
+    /// NKPI: every path made from the pools, back to back (classic paths are the stored names
+    /// with their trailing NULs cut off, read from the directory: not held twice).
     paths: Vec<u8>,
     path_ends: Vec<u64>,
     legacy_rows: Vec<u64>,
-    /// The NKPI pools until `nkpi_info` hands them to Python.
-    pools: Mutex<Option<(Vec<u8>, Vec<u8>)>>,
+    /// The NKPI pools as read: Python's `StringPools` reads them in place until its first
+    /// `intern`, and the renderer shares them (`set_nkpi_strings`) instead of copying them.
+    pools: (Arc<Vec<u8>>, Arc<Vec<u8>>),
     pub(crate) state: Mutex<RenderState>,
     /// The path lookup, built on first use (`build_lookup`).
     lookup: Mutex<Option<PathIndex>>,
@@ -179,6 +199,14 @@ pub(crate) struct NativeArchive {
 impl NativeArchive {
     pub(crate) fn path(&self, i: u32) -> &[u8] {
         let i = i as usize;
+        if let Container::Classic(d) = &self.container {
+            if i >= d.count() {
+                return &[];
+            }
+            // the name as the reference keys it: trailing NULs stripped (decoded by the caller)
+            let name = d.name(i);
+            return &name[..name.iter().rposition(|&b| b != 0).map_or(0, |k| k + 1)];
+        }
         if i + 1 >= self.path_ends.len() {
             return &[];
         }
@@ -193,6 +221,130 @@ impl NativeArchive {
     pub(crate) fn numbering(&self) -> Numbering {
         Numbering::new(self.container.is_classic())
     }
+
+    /// The bytes of one of the directory's tables (`TableView`). The typed arrays are shown as
+    /// their little-endian bytes, which is how they sit in memory on the targets we build for.
+    fn table(&self, table: Table) -> &[u8] {
+        match (&self.container, table) {
+            (Container::Nkpi(d), Table::NkpiRows) => &d.rows,
+            (Container::Nkpi(d), Table::NkpiCumulative) => le_bytes(&d.cumulative),
+            (Container::Nkpi(d), Table::NkpiOriginals) => le_bytes(&d.original_sizes),
+            (Container::Nkpi(_), Table::PoolA) => &self.pools.0,
+            (Container::Nkpi(_), Table::PoolW) => &self.pools.1,
+            (Container::Classic(d), Table::ClassicHashes) => le_bytes(&d.hashes),
+            (Container::Classic(d), Table::ClassicSizes) => le_bytes(&d.sizes),
+            (Container::Classic(d), Table::ClassicCrcs) => le_bytes(&d.crcs),
+            (Container::Classic(d), Table::ClassicOffsets) => le_bytes(&d.offsets),
+            _ => &[],
+        }
+    }
+}
+
+/// A table of an open archive that Python reads in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Table {
+    NkpiRows,
+    NkpiCumulative,
+    NkpiOriginals,
+    PoolA,
+    PoolW,
+    ClassicHashes,
+    ClassicSizes,
+    ClassicCrcs,
+    ClassicOffsets,
+}
+
+/// Plain integers as the bytes they are stored in.
+#[cfg(target_endian = "little")]
+fn le_bytes<T: LeInt>(values: &[T]) -> &[u8] {
+    // SAFETY: `T` is a primitive integer (`LeInt` is implemented for u32/i64 only): no padding, no
+    // invalid bit patterns, alignment ≥ 1, so its `size_of_val(values)` bytes are valid `u8`s for
+    // as long as `values` is borrowed, which the returned slice's lifetime ties it to. On a
+    // little-endian target those bytes are the little-endian encoding Python reads.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values))
+    }
+}
+
+#[cfg(not(target_endian = "little"))]
+compile_error!("TableView shows integer arrays in place: little-endian targets only");
+
+/// Primitive integer types whose memory is shown to Python as bytes.
+trait LeInt: Copy {}
+impl LeInt for u32 {}
+impl LeInt for i64 {}
+
+/// A read-only buffer over one table of an open archive (the buffer protocol): `numpy.frombuffer`
+/// and `memoryview` read the native table in place instead of a copy of it. The view keeps its
+/// archive alive, and the archive never changes its tables (frozen, no interior mutability in
+/// the directory), so the memory stays valid and unchanged while any buffer is exported.
+#[pyclass(module = "moddesk_native.pvf", name = "TableView", frozen)]
+pub(crate) struct TableView {
+    archive: Py<NativeArchive>,
+    table: Table,
+}
+
+impl TableView {
+    fn bytes(&self) -> &[u8] {
+        self.archive.get().table(self.table)
+    }
+}
+
+#[pymethods]
+impl TableView {
+    fn __len__(&self) -> usize {
+        self.bytes().len()
+    }
+
+    /// # Safety
+    /// Called by Python's buffer protocol with a `Py_buffer` to fill (`view` may be null).
+    #[allow(unsafe_code)]
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("no buffer to fill"));
+        }
+        let bytes = slf.get().bytes();
+        let (ptr, len) = (bytes.as_ptr(), bytes.len() as pyo3::ffi::Py_ssize_t);
+        // SAFETY: `view` is the non-null Py_buffer the caller (PyObject_GetBuffer) passed us.
+        // PyBuffer_FillInfo fills it read-only (a writable request fails with BufferError), with
+        // `obj` = this view, whose reference it takes: until the buffer is released the view, its
+        // `Py<NativeArchive>` and so the table's memory stay alive. `bytes` borrows a table the
+        // frozen archive never mutates or moves (no `&mut` to it exists after open), so `ptr` stays
+        // valid for `len` bytes as long as that reference is held. Nothing writes through it.
+        let rc = unsafe {
+            pyo3::ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                ptr as *mut std::os::raw::c_void,
+                len,
+                1,
+                flags,
+            )
+        };
+        if rc == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+}
+
+fn view<'py>(
+    py: Python<'py>,
+    archive: &Bound<'py, NativeArchive>,
+    table: Table,
+) -> PyResult<Bound<'py, TableView>> {
+    Bound::new(
+        py,
+        TableView {
+            archive: archive.clone().unbind(),
+            table,
+        },
+    )
 }
 
 /// Recognise the archive in `data` and read its directory (GIL released).
@@ -200,39 +352,26 @@ impl NativeArchive {
 fn open_archive(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<NativeArchive> {
     with_bytes(data, |bytes| {
         py.detach(|| -> Result<NativeArchive, PvfError> {
-            let container = container::open(bytes)?;
-            let (paths, path_ends, legacy_rows) = match &container {
-                Container::Classic(d) => {
-                    // the names as the reference keys them: trailing NULs stripped (decoded by the caller)
-                    let mut paths = Vec::with_capacity(d.names.len());
-                    let mut ends = Vec::with_capacity(d.count() + 1);
-                    ends.push(0u64);
-                    for i in 0..d.count() {
-                        let name = d.name(i);
-                        let end = name.iter().rposition(|&b| b != 0).map_or(0, |k| k + 1);
-                        paths.extend_from_slice(&name[..end]);
-                        ends.push(paths.len() as u64);
-                    }
-                    (paths, ends, Vec::new())
-                }
+            let mut container = container::open(bytes)?;
+            let (paths, path_ends, legacy_rows, pools) = match &mut container {
+                Container::Classic(_) => Default::default(),
                 Container::Nkpi(d) => {
                     let found = nkpi::entry_paths(d)?;
-                    (found.buffer, found.ends, found.legacy_rows)
+                    let mut paths = found.buffer;
+                    paths.shrink_to_fit();
+                    let pools = (
+                        Arc::new(std::mem::take(&mut d.pool_a)),
+                        Arc::new(std::mem::take(&mut d.pool_w)),
+                    );
+                    (paths, found.ends, found.legacy_rows, pools)
                 }
-            };
-            let mut container = container;
-            let pools = match &mut container {
-                Container::Nkpi(d) => {
-                    Some((std::mem::take(&mut d.pool_a), std::mem::take(&mut d.pool_w)))
-                }
-                Container::Classic(_) => None,
             };
             Ok(NativeArchive {
                 container,
                 paths,
                 path_ends,
                 legacy_rows,
-                pools: Mutex::new(pools),
+                pools,
                 state: Mutex::new(RenderState::default()),
                 lookup: Mutex::new(None),
             })
@@ -270,11 +409,8 @@ impl NativeArchive {
         Bound<'py, PyBytes>,
         Bound<'py, PyBytes>,
     ) {
-        (
-            PyBytes::new(py, &self.paths),
-            u64_bytes(py, &self.path_ends),
-            u64_bytes(py, &self.legacy_rows),
-        )
+        let (blob, ends) = self.paths_between(py, 0, self.count());
+        (blob, ends, u64_bytes(py, &self.legacy_rows))
     }
 
     /// The path of entry `index`: a `str` when it is ASCII (or NKPI UTF-8), else its bytes for
@@ -303,21 +439,15 @@ impl NativeArchive {
         hi: usize,
     ) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
         let n = self.container.count();
-        let (lo, hi) = (lo.min(n), hi.min(n));
-        let (a, b) = if lo < hi {
-            (self.path_ends[lo], self.path_ends[hi])
-        } else {
-            (0, 0)
-        };
-        let ends: Vec<u64> = if lo < hi {
-            self.path_ends[lo..=hi].iter().map(|e| e - a).collect()
-        } else {
-            vec![0]
-        };
-        (
-            PyBytes::new(py, &self.paths[a as usize..b as usize]),
-            u64_bytes(py, &ends),
-        )
+        let (lo, hi) = (lo.min(n), hi.min(n).max(lo.min(n)));
+        let mut blob = Vec::new();
+        let mut ends = Vec::with_capacity(hi - lo + 1);
+        ends.push(0u64);
+        for i in lo..hi {
+            blob.extend_from_slice(self.path(i as u32));
+            ends.push(blob.len() as u64);
+        }
+        (PyBytes::new(py, &blob), u64_bytes(py, &ends))
     }
 
     /// The raw name of classic entry `index` as stored (trailing NULs kept), for saving and
@@ -329,9 +459,11 @@ impl NativeArchive {
         }
     }
 
-    /// The classic directory's fields (arrays as little-endian bytes), or None for NKPI.
-    fn classic_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Container::Classic(d) = &self.container else {
+    /// The classic directory's fields (arrays as `TableView`s of little-endian values), or None
+    /// for NKPI.
+    fn classic_info<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let py = slf.py();
+        let Container::Classic(d) = &slf.get().container else {
             return Ok(None);
         };
         let out = PyDict::new(py);
@@ -339,26 +471,23 @@ impl NativeArchive {
         out.set_item("version", d.version)?;
         out.set_item("tree_len", d.tree_len)?;
         out.set_item("tree_crc", d.tree_crc)?;
-        out.set_item("hashes", u32_bytes(py, &d.hashes))?;
-        out.set_item("sizes", i64_bytes(py, &d.sizes))?;
-        out.set_item("crcs", u32_bytes(py, &d.crcs))?;
-        out.set_item("offsets", i64_bytes(py, &d.offsets))?;
+        out.set_item("hashes", view(py, slf, Table::ClassicHashes)?)?;
+        out.set_item("sizes", view(py, slf, Table::ClassicSizes)?)?;
+        out.set_item("crcs", view(py, slf, Table::ClassicCrcs)?)?;
+        out.set_item("offsets", view(py, slf, Table::ClassicOffsets)?)?;
         out.set_item("base", d.base)?;
         out.set_item("trailing_offset", d.trailing_offset)?;
         out.set_item("problems", d.problems.clone())?;
         Ok(Some(out))
     }
 
-    /// The NKPI directory's fields (table, pools and chunk index as bytes), or None for classic.
-    ///
-    /// The pools are handed over, not kept: the native side needs them only to make the paths
-    /// (done at open), and the renderer gets the current ones from Python (`set_nkpi_strings`);
-    /// a second call answers empty pools.
-    fn nkpi_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Container::Nkpi(d) = &self.container else {
+    /// The NKPI directory's fields (the table, pools and chunk index as `TableView`s), or None
+    /// for classic.
+    fn nkpi_info<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let py = slf.py();
+        let Container::Nkpi(d) = &slf.get().container else {
             return Ok(None);
         };
-        let (pool_a, pool_w) = lock(py, &self.pools).take().unwrap_or_default();
         let out = PyDict::new(py);
         let h = &d.header;
         out.set_item("variant", d.variant.name)?;
@@ -371,14 +500,48 @@ impl NativeArchive {
         out.set_item("group_count", h.group_count)?;
         out.set_item("hash_size", h.hash_size)?;
         out.set_item("name_size", h.name_size)?;
-        out.set_item("rows", PyBytes::new(py, &d.rows))?;
-        out.set_item("pool_a", PyBytes::new(py, &pool_a))?;
-        out.set_item("pool_w", PyBytes::new(py, &pool_w))?;
+        out.set_item("rows", view(py, slf, Table::NkpiRows)?)?;
+        out.set_item("pool_a", view(py, slf, Table::PoolA)?)?;
+        out.set_item("pool_w", view(py, slf, Table::PoolW)?)?;
         out.set_item("prefix", PyBytes::new(py, &d.name_prefix))?;
         out.set_item("tail", PyBytes::new(py, &d.name_tail))?;
-        out.set_item("cumulative", i64_bytes(py, &d.cumulative))?;
-        out.set_item("originals", i64_bytes(py, &d.original_sizes))?;
+        out.set_item("cumulative", view(py, slf, Table::NkpiCumulative)?)?;
+        out.set_item("originals", view(py, slf, Table::NkpiOriginals)?)?;
         Ok(Some(out))
+    }
+
+    /// What the archive holds natively, in bytes per table (allocated capacity): the workspace's
+    /// memory breakdown (`benchmarks/pvf_entry_memory.py`).
+    fn held<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        fn cap<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        let out = PyDict::new(py);
+        match &self.container {
+            Container::Classic(d) => {
+                out.set_item("names", cap(&d.names))?;
+                out.set_item("name_ends", cap(&d.name_ends))?;
+                out.set_item("hashes", cap(&d.hashes))?;
+                out.set_item("sizes", cap(&d.sizes))?;
+                out.set_item("crcs", cap(&d.crcs))?;
+                out.set_item("offsets", cap(&d.offsets))?;
+            }
+            Container::Nkpi(d) => {
+                out.set_item("rows", cap(&d.rows))?;
+                out.set_item("pool_a", cap(&self.pools.0))?;
+                out.set_item("pool_w", cap(&self.pools.1))?;
+                out.set_item("chunks", cap(&d.cumulative) + cap(&d.original_sizes))?;
+                out.set_item("paths", cap(&self.paths))?;
+                out.set_item("path_ends", cap(&self.path_ends))?;
+                out.set_item("legacy_rows", cap(&self.legacy_rows))?;
+            }
+        }
+        let state = lock(py, &self.state);
+        out.set_item(
+            "render_strings_own",
+            state.strings.as_ref().map_or(0, |s| s.owned_bytes()),
+        )?;
+        Ok(out)
     }
 
     /// Entries whose path is not ASCII (uint32): the caller normalises their keys for `build_lookup`.
@@ -483,21 +646,26 @@ impl NativeArchive {
     }
 
     /// Use NKPI pools (their current bytes) as the string source of `render_many`; `legacy`
-    /// decodes GB18030 bytes in the UTF-8 pool, `casefold` folds non-ASCII text natively.
+    /// decodes GB18030 bytes in the UTF-8 pool, `casefold` folds non-ASCII text natively. A pool
+    /// given as this archive's own `TableView` (Python's `StringPools` before any `intern`) is
+    /// shared, not copied; any other buffer is copied here, under the GIL.
     #[pyo3(signature = (pool_a, pool_w, legacy=None, casefold=None))]
     fn set_nkpi_strings(
-        &self,
-        py: Python<'_>,
-        pool_a: &[u8],
-        pool_w: &[u8],
+        slf: &Bound<'_, Self>,
+        pool_a: &Bound<'_, PyAny>,
+        pool_w: &Bound<'_, PyAny>,
         legacy: Option<PyRef<'_, CodecTable>>,
         casefold: Option<PyRef<'_, CaseFoldTable>>,
-    ) {
-        let strings = Strings::nkpi(pool_a.to_vec(), pool_w.to_vec()).with_tables(
+    ) -> PyResult<()> {
+        let this = slf.get();
+        let pool_a = this.pool(slf, pool_a, Table::PoolA)?;
+        let pool_w = this.pool(slf, pool_w, Table::PoolW)?;
+        let strings = Strings::nkpi(pool_a, pool_w).with_tables(
             legacy.map(|c| c.inner.clone()),
             casefold.map(|c| c.inner.clone()),
         );
-        lock(py, &self.state).strings = Some(strings);
+        lock(slf.py(), &this.state).strings = Some(strings);
+        Ok(())
     }
 
     /// Make the texts of non-script entries in `render_many` natively: `region` decodes classic
@@ -673,6 +841,27 @@ pub(crate) fn resolve_by(
 }
 
 impl NativeArchive {
+    /// `given` as a pool for the renderer: this archive's own pool when `given` is its view,
+    /// else a copy of the buffer's bytes (taken under the GIL: no Python thread changes it meanwhile).
+    fn pool(
+        &self,
+        slf: &Bound<'_, Self>,
+        given: &Bound<'_, PyAny>,
+        table: Table,
+    ) -> PyResult<Arc<Vec<u8>>> {
+        if let Ok(v) = given.cast::<TableView>() {
+            let v = v.get();
+            if v.table == table && v.archive.as_ptr() == slf.as_ptr() {
+                return Ok(match table {
+                    Table::PoolW => self.pools.1.clone(),
+                    _ => self.pools.0.clone(),
+                });
+            }
+        }
+        let buffer = PyBuffer::<u8>::get(given)?;
+        Ok(Arc::new(buffer.to_vec(given.py())?))
+    }
+
     pub(crate) fn checked(&self, indexes: Vec<u32>) -> PyResult<Vec<u32>> {
         let n = self.container.count() as u32;
         if indexes.iter().any(|&i| i >= n) {
@@ -690,6 +879,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         parent.py().get_type::<NativeFormatError>(),
     )?;
     module.add_class::<NativeArchive>()?;
+    module.add_class::<TableView>()?;
     module.add_function(wrap_pyfunction!(open_archive, &module)?)?;
     crate::pvf_table::register(&module)?;
     crate::pvf_text::register(&module)?;

@@ -163,7 +163,7 @@ class Archive:
         self._chunks: OrderedDict[int, bytes] = OrderedDict()
         self._types: list[int] = []  # NKPI data types of added files
         self._source_count = 0
-        self._lists: tuple[list[int], list[int]] | None = None
+        self._lists: tuple[Sequence[int], Sequence[int]] | None = None
         self._classic: classic_fmt.ClassicDirectory | None = None
         self._nkpi: nkpi_fmt.NkpiDirectory | None = None
 
@@ -374,14 +374,16 @@ class Archive:
         """The entry of ``path`` or NOT_FOUND."""
         return self._entry(self._require(path))
 
-    def _source_lists(self) -> tuple[list[int], list[int]]:
-        """Sizes and NKPI data types of the source entries as Python lists (built once)."""
+    def _source_lists(self) -> tuple[Sequence[int], Sequence[int]]:
+        """Sizes and NKPI data types of the source entries, indexable as Python ints: memoryviews
+        of the directory's arrays (no list and no int object per entry; with the native core the
+        arrays are the native tables themselves)."""
         if self._lists is None:
             if self._classic is not None:
-                self._lists = (self._classic.sizes.tolist(), [])
+                self._lists = (self._classic.sizes.data, ())
             else:
                 assert self._nkpi is not None
-                self._lists = (self._nkpi.rows["size"].tolist(), self._nkpi.rows["type"].tolist())
+                self._lists = (self._nkpi.rows["size"].data, self._nkpi.rows["type"].data)
         return self._lists
 
     def _entry(self, i: int) -> ArchiveEntry:
@@ -602,7 +604,7 @@ class Archive:
         if self._nkpi is None:
             return None
         n = self._source_count
-        types = self._source_lists()[1] + self._types[: len(self._paths) - n]
+        types = [*self._source_lists()[1], *self._types[: len(self._paths) - n]]
         return [t == nkpi_fmt.DATA_SCRIPT for t in types]
 
     def _nkpi_stream(self, order: list[int], chunks: list[int]) -> Iterator[tuple[int, bytes]]:

@@ -299,10 +299,17 @@ def set_strings(handle: Any, strings: StringTable | StringPools, *, legacy: bool
     casefold = casefold_table()
     if isinstance(strings, StringPools):
         codec = codec_table(LEGACY_POOL_ENCODING) if legacy else None
-        handle.set_nkpi_strings(bytes(strings.pool_a), bytes(strings.pool_w), codec, casefold)
+        # a pool still viewing the archive's own (no intern yet) is shared by the renderer, not copied
+        handle.set_nkpi_strings(_pool_source(strings.pool_a), _pool_source(strings.pool_w), codec, casefold)
     else:
         codec = codec_table(strings.encoding) if strings.encoding in TABLE_ENCODINGS else None
         handle.set_classic_strings(strings.to_bytes(), codec, casefold)
+
+
+def _pool_source(pool: bytearray | memoryview) -> Any:
+    """What ``set_nkpi_strings`` is given for a pool: the native ``TableView`` a view shows (shared
+    natively), else the ``bytearray`` (copied natively under the GIL)."""
+    return pool.obj if isinstance(pool, memoryview) else pool
 
 
 #: ``render_many``'s outcome of an entry: its text is in the buffer / its raw bytes are (the

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -18,15 +20,48 @@ DECODED_LIMIT = 1 << 18
 
 
 class StringTable:
-    """A classic ``stringtable.bin``: raw entries kept as read, new strings appended."""
+    """A classic ``stringtable.bin``: raw entries kept as read, new strings appended.
 
-    def __init__(self, raw: list[bytes], encoding: str, *, source: bytes | None = None) -> None:
-        self.raw = raw
+    A parsed table keeps only its source bytes and the offsets of its strings (8 bytes a string:
+    a real table holds 10^5-10^6 of them); ``raw``, the list of every string's bytes, is made on
+    first use — by ``intern`` or a caller that asks for it — and is the table from then on.
+    """
+
+    def __init__(
+        self,
+        raw: list[bytes] | None,
+        encoding: str,
+        *,
+        source: bytes | None = None,
+        bounds: npt.NDArray[np.int64] | None = None,
+    ) -> None:
+        self._raw = raw
         self.encoding = encoding
         self._source = source
+        # parsed and unchanged: string i is source[bounds[i]:bounds[i + 1]] (an array indexes fast
+        # and pickles: render worker processes get the table)
+        self._bounds: array[int] | None = None
+        if raw is None:
+            assert source is not None and bounds is not None, "a table without raw strings needs its source"
+            self._bounds = array("q", bounds.astype("=i8").tobytes())
         self._decoded: dict[int, str] = {}
         self._index: dict[bytes, int] | None = None
         self.added = 0
+
+    @property
+    def raw(self) -> list[bytes]:
+        """Every string's stored bytes (made from the source on first use, then kept)."""
+        if self._raw is None:
+            self._raw = [self._at(i) for i in range(len(self))]
+            self._bounds = None
+        return self._raw
+
+    def _at(self, ref: int) -> bytes:
+        """The stored bytes of string ``ref`` (0 <= ref < len(self))."""
+        if self._raw is not None:
+            return self._raw[ref]
+        assert self._bounds is not None and self._source is not None
+        return self._source[self._bounds[ref] : self._bounds[ref + 1]]
 
     @classmethod
     def parse(cls, data: bytes, encoding: str) -> StringTable:
@@ -43,9 +78,7 @@ class StringTable:
         offs = np.frombuffer(data, dtype="<u4", count=count + 1, offset=4).astype(np.int64) + 4
         if count and (np.any(np.diff(offs) < 0) or offs[0] < 4 + 4 * (count + 1) or offs[-1] > len(data)):
             raise PvfFormatError("BAD_STRING_TABLE", "string table offsets are out of order or out of range")
-        bounds = offs.tolist()
-        raw = [data[bounds[i] : bounds[i + 1]] for i in range(count)]
-        return cls(raw, encoding, source=data)
+        return cls(None, encoding, source=bytes(data), bounds=offs)
 
     @classmethod
     def new(cls, encoding: str, strings: list[str] | None = None) -> StringTable:
@@ -57,15 +90,18 @@ class StringTable:
         return table
 
     def __len__(self) -> int:
-        return len(self.raw)
+        if self._raw is not None:
+            return len(self._raw)
+        assert self._bounds is not None
+        return len(self._bounds) - 1
 
     def string_at(self, ref: int) -> str | None:
         """The string at index ``ref`` (trailing NULs stripped), or None when out of range."""
-        if not 0 <= ref < len(self.raw):
+        if not 0 <= ref < len(self):
             return None
         s = self._decoded.get(ref)
         if s is None:
-            s = decode_bytes(self.raw[ref].rstrip(b"\0"), self.encoding)
+            s = decode_bytes(self._at(ref).rstrip(b"\0"), self.encoding)
             if len(self._decoded) >= DECODED_LIMIT:
                 self._decoded.clear()
             self._decoded[ref] = s
@@ -78,9 +114,9 @@ class StringTable:
 
     def strings_at(self, refs: npt.NDArray[np.int64]) -> list[str | None]:
         """``string_at`` of many refs, without filling the decode cache (a pass over every string)."""
-        raw, count, encoding = self.raw, len(self.raw), self.encoding
+        at, count, encoding = self._at, len(self), self.encoding
         return [
-            decode_bytes(raw[ref].rstrip(b"\0"), encoding) if 0 <= ref < count else None
+            decode_bytes(at(ref).rstrip(b"\0"), encoding) if 0 <= ref < count else None
             for ref in refs.tolist()
         ]
 
@@ -89,8 +125,8 @@ class StringTable:
         if self._index is None:
             # keyed by raw bytes: building it decodes nothing (a real table holds 10^5+ strings)
             index: dict[bytes, int] = {}
-            for i, raw in enumerate(self.raw):
-                index.setdefault(raw.rstrip(b"\0"), i)
+            for i in range(len(self)):
+                index.setdefault(self._at(i).rstrip(b"\0"), i)
             self._index = index
         try:
             key = text.encode(self.encoding, errors="surrogateescape")
@@ -120,28 +156,65 @@ class StringTable:
         """The table's bytes: the original bytes when nothing was added."""
         if self._source is not None and self.added == 0:
             return self._source
-        count = len(self.raw)
+        raw = self.raw
+        count = len(raw)
         offs = np.empty(count + 1, dtype="<u4")
-        lens = np.fromiter((len(r) for r in self.raw), dtype=np.int64, count=count)
+        lens = np.fromiter((len(r) for r in raw), dtype=np.int64, count=count)
         offs[0] = 4 * (count + 1)
         if count:
             offs[1:] = 4 * (count + 1) + np.cumsum(lens)
-        return struct.pack("<I", count) + offs.tobytes() + b"".join(self.raw)
+        return struct.pack("<I", count) + offs.tobytes() + b"".join(raw)
 
     def dump(self) -> str:
         """A text view ``index>string`` per line (as pvfVSCode shows it)."""
-        return "\n".join(f"{i}>{self.string_at(i)}" for i in range(len(self.raw)))
+        return "\n".join(f"{i}>{self.string_at(i)}" for i in range(len(self)))
+
+
+#: A pool's bytes: a ``bytearray`` (appended to by ``intern``) or a read-only view of the native
+#: archive's own pool, read in place until the first ``intern`` copies it.
+Pool = bytearray | memoryview
+
+
+def _pool(raw: Any) -> Pool:
+    """``bytes`` are copied into a ``bytearray``; any other buffer (the native archive's
+    ``TableView`` of its pool) is viewed in place, not copied (``StringPools``)."""
+    if isinstance(raw, bytes | bytearray):
+        return bytearray(raw)
+    return memoryview(raw)
+
+
+def _find(pool: Pool, needle: bytes, start: int) -> int:
+    """``pool.find(needle, start)``, also for a memoryview (which has no ``find``): a window at a
+    time, growing, so a short string costs a short copy."""
+    if isinstance(pool, bytearray):
+        return pool.find(needle, start)
+    size, at, step = len(pool), max(start, 0), 256
+    while at < size:
+        stop = min(size, at + step)
+        k = bytes(pool[at:stop]).find(needle)
+        if k >= 0:
+            return at + k
+        if stop == size:
+            break
+        at = stop - (len(needle) - 1)  # a match may start in the window's last bytes
+        step *= 2
+    return -1
 
 
 class StringPools:
-    """The NKPI UTF-8 (``sTrA``) and UTF-16LE (``sTrW``) pools addressed by magic offsets."""
+    """The NKPI UTF-8 (``sTrA``) and UTF-16LE (``sTrW``) pools addressed by magic offsets.
 
-    def __init__(self, pool_a: bytes, pool_w: bytes, *, ascii_in_utf8: bool | None = None) -> None:
-        self.pool_a = bytearray(pool_a)
+    ``pool_a`` / ``pool_w`` are ``bytearray``s, except in an archive the native core opened: there
+    they are read-only views of the native archive's pools (held once, shared with the native
+    renderer) until the first ``intern`` copies them into ``bytearray``s to append to.
+    """
+
+    def __init__(self, pool_a: Any, pool_w: Any, *, ascii_in_utf8: bool | None = None) -> None:
+        self.pool_a: Pool = _pool(pool_a)
         # pvfine: ASCII goes to the UTF-8 pool only when the archive already uses it
-        self.ascii_in_utf8 = len(pool_a) > 1 if ascii_in_utf8 is None else ascii_in_utf8
-        self.pool_w = bytearray(pool_w)
-        self.source_lengths = (len(pool_a), len(pool_w))
+        self.ascii_in_utf8 = len(self.pool_a) > 1 if ascii_in_utf8 is None else ascii_in_utf8
+        self.pool_w: Pool = _pool(pool_w)
+        self.source_lengths = (len(self.pool_a), len(self.pool_w))
         self._cache: dict[int, str | None] = {}
         self._index: dict[str, int] | None = None
 
@@ -164,7 +237,7 @@ class StringPools:
                 return None
             end = pos
             while True:
-                end = pool.find(b"\0\0", end)
+                end = _find(pool, b"\0\0", end)
                 if end < 0:
                     end = len(pool)
                     break
@@ -175,7 +248,7 @@ class StringPools:
         pos = magic >> 1
         if pos >= len(self.pool_a):
             return None
-        end = self.pool_a.find(b"\0", pos)
+        end = _find(self.pool_a, b"\0", pos)
         return bytes(self.pool_a[pos : end if end >= 0 else len(self.pool_a)])
 
     def string_at(self, ref: int) -> str | None:
@@ -208,8 +281,7 @@ class StringPools:
 
     def iter_strings_at(self, magics: npt.NDArray[np.int64], block: int) -> Iterator[list[str | None]]:
         """``strings_at`` of ``magics`` ``block`` at a time (the terminators are located once)."""
-        a = bytes(self.pool_a)
-        w = bytes(self.pool_w)
+        a, w = _readable(self.pool_a), _readable(self.pool_w)
         a_zeros = np.flatnonzero(np.frombuffer(a, dtype=np.uint8) == 0)
         w_zeros = np.flatnonzero(np.frombuffer(w[: len(w) & ~1], dtype="<u2") == 0) * 2
         for lo in range(0, len(magics), block):
@@ -238,30 +310,45 @@ class StringPools:
             pos += len(raw) + 2
         return index
 
+    def _own(self) -> tuple[bytearray, bytearray]:
+        """The pools as ``bytearray``s to append to (a view of the native pools is copied once)."""
+        if not isinstance(self.pool_a, bytearray):
+            self.pool_a = bytearray(self.pool_a)
+        if not isinstance(self.pool_w, bytearray):
+            self.pool_w = bytearray(self.pool_w)
+        return self.pool_a, self.pool_w
+
     def intern(self, text: str) -> int:
         """The magic of ``text``, appending it (ASCII → UTF-8 pool when it is in use, else UTF-16)."""
+        pool_a, pool_w = self._own()
         if self._index is None:
             self._index = self._build_index()
         magic = self._index.get(text)
         if magic is not None:
             return magic
         if text.isascii() and self.ascii_in_utf8:
-            pos = len(self.pool_a)
-            self.pool_a += text.encode("ascii") + b"\0"
+            pos = len(pool_a)
+            pool_a += text.encode("ascii") + b"\0"
             magic = pos << 1
         else:
-            if len(self.pool_w) % 2:
-                self.pool_w += b"\0"
-            pos = len(self.pool_w)
-            self.pool_w += text.encode("utf-16-le", errors="surrogatepass") + b"\0\0"
+            if len(pool_w) % 2:
+                pool_w += b"\0"
+            pos = len(pool_w)
+            pool_w += text.encode("utf-16-le", errors="surrogatepass") + b"\0\0"
             magic = pos | 1
         self._index[text] = magic
         self._cache[magic] = text
         return magic
 
 
+def _readable(pool: Pool) -> bytes | memoryview:
+    """A pool to slice and decode many strings of: a view as it is, a ``bytearray`` as ``bytes``
+    (a snapshot: appending to it while a view of it is exported would fail)."""
+    return pool if isinstance(pool, memoryview) else bytes(pool)
+
+
 def _strings_in(
-    magics: npt.NDArray[np.int64], pools: tuple[tuple[int, bytes, npt.NDArray[np.intp]], ...]
+    magics: npt.NDArray[np.int64], pools: tuple[tuple[int, bytes | memoryview, npt.NDArray[np.intp]], ...]
 ) -> list[str | None]:
     """The strings at ``magics`` given each pool's bytes and terminator positions (``strings_at``)."""
     out: list[str | None] = [None] * len(magics)
@@ -280,10 +367,10 @@ def _strings_in(
                 continue
             raw = pool[st:en]
             if odd:
-                out[r] = raw.decode("utf-16-le", errors="surrogatepass")
+                out[r] = str(raw, "utf-16-le", "surrogatepass")
             else:
                 try:
-                    out[r] = raw.decode("utf-8")
+                    out[r] = str(raw, "utf-8")
                 except UnicodeDecodeError:
-                    out[r] = decode_bytes(raw, "gb18030")
+                    out[r] = decode_bytes(bytes(raw), "gb18030")
     return out

@@ -155,7 +155,7 @@ class _RefIds:
         return self.strings.iter_strings_at(refs, block)
 
 
-def _string_starts(pool: bytearray, dtype: Any, block: int = 1 << 22) -> I64:
+def _string_starts(pool: bytearray | memoryview, dtype: Any, block: int = 1 << 22) -> I64:
     """Where each terminated string of a pool starts, in ``dtype`` units: 0 and after every zero.
 
     Scanned in blocks (a 10^6-file archive's UTF-8 pool is ~45 MB; whole-pool temporaries cost
