@@ -230,6 +230,8 @@ def child_open_search(archive: str, index_cache: str, workers: int | None = None
         index_task = service.info()["indexTaskId"]
         build = service.tasks.wait(index_task, 3600.0).get("result") or {}
         index_cpu = time.process_time() - cpu_started
+        published = sorted(Path(index_cache).glob("*.idx"), key=lambda p: p.stat().st_mtime)
+        index_file = published[-1].stat().st_size if published else 0  # the cache file just written
         again = time.perf_counter()
         after_index = service.search(workspace_id, FIRST_QUERY, limit=20)
         indexed = time.perf_counter() - again
@@ -260,6 +262,8 @@ def child_open_search(archive: str, index_cache: str, workers: int | None = None
         "regexSeconds": regex_seconds,
         "regexCpuSeconds": regex_cpu,
         "indexCpuSeconds": index_cpu,
+        "indexFileBytes": index_file,
+        "archiveBytes": Path(archive).stat().st_size,
         "index": build,
         **sampler.figures(),
     }
@@ -453,6 +457,12 @@ def row_open(scale: Scale) -> None:
         f"(index task {build.get('readySeconds', nan):.2f} s with {build.get('workers')} render worker(s), "
         f"{build.get('textFiles', 0):,} texts, {build.get('bytes', 0) / 2**20:.0f} MiB corpus on disk); "
         f"the same query from the index {r['indexedQuerySeconds'] * 1000:.0f} ms",
+        flush=True,
+    )
+    size_ratio = r["indexFileBytes"] / max(1, r["archiveBytes"])
+    print(
+        f"  index cache file {r['indexFileBytes'] / 2**20:.1f} MiB = {size_ratio:.2f}× the archive "
+        f"({r['archiveBytes'] / 2**20:.1f} MiB); target ≤ 1×: {verdict(size_ratio <= 1.0)}",
         flush=True,
     )
     print(
@@ -1168,6 +1178,9 @@ def core_table(py: Scale, nat: Scale) -> None:
     )
     p, n = fig(py, "open", lambda r: r["addedMiB"]), fig(nat, "open", lambda r: r["addedMiB"])
     lines.append(("RSS added by open + index", p, n, "≤ 400 MiB", None if n is None else n <= 400, "MiB"))
+    size = lambda r: r["indexFileBytes"] / max(1, r["archiveBytes"])  # noqa: E731
+    p, n = fig(py, "open", size), fig(nat, "open", size)
+    lines.append(("index cache file ÷ archive size", p, n, "≤ 1×", None if n is None else n <= 1.0, "×"))
     p, n = (
         fig(py, "reopen", lambda r: r["firstAnswerSeconds"]),
         fig(nat, "reopen", lambda r: r["firstAnswerSeconds"]),

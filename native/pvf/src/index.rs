@@ -18,6 +18,8 @@ use std::io::{self, BufWriter, Write};
 
 use rayon::prelude::*;
 
+use crate::blocks;
+
 #[cfg(unix)]
 use std::os::unix::fs::FileExt;
 #[cfg(windows)]
@@ -41,6 +43,9 @@ pub struct Span {
 impl Span {
     pub const NONE: Span = Span { start: 0, len: -1 };
 }
+
+/// The spool's file, the spans of the texts in path order, the text mask and the text offsets.
+type InOrder = (File, Vec<Span>, Vec<u8>, Vec<i64>);
 
 /// Texts appended in arrival order to a file, with the span of each entry (by directory index).
 pub struct Spool {
@@ -82,11 +87,10 @@ impl Spool {
         Ok(())
     }
 
-    /// Copy the texts of `order` (directory indexes of the sorted paths) into `out` after a zeroed
-    /// header, then the offsets, text mask and permutation; returns (offsets, text mask).
-    pub fn write_index(mut self, out: File, order: &[u32]) -> io::Result<(Vec<i64>, Vec<u8>)> {
+    /// The spans of `order`'s texts (path order, entries without text left out), the text mask
+    /// and the offsets of the texts laid end to end; the spool's file to read them from.
+    fn in_order(mut self, order: &[u32]) -> io::Result<InOrder> {
         self.out.flush()?;
-        let spool = self.file;
         let spans: Vec<Span> = order
             .iter()
             .map(|&i| self.spans.get(i as usize).copied().unwrap_or(Span::NONE))
@@ -99,6 +103,13 @@ impl Spool {
         for s in &texts {
             offsets.push(offsets.last().copied().unwrap_or(0) + s.len);
         }
+        Ok((self.file, texts, mask, offsets))
+    }
+
+    /// Copy the texts of `order` (directory indexes of the sorted paths) into `out` after a zeroed
+    /// header, then the offsets, text mask and permutation (format 2); returns (offsets, text mask).
+    pub fn write_index(self, out: File, order: &[u32]) -> io::Result<(Vec<i64>, Vec<u8>)> {
+        let (spool, texts, mask, offsets) = self.in_order(order)?;
         let mut writer = BufWriter::with_capacity(8 << 20, out);
         writer.write_all(&[0u8; HEADER_SIZE])?;
         for window in texts.chunks(COPY_FILES) {
@@ -114,6 +125,49 @@ impl Spool {
         writer.write_all(&mask)?;
         let permutation: Vec<i64> = order.iter().map(|&i| i64::from(i)).collect();
         write_i64s(&mut writer, &permutation)?;
+        writer.flush()?;
+        Ok((offsets, mask))
+    }
+
+    /// Format 3 (`blocks`): the texts of `order` in path order as compressed blocks after a zeroed
+    /// header, each block read back from the spool and compressed on a worker (`blocks::WINDOW`
+    /// at a time), then the offsets, text mask, permutation, block ordinals, block ends and the
+    /// number of blocks. `step()` runs after each window of blocks (it may stop the write).
+    /// Returns (offsets, text mask).
+    pub fn write_block_index(
+        self,
+        out: File,
+        order: &[u32],
+        step: impl FnMut() -> io::Result<()>,
+    ) -> io::Result<(Vec<i64>, Vec<u8>)> {
+        let (spool, texts, mask, offsets) = self.in_order(order)?;
+        let ords = blocks::plan(&offsets);
+        let mut writer = BufWriter::with_capacity(1 << 20, out);
+        writer.write_all(&[0u8; HEADER_SIZE])?;
+        let ends = blocks::write_blocks(
+            &mut writer,
+            &ords,
+            |a, b| {
+                let parts: Vec<io::Result<Vec<u8>>> = texts[a..b]
+                    .par_chunks(COPY_TASK)
+                    .map(|task| read_spans(&spool, task))
+                    .collect();
+                let mut plain = Vec::with_capacity((offsets[b] - offsets[a]) as usize);
+                for part in parts {
+                    plain.extend_from_slice(&part?);
+                }
+                Ok(plain)
+            },
+            step,
+        )?;
+        write_i64s(&mut writer, &offsets)?;
+        writer.write_all(&mask)?;
+        let permutation: Vec<i64> = order.iter().map(|&i| i64::from(i)).collect();
+        write_i64s(&mut writer, &permutation)?;
+        let as_i64 = |v: &[u64]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
+        write_i64s(&mut writer, &as_i64(&ords))?;
+        write_i64s(&mut writer, &as_i64(&ends))?;
+        write_i64s(&mut writer, &[(ords.len() - 1) as i64])?;
         writer.flush()?;
         Ok((offsets, mask))
     }
@@ -239,8 +293,35 @@ mod tests {
                 written.len(),
                 HEADER_SIZE + corpus.len() + 8 * want_offsets.len() + n + 8 * n
             );
+            // format 3 of the same pushes: the same arrays, the corpus as blocks that decode to it
+            let (spool3_path, spool3_file) = temp(&format!("p-spool3-{seed}-{n}"));
+            let (out3_path, out3_file) = temp(&format!("p-out3-{seed}-{n}"));
+            let mut spool3 = Spool::new(spool3_file, n).unwrap();
+            for &i in pushes.iter().filter(|&&i| i < n) {
+                let text = texts[i].as_ref().map(|t| [t.as_slice(), b"\0"].concat());
+                spool3.push(i as u32, text.as_deref()).unwrap();
+            }
+            let (offsets3, mask3) = spool3.write_block_index(out3_file, &order, || Ok(())).unwrap();
+            proptest::prop_assert_eq!(&offsets3, &want_offsets);
+            proptest::prop_assert_eq!(&mask3, &want_mask);
+            let file3 = std::fs::read(&out3_path).unwrap();
+            let i64_at = |at: usize| i64::from_le_bytes(file3[at..at + 8].try_into().unwrap());
+            let blocks = i64_at(file3.len() - 8) as usize;
+            let tables = file3.len() - 8 - 16 * (blocks + 1);
+            let ords: Vec<u64> = (0..=blocks).map(|k| i64_at(tables + 8 * k) as u64).collect();
+            let ends: Vec<u64> = (0..=blocks).map(|k| i64_at(tables + 8 * (blocks + 1 + k)) as u64).collect();
+            proptest::prop_assert_eq!(&ords, &blocks::plan(&want_offsets));
+            let arrays = HEADER_SIZE + *ends.last().unwrap() as usize;
+            // offsets, mask and permutation as format 2 writes them
+            proptest::prop_assert_eq!(&file3[arrays..tables], &written[HEADER_SIZE + corpus.len()..]);
+            let reader = blocks::BlockReader::new(
+                File::open(&out3_path).unwrap(), HEADER_SIZE as u64, want_offsets.clone(), ords, ends,
+            ).unwrap();
+            proptest::prop_assert_eq!(reader.read(0, corpus.len() as i64).unwrap(), corpus);
             std::fs::remove_file(spool_path).unwrap();
             std::fs::remove_file(out_path).unwrap();
+            std::fs::remove_file(spool3_path).unwrap();
+            std::fs::remove_file(out3_path).unwrap();
         }
     }
 

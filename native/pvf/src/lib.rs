@@ -4,6 +4,7 @@
 //! Nothing here panics on malformed input: every length is checked before it is used.
 
 pub mod batch;
+pub mod blocks;
 pub mod classic;
 pub mod codec;
 pub mod compile;

@@ -7,6 +7,7 @@
 
 use std::fs::File;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -14,6 +15,7 @@ use pyo3::types::{PyBytes, PyTuple};
 use rayon::prelude::*;
 
 use moddesk_pvf::batch::{Batch, Outcome, RenderedPart};
+use moddesk_pvf::blocks::BlockReader;
 use moddesk_pvf::index::Spool;
 use moddesk_pvf::render::RenderOptions;
 
@@ -40,12 +42,13 @@ fn i64_le(values: &[i64]) -> Vec<u8> {
 /// Render and fold every entry of `runs` (uint32 directory indexes in storage order, cut into
 /// runs by the uint64 `run_ends`), each text followed by a NUL, spool them to `spool_path`, and
 /// write the index file `out_path` with the texts in the order of `order` (uint32 directory index
-/// of each sorted path). `raw_texts(indexes, blob, ends)` answers, for the entries only the
+/// of each sorted path; `compressed`: format 3, the corpus as compressed blocks, `moddesk_pvf::blocks`,
+/// else format 2). `raw_texts(indexes, blob, ends)` answers, for the entries only the
 /// reference renders, the list of their folded texts + NUL (None: no text form). Answers
 /// (offsets <i8 bytes, text mask bytes, None), or (None, None, the first read error as
 /// (position, code, message, offset)) — the reference's build fails on that error too.
 #[pyfunction]
-#[pyo3(signature = (archive, data, runs, run_ends, order, spool_path, out_path, resolver, raw_texts, progress))]
+#[pyo3(signature = (archive, data, runs, run_ends, order, spool_path, out_path, resolver, raw_texts, progress, compressed=false))]
 #[allow(clippy::too_many_arguments)]
 fn build_index<'py>(
     py: Python<'py>,
@@ -59,6 +62,7 @@ fn build_index<'py>(
     resolver: &Bound<'py, PyAny>,
     raw_texts: &Bound<'py, PyAny>,
     progress: &Bound<'py, PyAny>,
+    compressed: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let native = archive.get();
     let indexes = native.checked(u32_list(runs)?)?;
@@ -126,7 +130,13 @@ fn build_index<'py>(
         .open(&out_path)
         .map_err(os_error)?;
     let (offsets, mask) = py
-        .detach(|| spool.write_index(out, &order))
+        .detach(|| {
+            if compressed {
+                spool.write_block_index(out, &order, || Ok(()))
+            } else {
+                spool.write_index(out, &order)
+            }
+        })
         .map_err(os_error)?;
     PyTuple::new(
         py,
@@ -251,7 +261,111 @@ fn joined_crc32(py: Python<'_>, blob: &[u8], ends: &[u8]) -> PyResult<u32> {
         .ok_or_else(|| PyValueError::new_err("offsets out of order or past the buffer"))
 }
 
+fn i64_list(raw: &[u8]) -> PyResult<Vec<i64>> {
+    Ok(u64_list(raw)?.into_iter().map(|v| v as i64).collect())
+}
+
+fn deadline_after(budget: Option<f64>) -> Option<Instant> {
+    budget.map(|s| Instant::now() + Duration::from_secs_f64(s.clamp(0.0, 1e9)))
+}
+
+/// A format-3 index file's corpus read natively (`moddesk_pvf::blocks::BlockReader`): blocks
+/// decoded with the GIL released, literal search by memmem, a deadline checked per step of blocks.
+#[pyclass(frozen, module = "moddesk_native.pvf")]
+struct IndexBlocks {
+    reader: BlockReader,
+}
+
+#[pymethods]
+impl IndexBlocks {
+    /// The corpus of the index file at `path`, blocks from byte `start`: `offsets` (<i8, texts +
+    /// 1), block `ords` and compressed block `ends` (<i8, blocks + 1 each), as the file stores them.
+    /// ValueError when they do not fit together.
+    #[new]
+    fn new(path: PathBuf, start: u64, offsets: &[u8], ords: &[u8], ends: &[u8]) -> PyResult<Self> {
+        let file = File::open(&path).map_err(os_error)?;
+        let size = file.metadata().map_err(os_error)?.len();
+        let ends = u64_list(ends)?;
+        if ends.last().is_some_and(|&e| start.saturating_add(e) > size) {
+            return Err(PyValueError::new_err(format!(
+                "index blocks run past the end of {}",
+                path.display()
+            )));
+        }
+        let reader = BlockReader::new(file, start, i64_list(offsets)?, u64_list(ords)?, ends)
+            .map_err(PyValueError::new_err)?;
+        Ok(IndexBlocks { reader })
+    }
+
+    /// How many blocks the corpus is stored in.
+    #[getter]
+    fn blocks(&self) -> usize {
+        self.reader.blocks()
+    }
+
+    /// The block holding `ordinal`.
+    fn block_of(&self, ordinal: u64) -> PyResult<usize> {
+        if ordinal >= self.reader.texts() as u64 {
+            return Err(PyValueError::new_err("ordinal past the last text"));
+        }
+        Ok(self.reader.block_of(ordinal))
+    }
+
+    /// First ordinal of block `k` (the number of texts for `k == blocks`).
+    fn block_start(&self, k: usize) -> PyResult<u64> {
+        if k > self.reader.blocks() {
+            return Err(PyValueError::new_err("block past the last"));
+        }
+        Ok(self.reader.block_start(k))
+    }
+
+    /// Corpus bytes `begin..end` (clamped to the corpus). OSError when a block is damaged.
+    fn read<'py>(&self, py: Python<'py>, begin: i64, end: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py
+            .detach(|| self.reader.read(begin, end))
+            .map_err(os_error)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Blocks `first..last` decoded side by side, one after the other.
+    fn block_range<'py>(
+        &self,
+        py: Python<'py>,
+        first: usize,
+        last: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        if first > last || last > self.reader.blocks() {
+            return Err(PyValueError::new_err("block range out of the index"));
+        }
+        let bytes = py
+            .detach(|| self.reader.block_range(first, last))
+            .map_err(os_error)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Ordinals in `lo..hi` whose text contains `needle` (at most `max_hits`), as (hits <u8 bytes,
+    /// resume ordinal, timed out) — `moddesk_pvf::blocks::BlockReader::containing`; `budget`:
+    /// seconds it may take (checked per step of blocks, after the first).
+    #[pyo3(signature = (needle, lo, hi, max_hits, budget=None))]
+    fn containing<'py>(
+        &self,
+        py: Python<'py>,
+        needle: &[u8],
+        lo: u64,
+        hi: u64,
+        max_hits: usize,
+        budget: Option<f64>,
+    ) -> PyResult<(Bound<'py, PyBytes>, u64, bool)> {
+        let deadline = deadline_after(budget);
+        let found = py
+            .detach(|| self.reader.containing(needle, lo, hi, max_hits, deadline))
+            .map_err(os_error)?;
+        Ok((u64_bytes(py, &found.hits), found.resume, found.timed_out))
+    }
+}
+
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<IndexBlocks>()?;
     module.add_function(wrap_pyfunction!(build_index, module)?)?;
     module.add_function(wrap_pyfunction!(joined_crc32, module)?)?;
     Ok(())

@@ -900,8 +900,10 @@ class Archive:
         out: Path,
         progress: Callable[[int], None],
         lock: Any,
+        compressed: bool = False,
     ) -> tuple[bytes, bytes]:
-        """The content index file (``searchindex`` layout, header zeroed) of every entry, written
+        """The content index file (``searchindex`` layout, header zeroed; ``compressed``: format 3,
+        the corpus as compressed blocks, else format 2) of every entry, written
         natively to ``out`` with ``spool`` as scratch: texts as ``rendered_batches(fold=True,
         terminator="\\0")`` gives them, in the order of ``order`` (directory index of each sorted
         path). Answers (offsets <i8, text mask) bytes; a damaged entry raises its format error, as
@@ -945,6 +947,7 @@ class Archive:
             native_fmt.StringResolver(strings),
             raw_texts,
             progress,
+            compressed,
         )
         native_fmt.raise_batch_error(error)
         return offsets, mask

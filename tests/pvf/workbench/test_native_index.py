@@ -1,9 +1,11 @@
 """The content index built natively (``ContentIndex.build_native``, one call) against the reference.
 
 The reference (``ContentIndex.build_folded`` over ``Workspace.base_folded`` on the Python core) is
-the oracle: the native build must write the same index file byte for byte — on generated archives
-of the three formats, on the real corpus compiled into each, and on archives with damaged entries
-(where both builds fail with the same error code, or write the same file).
+the oracle: the native build must write the same index file byte for byte (format 2) — on generated
+archives of the three formats, on the real corpus compiled into each, and on archives with damaged
+entries (where both builds fail with the same error code, or write the same file) — and its
+format 3 (the native core's default: the corpus as compressed blocks) must hold the same corpus,
+offsets, text mask and permutation.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 from moddesk.kit.errors import ServiceError
 from moddesk.pvf.archive import Archive, PvfFormatError
 from moddesk.pvf.samples.generate import generate_archive
-from moddesk.pvf.workbench.searchindex import ContentIndex
+from moddesk.pvf.workbench.searchindex import BLOCK_FORMAT, HEADER_SIZE, INDEX_FORMAT, ContentIndex
 from moddesk.pvf.workbench.workspace import Workspace
 
 pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
@@ -73,10 +75,15 @@ def _native(path: Path, folder: Path, progress: list[int] | None = None) -> byte
         keys = ws.native_index_keys()
         assert keys is not None
         index = ContentIndex.build_native(
-            ws.archive, keys, folder=folder, progress=None if progress is None else progress.append
+            ws.archive,
+            keys,
+            folder=folder,
+            progress=None if progress is None else progress.append,
+            compressed=False,
         )
-        assert index.loadable and len(index.all_paths) == ws.base_count
+        assert index.loadable and len(index.all_paths) == ws.base_count and index.format == INDEX_FORMAT
         written = _published(index, folder / "native.idx")
+        _assert_blocks_hold(ws, folder, written)
         # the paths are read from the key table (no list), and the file loads back on both cores
         assert list(index.all_paths) == sorted(ws.index_paths())
         loaded = ContentIndex.load_native(folder / "native.idx", "sha-of-the-archive", keys)
@@ -88,6 +95,27 @@ def _native(path: Path, folder: Path, progress: list[int] | None = None) -> byte
         return exc.code
     finally:
         ws.close()
+
+
+def _assert_blocks_hold(ws: Workspace, folder: Path, plain: bytes) -> None:
+    """The format-3 build of ``ws`` holds what the format-2 file ``plain`` holds: the same corpus
+    (decoded), offsets, text mask and permutation; it loads back natively, never on the Python core."""
+    keys = ws.native_index_keys()
+    assert keys is not None
+    index = ContentIndex.build_native(ws.archive, keys, folder=folder)
+    assert index.format == BLOCK_FORMAT and index.loadable
+    corpus = index.nbytes
+    assert index.read(0, corpus) == plain[HEADER_SIZE : HEADER_SIZE + corpus]
+    arrays = plain[HEADER_SIZE + corpus :]
+    written = _published(index, folder / "blocks.idx")
+    start = HEADER_SIZE + index.compressed_bytes
+    assert written[start : start + len(arrays)] == arrays
+    assert len(written) < len(plain) or corpus < 4096  # compressed (a tiny corpus may not shrink)
+    loaded = ContentIndex.load_native(folder / "blocks.idx", "sha-of-the-archive", keys)
+    assert loaded is not None and loaded.format == BLOCK_FORMAT
+    assert loaded.read(0, corpus) == plain[HEADER_SIZE : HEADER_SIZE + corpus]
+    assert ContentIndex.load(folder / "blocks.idx", "sha-of-the-archive", ws.index_paths()) is None
+    (folder / "blocks.idx").unlink()
 
 
 def _assert_same(path: Path, tmp: Path) -> bytes | str:
@@ -132,8 +160,11 @@ def test_progress_is_reported_and_a_cancel_stops_the_build(
     try:
         keys = ws.native_index_keys()
         assert keys is not None
-        with pytest.raises(Cancelled):
-            ContentIndex.build_native(ws.archive, keys, folder=tmp_path / "b", check_cancelled=cancel)
+        for compressed in (False, True):
+            with pytest.raises(Cancelled):
+                ContentIndex.build_native(
+                    ws.archive, keys, folder=tmp_path / "b", check_cancelled=cancel, compressed=compressed
+                )
     finally:
         ws.close()
     assert list((tmp_path / "b").iterdir()) == []  # the spool and the unfinished index are gone

@@ -45,6 +45,7 @@ from moddesk.kit.files import temp_prefix
 from moddesk.kit.linear_regex import LinearRegex
 
 INDEX_FORMAT = 2
+BLOCK_FORMAT = 3  # the native core's: the corpus as compressed blocks (``moddesk_pvf::blocks``)
 HEADER_SIZE = 4096
 _MAGIC = b"MODDESK-PVF-INDEX\n"
 SEPARATOR = b"\x00"  # ends every text; never part of a query, so no match spans two files
@@ -52,6 +53,8 @@ SPOOL_FLUSH = 8 << 20  # folded bytes gathered before one spool write
 COPY_FILES = 8192  # texts copied into path order per write (bounds the mapped pages touched)
 FIRST_BLOCK = 256 << 10  # a substring scan reads this much first (a common word answers from it)
 MAX_BLOCK = 8 << 20  # ... doubling up to this
+FIRST_HITS = 64  # hits a native literal search answers first (one page's worth) …
+MAX_HITS = 16384  # … then four times more per call, up to this
 REGEX_BLOCK = 4 << 20  # corpus bytes scanned per regex pass, at most
 MIN_REGEX_BLOCK = 256 << 10  # … and at least (a costlier pattern's block goes to a worker process)
 
@@ -124,6 +127,7 @@ class NativeIndexSource(Protocol):
         out: Path,
         progress: Callable[[int], None],
         lock: Any,
+        compressed: bool = False,
     ) -> tuple[bytes, bytes]: ...
 
 
@@ -141,6 +145,23 @@ def paths_crc(paths: list[str]) -> int:
     """A cheap check value of the sorted path list an index file belongs to (not a security hash:
     the archive's sha256 already names the content; this catches a changed path derivation)."""
     return zlib.crc32("\n".join(paths).encode("utf-8", "surrogatepass"))
+
+
+class IndexBlocks(Protocol):
+    """A format-3 corpus read natively (``moddesk_native.pvf.IndexBlocks``)."""
+
+    @property
+    def blocks(self) -> int: ...
+
+    def block_of(self, ordinal: int) -> int: ...
+
+    def read(self, begin: int, end: int) -> bytes: ...
+
+    def block_range(self, first: int, last: int) -> bytes: ...
+
+    def containing(
+        self, needle: bytes, lo: int, hi: int, max_hits: int, budget: float | None = None
+    ) -> tuple[bytes, int, bool]: ...
 
 
 def _read_at(handle: IO[bytes], size: int, offset: int) -> bytes:
@@ -161,6 +182,7 @@ class ContentIndex:
         handle: IO[bytes],
         corpus_start: int,
         temp_path: Path | None = None,
+        blocks: tuple[IndexBlocks, npt.NDArray[np.int64], int] | None = None,
     ) -> None:
         self.all_paths: Sequence[str] = all_paths
         self.paths: Sequence[str]
@@ -174,6 +196,13 @@ class ContentIndex:
         self._start = corpus_start
         self._temp_path = temp_path  # an unpublished build in the cache folder
         self.loadable = False  # the file stores the permutation of the caller's paths
+        # format 3: the native reader, the first ordinal of each block (+ the text count), and
+        # the compressed size of the corpus; None: format 2, the corpus plain in the file
+        self._blocks: IndexBlocks | None = None
+        self._block_ords: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+        self.compressed_bytes = int(offsets[-1])
+        if blocks is not None:
+            self._blocks, self._block_ords, self.compressed_bytes = blocks
 
     # ------------------------------------------------------------------ building
 
@@ -268,8 +297,13 @@ class ContentIndex:
         progress: Callable[[int], None] | None = None,
         check_cancelled: Callable[[], None] | None = None,
         lock: AbstractContextManager[object] | None = None,
+        compressed: bool = True,
     ) -> ContentIndex:
-        """``build_folded`` of every entry of a native ``archive`` in one native call: the same file.
+        """``build_folded`` of every entry of a native ``archive`` in one native call.
+
+        ``compressed``: the file is format 3 (the same corpus, offsets, mask and permutation, the
+        corpus stored as compressed blocks and searched natively); else format 2, byte for byte
+        ``build_folded``'s file.
 
         ``keys``: the workspace's native key table, where every name is its own key (distinct), so
         its sorted entries are the file's permutation and its sorted keys the index's paths, read
@@ -299,8 +333,21 @@ class ContentIndex:
             handle, out_path = os.fdopen(out_fd, "w+b", buffering=0), Path(out_name)
         try:
             offsets_raw, mask_raw = archive.build_native_index(
-                order.astype(np.uint32), Path(spool_name), out_path, step, lock or contextlib.nullcontext()
+                order.astype(np.uint32),
+                Path(spool_name),
+                out_path,
+                step,
+                lock or contextlib.nullcontext(),
+                compressed=compressed,
             )
+            offsets = np.frombuffer(offsets_raw, dtype="<i8").astype(np.int64)
+            text_mask = np.frombuffer(mask_raw, dtype=np.uint8).astype(np.bool_)
+            blocks = None
+            if compressed:  # opened by name before an anonymous file is unlinked
+                tables = _block_tables(handle, len(offsets) - 1, len(text_mask))
+                if tables is None:
+                    raise ValueError("the native index build wrote no sound block table")
+                blocks = _open_blocks(out_path, offsets, *tables)
         except BaseException:
             handle.close()
             out_path.unlink(missing_ok=True)
@@ -308,10 +355,8 @@ class ContentIndex:
         finally:
             Path(spool_name).unlink(missing_ok=True)
         if temp_path is None:
-            out_path.unlink(missing_ok=True)  # the open handle keeps reading it (POSIX)
-        offsets = np.frombuffer(offsets_raw, dtype="<i8").astype(np.int64)
-        text_mask = np.frombuffer(mask_raw, dtype=np.uint8).astype(np.bool_)
-        index = cls(KeyPaths(keys), text_mask, offsets, handle, HEADER_SIZE, temp_path)
+            out_path.unlink(missing_ok=True)  # the open handles keep reading it (POSIX)
+        index = cls(KeyPaths(keys), text_mask, offsets, handle, HEADER_SIZE, temp_path, blocks)
         index.loadable = True
         return index
 
@@ -364,11 +409,22 @@ class ContentIndex:
             return None
         index = None
         try:
-            arrays = _read_arrays(handle, key, len(order))
+            arrays = _read_arrays(handle, key, len(order), (INDEX_FORMAT, BLOCK_FORMAT))
             if arrays is not None:
                 header, offsets, text_mask, stored = arrays
                 if np.array_equal(stored, order) and header.get("pathsCrc") == keys.sorted_crc32():
-                    index = cls(KeyPaths(keys), text_mask, offsets, handle, HEADER_SIZE)
+                    blocks = None
+                    if header["version"] == BLOCK_FORMAT:
+                        tables = _block_tables(handle, len(offsets) - 1, len(order))
+                        if (
+                            tables is None
+                            or tables[1][-1] != int(header.get("compressed", -1))
+                            or header.get("arraysCrc") != _arrays_crc(handle, int(tables[1][-1]))
+                        ):
+                            handle.close()
+                            return None
+                        blocks = _open_blocks(path, offsets, *tables)
+                    index = cls(KeyPaths(keys), text_mask, offsets, handle, HEADER_SIZE, blocks=blocks)
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
             index = None
         if index is None:
@@ -400,8 +456,13 @@ class ContentIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of folded text in the index file."""
+        """Bytes of folded text in the index (uncompressed)."""
         return int(self.offsets[-1])
+
+    @property
+    def format(self) -> int:
+        """The index file's format: ``INDEX_FORMAT`` (plain corpus) or ``BLOCK_FORMAT``."""
+        return INDEX_FORMAT if self._blocks is None else BLOCK_FORMAT
 
     @property
     def memory_bytes(self) -> int:
@@ -421,6 +482,8 @@ class ContentIndex:
         """Corpus bytes ``[begin, end)``."""
         if end <= begin:
             return b""
+        if self._blocks is not None:
+            return self._blocks.read(begin, end)
         return _read_at(self._handle, end - begin, self._start + begin)
 
     def folded_text(self, ordinal: int) -> bytes:
@@ -444,6 +507,9 @@ class ContentIndex:
         ``deadline`` is not consulted: the file streams at disk speed (``Searcher`` checks the
         budget per hit); it is there for sources that read slower (``tokenscan.TokenSource``).
         """
+        if self._blocks is not None:
+            yield from self._containing_blocks(self._blocks, needle, lo, hi, deadline)
+            return
         offsets = self.offsets
         start, size = lo, FIRST_BLOCK
         while start < hi:
@@ -456,6 +522,26 @@ class ContentIndex:
                 yield ordinal
                 pos = block.find(needle, int(offsets[ordinal + 1]) - base)
             start, size = end, min(size * 2, MAX_BLOCK)
+
+    def _containing_blocks(
+        self, blocks: IndexBlocks, needle: bytes, lo: int, hi: int, deadline: float | None
+    ) -> Iterator[int]:
+        """``containing`` over a format-3 corpus: natively, a page of hits per call (the first
+        small, so a common needle answers after one block), the deadline checked per step of
+        blocks natively (there a rare needle decodes the whole corpus): ``-(ordinal + 1)`` when
+        the time ran out before ``ordinal``, as ``regex_candidates`` says it."""
+        start, batch = lo, FIRST_HITS
+        while start < hi:
+            budget = None if deadline is None else max(0.0, deadline - time.monotonic())
+            raw, resume, timed_out = blocks.containing(needle, start, hi, batch, budget)
+            hits = np.frombuffer(raw, dtype="<u8").tolist()
+            yield from hits
+            if timed_out:
+                yield -resume - 1
+                return
+            if len(hits) < batch:
+                return  # the range is scanned
+            start, batch = resume, min(batch * 4, MAX_HITS)
 
     def regex_candidates(
         self, regex: LinearRegex, lo: int, hi: int, deadline: float, block_bytes: int | None = None
@@ -475,9 +561,12 @@ class ContentIndex:
             if start > lo and time.monotonic() > deadline:  # one block at least: always progress
                 yield -start - 1
                 return
-            end = self._block_end(start, hi, size)
+            if self._blocks is not None:
+                end, block = self._decoded(self._blocks, start, hi, size)
+            else:
+                end = self._block_end(start, hi, size)
+                block = self.read(int(offsets[start]), int(offsets[end]))
             base = int(offsets[start])
-            block = self.read(base, int(offsets[end]))
             try:
                 spans = regex.first_match_per_segment(block, b"\x00", deadline, superset=True)
             except ServiceError as exc:
@@ -495,6 +584,21 @@ class ContentIndex:
                     yield ordinal
             start = end
 
+    def _decoded(self, blocks: IndexBlocks, start: int, hi: int, size: int) -> tuple[int, bytes]:
+        """The texts of ordinals ``[start, end)`` and ``end``: the stored blocks from the one holding
+        ``start`` while they add up to about ``size`` bytes (one at least), decoded side by side,
+        ``end`` at a block boundary (or ``hi``) so no block is decoded twice by a full pass."""
+        ords, offsets = self._block_ords, self.offsets
+        first = blocks.block_of(start)
+        limit = int(offsets[int(ords[first])]) + size
+        last = first + 1
+        while last < len(ords) - 1 and int(ords[last]) < hi and int(offsets[int(ords[last + 1])]) <= limit:
+            last += 1
+        end = min(hi, int(ords[last]))
+        data = blocks.block_range(first, last)
+        base = int(offsets[int(ords[first])])
+        return end, data[int(offsets[start]) - base : int(offsets[end]) - base]
+
 
 def bisect_paths(paths: Sequence[str], key: str) -> int:
     """``bisect.bisect_left(paths, key)``; a ``KeyPaths`` asks its native table."""
@@ -511,10 +615,13 @@ def ordinal_range(paths: Sequence[str], prefix: str, start_path: str) -> tuple[i
 
 
 def _read_arrays(
-    handle: IO[bytes], key: str, count: int
+    handle: IO[bytes], key: str, count: int, versions: tuple[int, ...] = (INDEX_FORMAT,)
 ) -> tuple[dict[str, Any], npt.NDArray[np.int64], npt.NDArray[np.bool_], npt.NDArray[np.int64]] | None:
     """The header, offsets, text mask and stored permutation of an index file for archive content
-    ``key`` with ``count`` paths, when its header and sizes are sound (the permutation unchecked)."""
+    ``key`` with ``count`` paths, when its header and sizes are sound (the permutation unchecked).
+
+    ``versions``: the formats accepted; a format-3 file's corpus is its compressed blocks, and its
+    block table follows the permutation (``_block_tables`` reads it)."""
     head = _read_at(handle, HEADER_SIZE, 0)
     if not head.startswith(_MAGIC):
         return None
@@ -522,17 +629,25 @@ def _read_arrays(
     size = int.from_bytes(head[pos : pos + 4], "little")
     header: dict[str, Any] = json.loads(head[pos + 4 : pos + 4 + size])
     texts, corpus = int(header["texts"]), int(header["corpus"])
+    version = header.get("version")
+    stored = corpus
+    tail = 0
+    if version == BLOCK_FORMAT:
+        stored = int(header["compressed"])
+        tail = 16 * (int(header["blocks"]) + 1) + 8
+        if stored < 0 or int(header["blocks"]) < 0:
+            return None
     if (
-        header.get("version") != INDEX_FORMAT
+        version not in versions
         or header.get("source") != key
         or int(header["paths"]) != count
         or not 0 <= texts <= count
     ):
         return None
-    offsets_at = HEADER_SIZE + corpus
+    offsets_at = HEADER_SIZE + stored
     mask_at = offsets_at + 8 * (texts + 1)
     order_at = mask_at + count
-    if os.fstat(handle.fileno()).st_size != order_at + 8 * count:
+    if os.fstat(handle.fileno()).st_size != order_at + 8 * count + tail:
         return None
     offsets = np.frombuffer(_read_at(handle, 8 * (texts + 1), offsets_at), dtype="<i8").astype(np.int64)
     text_mask = np.frombuffer(_read_at(handle, count, mask_at), dtype=np.uint8).astype(np.bool_)
@@ -601,6 +716,61 @@ def _spool(
     return keys, lengths
 
 
+def _block_tables(
+    handle: IO[bytes], texts: int, count: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """The block ordinals and compressed block ends of a format-3 file with ``texts`` texts and
+    ``count`` paths, read from its end (the number of blocks is the last <i8), when they fit the
+    file's size (their order is checked by the native reader)."""
+    size = os.fstat(handle.fileno()).st_size
+    if size < HEADER_SIZE + 8:
+        return None
+    blocks = int.from_bytes(_read_at(handle, 8, size - 8), "little", signed=True)
+    if not 0 <= blocks <= max(texts, 0):
+        return None
+    tables_at = size - 8 - 16 * (blocks + 1)
+    raw = _read_at(handle, 16 * (blocks + 1), tables_at)
+    if len(raw) != 16 * (blocks + 1):
+        return None
+    ords = np.frombuffer(raw[: 8 * (blocks + 1)], dtype="<i8").astype(np.int64)
+    ends = np.frombuffer(raw[8 * (blocks + 1) :], dtype="<i8").astype(np.int64)
+    if tables_at != HEADER_SIZE + int(ends[-1]) + 8 * (texts + 1) + 9 * count:
+        return None
+    return ords, ends
+
+
+def _open_blocks(
+    path: Path, offsets: npt.NDArray[np.int64], ords: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> tuple[IndexBlocks, npt.NDArray[np.int64], int]:
+    """The native reader of a format-3 corpus (ValueError when its tables do not fit together)."""
+    from moddesk_native import pvf as native_pvf  # only the native core writes format 3
+
+    reader: IndexBlocks = native_pvf.IndexBlocks(
+        str(path),
+        HEADER_SIZE,
+        offsets.astype("<i8").tobytes(),
+        ords.astype("<i8").tobytes(),
+        ends.astype("<i8").tobytes(),
+    )
+    return reader, ords, int(ends[-1])
+
+
+def _arrays_crc(handle: IO[bytes], compressed: int) -> int:
+    """CRC-32 of what follows a format-3 file's blocks (offsets, mask, permutation, block table):
+    a flipped bit there can leave every array well formed, so the header stores this check value
+    (a block checks itself: its zstd frame carries its content's checksum)."""
+    at = HEADER_SIZE + compressed
+    size = os.fstat(handle.fileno()).st_size
+    crc = 0
+    while at < size:
+        chunk = _read_at(handle, min(8 << 20, size - at), at)
+        if not chunk:
+            break
+        crc = zlib.crc32(chunk, crc)
+        at += len(chunk)
+    return crc
+
+
 def _index_file(folder: Path | None) -> tuple[IO[bytes], Path | None]:
     """A new index file: named in the cache ``folder`` (published later), else anonymous."""
     if folder is None:
@@ -662,16 +832,22 @@ def _finish(
 
 def _write_header(handle: IO[bytes], index: ContentIndex, key: str) -> None:
     """The header that makes the file loadable (written last: a torn file has no valid header)."""
-    header = json.dumps(
-        {
-            "version": INDEX_FORMAT,
-            "source": key,
-            "texts": len(index.paths),
-            "paths": len(index.all_paths),
-            "corpus": index.nbytes,
-            "pathsCrc": index.paths_crc(),
-        }
-    ).encode()
+    fields: dict[str, Any] = {
+        "version": index.format,
+        "source": key,
+        "texts": len(index.paths),
+        "paths": len(index.all_paths),
+        "corpus": index.nbytes,
+        "pathsCrc": index.paths_crc(),
+    }
+    if index.format == BLOCK_FORMAT:
+        fields.update(
+            codec="zstd",
+            compressed=index.compressed_bytes,
+            blocks=len(index._block_ords) - 1,
+            arraysCrc=_arrays_crc(handle, index.compressed_bytes),
+        )
+    header = json.dumps(fields).encode()
     blob = _MAGIC + len(header).to_bytes(4, "little") + header
     if len(blob) > HEADER_SIZE:
         raise ValueError("index header too large")
