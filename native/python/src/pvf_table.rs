@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use moddesk_pvf::codec::{CaseFold, Codec};
-use moddesk_pvf::table::{keys_buffer, KeyTable as Table};
+use moddesk_pvf::table::{keys_buffer, keys_crc32, KeyTable as Table};
 
 use crate::pvf::{u32_bytes, u32_list, u64_bytes, u64_list, NativeArchive};
 
@@ -113,6 +113,13 @@ impl KeyTable {
         let (blob, ends) =
             py.detach(|| keys_buffer(&self.table, entries, &|i| native.path(i as u32)));
         (PyBytes::new(py, &blob), u64_bytes(py, &ends))
+    }
+
+    /// CRC-32 of every key in key order joined by `\n` (the index header's `pathsCrc`), without
+    /// making the keys buffer (`keys` + `joined_crc32` held it and its copy at once).
+    fn sorted_crc32(&self, py: Python<'_>) -> u32 {
+        let native = self.archive();
+        py.detach(|| keys_crc32(&self.table, self.table.sorted(), &|i| native.path(i as u32)))
     }
 
     /// The entries (uint32 directory indexes) of ranks `lo..hi` in key order or directory order.

@@ -21,6 +21,7 @@ from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.workbench.browse import FolderIndex
 from moddesk.pvf.workbench.pathtable import DictBasePaths, NativeBasePaths
+from moddesk.pvf.workbench.searchindex import paths_crc
 from moddesk.pvf.workbench.workspace import Workspace
 
 pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
@@ -139,6 +140,8 @@ def _both(path: Path) -> dict[str, dict[str, Any]]:
         try:
             expected = NativeBasePaths if core == "native" else DictBasePaths
             assert isinstance(ws._names, expected)
+            if isinstance(ws._names, NativeBasePaths):  # the index's check value, made over the table
+                assert ws._names.sorted_crc32() == paths_crc(ws._names.sorted_keys())
             before = _queries(ws)
             _edit(ws)
             out[core] = {"before": before, "after": _queries(ws)}

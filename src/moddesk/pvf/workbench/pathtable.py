@@ -20,7 +20,6 @@ import numpy as np
 import numpy.typing as npt
 
 from moddesk.pvf.archive import Archive, names_are_normal, normalize_path
-from moddesk.pvf.format import native as native_fmt
 
 # '0' follows '/' in code-point order: every path under "a/b/" sorts in ["a/b/", "a/b0").
 _AFTER_SLASH = "0"
@@ -248,8 +247,9 @@ class NativeBasePaths:
         return np.frombuffer(self._table.entries(0, len(self), True), dtype="<u4").astype(np.int64)
 
     def sorted_crc32(self) -> int:
-        """``searchindex.paths_crc`` of ``sorted_keys()``, made natively (no string per key)."""
-        return int(native_fmt.native_module(self._table).joined_crc32(*self._table.keys(0, len(self), True)))
+        """``searchindex.paths_crc`` of ``sorted_keys()``, made natively over the table (no string
+        per key, and no buffer of every key: at 10^6 paths it and its copy were ~90 MiB)."""
+        return int(self._table.sorted_crc32())
 
     def bisect(self, key: str) -> int:
         """The sorted rank of the first key not less than ``key`` (``bisect_left``)."""
