@@ -26,6 +26,32 @@ use crate::pvf::{
 
 /// Runs (batches) read and rendered side by side per step (~16k entries: a few MiB of text).
 const RUNS_PER_STEP: usize = 8;
+/// Stored bytes of the runs of one step, at most (unless one run is bigger): an archive's few huge
+/// entries (10^6 generated files: string tables of 14–22 MB, lists of 3–6 MB, each a run of its
+/// own) are rendered one step each instead of side by side — rendering them together added
+/// 300–420 MiB of peak RSS to the build.
+const STEP_BYTES: i64 = 8 << 20;
+
+/// `runs` cut into steps of at most `RUNS_PER_STEP` runs and `STEP_BYTES` stored bytes (a bigger
+/// run alone), in order; `size(index)` gives an entry's stored size.
+fn steps<'a>(runs: &[&'a [u32]], size: impl Fn(u32) -> i64) -> Vec<Vec<&'a [u32]>> {
+    let mut out: Vec<Vec<&[u32]>> = Vec::new();
+    let mut bytes = 0i64;
+    for &run in runs {
+        let run_bytes: i64 = run.iter().map(|&i| size(i).max(0)).sum();
+        match out.last_mut() {
+            Some(step) if step.len() < RUNS_PER_STEP && bytes + run_bytes <= STEP_BYTES => {
+                step.push(run);
+                bytes += run_bytes;
+            }
+            _ => {
+                out.push(vec![run]);
+                bytes = run_bytes;
+            }
+        }
+    }
+    out
+}
 
 fn os_error(e: std::io::Error) -> PyErr {
     PyOSError::new_err(e.to_string())
@@ -92,7 +118,7 @@ fn build_index<'py>(
         .collect();
     let failed = with_bytes(data, |bytes| -> PyResult<Option<Bound<'py, PyTuple>>> {
         let mut done = 0usize;
-        for group in runs.chunks(RUNS_PER_STEP) {
+        for group in steps(&runs, |i| native.container.size(i as usize)) {
             // a step's runs are read (inflated, decrypted) and rendered side by side on every core
             let batches: Vec<Batch> = py.detach(|| {
                 group
