@@ -158,3 +158,64 @@ def test_floats_beyond_float32_parse_as_infinity_alike() -> None:
         values = [v.value for v in doc.sections[0].values()]
         assert values == [float("inf"), float("-inf"), 3.4028234663852886e38]
         assert doc.render() == text
+
+
+def _lazy_reads_alike(text: str, family: Family) -> None:
+    """A native document read the lazy ways first (``sections``, ``find_all``, fields written
+    before they are read) is the reference's document, holding the very objects it handed out."""
+    with _core("python"):
+        try:
+            expected = build_document(text, family)
+        except PvfFormatError:
+            return
+        want = (structure(expected), expected.render())
+    with _core("native"):
+        doc = build_document(text, family)
+    tops = doc.sections
+    names = [s.name for s in tops]
+    assert names == [s.name for s in expected.sections]
+    assert len(tops) == len(doc.sections) and all(a is b for a, b in zip(tops, doc.sections, strict=True))
+    for name in dict.fromkeys(names):
+        found = doc.find_all(name)
+        assert [s.occurrence for s in found] == [s.occurrence for s in expected.find_all(name)]
+        assert all(any(s is t for t in tops) for s in found)
+    assert doc.find_all("no such section") == []
+    assert (structure(doc), doc.render()) == want
+    assert [s for s in doc.body if isinstance(s, LazySection)] == tops  # the same objects (eq is identity)
+
+
+@FUZZ
+@given(st.lists(st.lists(PIECES, max_size=40).map("".join), min_size=1, max_size=4))
+def test_hypothesis_documents_read_lazily_alike(texts: list[str]) -> None:
+    for family in Family:
+        for text in texts:
+            _lazy_reads_alike(text, family)
+
+
+def test_corpus_documents_read_lazily_alike(pvf_corpus: Path) -> None:
+    files = [
+        p for p in sorted(pvf_corpus.rglob("*")) if p.is_file() and p.suffix not in (".md", ".tsv", ".bin")
+    ]
+    for p in files:
+        _lazy_reads_alike(p.read_text(encoding="utf-8", errors="surrogateescape"), Family.CLASSIC)
+
+
+def test_lazy_fields_written_before_read_keep_the_written_value() -> None:
+    text = "#PVF_File\n[a]\n\t1\n[b]\n\t[c]\n\t\t2\n\t[/c]\n[/b]\n[a]\n\t3\n"
+    with _core("native"):
+        doc = build_document(text, Family.CLASSIC)
+    a0, b, a1 = doc.sections
+    assert isinstance(a0, LazySection) and isinstance(b, LazySection)
+    a0.end = 99
+    a0.before = "\n\n\n"
+    b.has_end_tag = False
+    assert (a0.end, a0.line, a0.start, a0.before, a0.occurrence) == (99, 2, 10, "\n\n\n", 0)
+    assert (b.has_end_tag, b.end_before, a1.occurrence) == (False, "\n", 1)
+    assert doc.delete("a", 0) == 1 and a1.occurrence == 0 and doc.sections == [b, a1]
+    assert doc.render() == "#PVF_File\n[b]\n\t[c]\n\t\t2\n\t[/c]\n[a]\n\t3\n"
+    copied = pickle.loads(pickle.dumps(doc))
+    assert copied.render() == doc.render() and structure(copied) == structure(doc)
+    with _core("native"):
+        fresh = build_document(text, Family.CLASSIC)
+    fresh.sections  # noqa: B018 - handed out, then copied before the body is made
+    assert structure(copy.deepcopy(fresh)) == structure(fresh)

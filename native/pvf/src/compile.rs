@@ -71,17 +71,41 @@ pub const LONGEST_DIGIT_RUN: usize = 640;
 /// Whether the native lexer reads `text` exactly as the reference does: no non-ASCII numerals,
 /// no digit run longer than [`LONGEST_DIGIT_RUN`].
 pub fn supported(text: &str) -> bool {
-    let mut run = 0usize;
-    for &b in text.as_bytes() {
-        run = if b.is_ascii_digit() { run + 1 } else { 0 };
-        if run > LONGEST_DIGIT_RUN {
+    // A run of more than LONGEST_DIGIT_RUN digits covers LONGEST_DIGIT_RUN + 1 consecutive
+    // positions, so it covers one of every (LONGEST_DIGIT_RUN + 1)-th position: only the runs
+    // through those are measured (a text shorter than the limit is not looked at).
+    let b = text.as_bytes();
+    let step = LONGEST_DIGIT_RUN + 1;
+    let mut probe = LONGEST_DIGIT_RUN;
+    while probe < b.len() {
+        if b[probe].is_ascii_digit() {
+            let lo = b[..probe]
+                .iter()
+                .rposition(|x| !x.is_ascii_digit())
+                .map_or(0, |k| k + 1);
+            let hi = b[probe..]
+                .iter()
+                .position(|x| !x.is_ascii_digit())
+                .map_or(b.len(), |k| probe + k);
+            if hi - lo > LONGEST_DIGIT_RUN {
+                return false;
+            }
+        }
+        probe += step;
+    }
+    // only non-ASCII characters can be numerals Python's \d reads: skip from one to the next
+    let mut rest = text;
+    while let Some(k) = rest.bytes().position(|x| x >= 0x80) {
+        // a byte >= 0x80 right after an ASCII byte (or a whole character) starts a character
+        let Some(c) = rest[k..].chars().next() else {
+            break;
+        };
+        if !plain_letter(c) && c.is_numeric() {
             return false;
         }
+        rest = &rest[k + c.len_utf8()..];
     }
-    text.is_ascii()
-        || !text
-            .chars()
-            .any(|c| !c.is_ascii() && !plain_letter(c) && c.is_numeric())
+    true
 }
 
 /// CJK ideographs, kana and hangul syllables: frequent in real texts, never numerals (a quick
@@ -185,7 +209,8 @@ fn number_end(b: &[u8], pos: usize) -> Option<usize> {
 
 /// Split script text into lexemes (`format.text.lex`); `#` at the start of a line comments it out.
 pub fn lex(text: &str) -> Result<Vec<Lexeme<'_>>, TextError> {
-    let mut out = Vec::new();
+    // about one lexeme per 12 bytes in real texts: one allocation for most
+    let mut out = Vec::with_capacity(text.len() / 8 + 4);
     let mut lexer = Lexer::new(text);
     while let Some(lx) = lexer.next_lexeme()? {
         out.push(lx);
@@ -450,6 +475,29 @@ pub fn canonical_int(word: &str) -> String {
 
 /// A 4-byte unit value from an integer word (i32 or u32 range), or the reference's message.
 pub fn int_value(word: &str) -> Result<u32, String> {
+    // the common word (a sign, at most ten significant digits) without the canonical text
+    let (negative, digits) = match word.as_bytes().first() {
+        Some(b'-') => (true, &word[1..]),
+        Some(b'+') => (false, &word[1..]),
+        _ => (false, word),
+    };
+    let significant = digits.trim_start_matches('0');
+    if significant.len() <= 10 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let magnitude = significant
+            .bytes()
+            .fold(0u64, |v, b| v * 10 + u64::from(b - b'0'));
+        if negative && magnitude <= 1 << 31 {
+            return Ok((magnitude as i64).wrapping_neg() as u32);
+        }
+        if !negative && magnitude <= 0xFFFF_FFFF {
+            return Ok(magnitude as u32);
+        }
+    }
+    int_value_slow(word)
+}
+
+/// [`int_value`] through the canonical text (its error message names it).
+fn int_value_slow(word: &str) -> Result<u32, String> {
     let canonical = canonical_int(word);
     let (negative, digits) = match canonical.strip_prefix('-') {
         Some(d) => (true, d),
@@ -618,7 +666,8 @@ pub fn compile_many(texts: &[Option<&str>], classic: bool) -> Batch {
         .par_iter()
         .map(|s| s.filter(|s| supported(s)).map(|s| compile(s, classic)))
         .collect();
-    let mut global = Interner::default();
+    let mut global =
+        Interner::with_capacity(compiled.iter().flatten().map(|c| c.strings.len()).sum());
     let mut batch = Batch {
         texts: Vec::with_capacity(compiled.len()),
         ..Batch::default()
@@ -655,6 +704,15 @@ pub struct Interner<'a> {
 }
 
 impl<'a> Interner<'a> {
+    /// An interner sized for about `n` strings.
+    pub fn with_capacity(n: usize) -> Self {
+        Interner {
+            strings: Vec::with_capacity(n),
+            sites: Vec::with_capacity(n),
+            index: FxHashMap::with_capacity_and_hasher(n, Default::default()),
+        }
+    }
+
     pub fn intern(&mut self, s: Cow<'a, str>, site: (u32, u32)) -> u32 {
         if let Some(&i) = self.index.get(s.as_ref()) {
             return i;
@@ -737,8 +795,11 @@ pub fn compile_into<'a>(
 
 /// Compile one text with its own string list.
 pub fn compile(text: &str, classic: bool) -> Compiled<'_> {
-    let mut interner = Interner::default();
-    let mut out = Compiled::default();
+    let mut interner = Interner::with_capacity(text.len() / 48 + 4);
+    let mut out = Compiled {
+        units: Vec::with_capacity(text.len() / 10 + 4),
+        ..Compiled::default()
+    };
     if let Err(e) = compile_into(
         text,
         classic,

@@ -388,10 +388,15 @@ fn pairing<'a>(rows: &[Row<'a>], events: &[Event]) -> (Vec<bool>, FxHashSet<&'a 
 pub fn assemble<'a>(rows: &[Row<'a>]) -> Tree<'a> {
     let events = events(rows);
     let (paired, closed) = pairing(rows, &events);
-    let mut tree = Tree::default();
+    let opened = rows.iter().filter(|r| r.kind == RowKind::Open).count();
+    let mut tree = Tree {
+        sections: Vec::with_capacity(opened),
+        ..Tree::default()
+    };
     let mut containers: Vec<usize> = Vec::new();
     let mut open_stack: Vec<usize> = Vec::new();
-    let mut counts: FxHashMap<(Option<usize>, &str), u32> = FxHashMap::default();
+    let mut counts: FxHashMap<(Option<usize>, &str), u32> =
+        FxHashMap::with_capacity_and_hasher(opened, Default::default());
     let mut target: Option<usize> = None;
     for (idx, event) in events.iter().enumerate() {
         let r = match *event {
@@ -617,13 +622,13 @@ impl OwnedDocument {
             .collect();
         let sections = tree
             .sections
-            .iter()
+            .into_iter()
             .map(|s| OwnedSection {
                 name: range(s.name),
                 parent: s.parent,
                 occurrence: s.occurrence,
                 has_end_tag: s.has_end_tag,
-                body: s.body.clone(),
+                body: s.body,
                 line: s.line,
                 col: s.col,
                 start: s.start,

@@ -104,8 +104,52 @@ fn check(text: &str) {
     }
 }
 
+/// The reference's `int_value(int(word))`: i32 or u32 range, through Python's canonical text.
+fn int_value_model(word: &str) -> Result<u32, String> {
+    let canonical = compile::canonical_int(word);
+    let (negative, digits) = match canonical.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, canonical.as_str()),
+    };
+    let magnitude: Option<u64> = if digits.len() <= 10 {
+        digits.parse().ok()
+    } else {
+        None
+    };
+    match magnitude {
+        Some(m) if negative && m <= 1 << 31 => Ok((m as i64).wrapping_neg() as u32),
+        Some(m) if !negative && m <= 0xFFFF_FFFF => Ok(m as u32),
+        _ => Err(format!("integer {canonical} does not fit in 32 bits")),
+    }
+}
+
+/// `supported`'s model: no digit run longer than the limit, no non-ASCII numeral.
+fn supported_model(text: &str) -> bool {
+    let mut run = 0usize;
+    for b in text.bytes() {
+        run = if b.is_ascii_digit() { run + 1 } else { 0 };
+        if run > compile::LONGEST_DIGIT_RUN {
+            return false;
+        }
+    }
+    text.chars().all(|c| c.is_ascii() || !c.is_numeric())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn int_values_match_the_model(word in "[+-]?0{0,12}[0-9]{0,14}") {
+        prop_assert_eq!(compile::int_value(&word), int_value_model(&word));
+    }
+
+    #[test]
+    fn supported_matches_the_model(
+        runs in prop::collection::vec((0usize..700, "[ a`\\[\\]١中]{0,3}"), 0..6),
+    ) {
+        let text: String = runs.iter().map(|(n, sep)| "7".repeat(*n) + sep).collect();
+        prop_assert_eq!(compile::supported(&text), supported_model(&text));
+    }
 
     #[test]
     fn any_text_compiles_or_fails_cleanly(text in "\\PC{0,80}") {

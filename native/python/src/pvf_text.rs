@@ -11,7 +11,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use moddesk_pvf::compile::{self, Batch, Compiled, TextError};
 use moddesk_pvf::scan::{Item, OwnedDocument, OwnedPayload, OwnedValue, Text};
@@ -298,9 +298,10 @@ impl NativeDocument {
         Ok(line)
     }
 
-    /// Section `k` as an object whose body is made on first use: a `LazySection` made without
-    /// its `__init__` (whose `body` assignment would run the property's Python setter), its slots
-    /// set directly, `body` left for the property to fill from `_pending`.
+    /// Section `k` as an object whose body and other fields are made on first use: a
+    /// `LazySection` made without its `__init__` (whose assignments would run the properties'
+    /// Python setters), only `name` and `parent` set; `body` is left for its property to fill
+    /// from `_pending`, the other fields for theirs to fill from `_source` (`field`).
     fn section<'py>(
         slf: &Bound<'py, Self>,
         k: usize,
@@ -317,49 +318,125 @@ impl NativeDocument {
         let obj = new.bind(py).call1((class,))?;
         obj.setattr(intern!(py, "name"), this.text(py, &sec.name)?)?;
         obj.setattr(intern!(py, "parent"), parent)?;
-        obj.setattr(intern!(py, "occurrence"), sec.occurrence)?;
-        obj.setattr(intern!(py, "has_end_tag"), sec.has_end_tag)?;
-        obj.setattr(intern!(py, "line"), sec.line)?;
-        obj.setattr(intern!(py, "col"), sec.col)?;
-        obj.setattr(intern!(py, "start"), sec.start)?;
-        obj.setattr(intern!(py, "end"), sec.end)?;
-        obj.setattr(intern!(py, "before"), this.text(py, &sec.before)?)?;
-        let end_before = match &sec.end_before {
-            Some(t) => Some(this.text(py, t)?),
-            None => None,
-        };
-        obj.setattr(intern!(py, "end_before"), end_before)?;
-        obj.setattr(intern!(py, "_pending"), (slf.clone(), k))?;
+        let source = (slf.clone(), k).into_pyobject(py)?;
+        obj.setattr(intern!(py, "_pending"), &source)?;
+        obj.setattr(intern!(py, "_source"), source)?;
         Ok(obj)
+    }
+}
+
+impl NativeDocument {
+    /// The body items of section `k` (-1: the top level).
+    fn items(&self, k: isize) -> PyResult<&[Item]> {
+        if k < 0 {
+            return Ok(&self.doc.body);
+        }
+        match self.doc.sections.get(k as usize) {
+            Some(sec) => Ok(&sec.body),
+            None => Err(PyValueError::new_err("no such section")),
+        }
+    }
+
+    /// Section `j`'s object: the one already in `made` (keyed by `j`), or a new one recorded there.
+    fn section_made<'py>(
+        slf: &Bound<'py, Self>,
+        j: usize,
+        parent: &Bound<'py, PyAny>,
+        made: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let Some(made) = made else {
+            return NativeDocument::section(slf, j, parent);
+        };
+        if let Some(sec) = made.get_item(j)? {
+            return Ok(sec);
+        }
+        let sec = NativeDocument::section(slf, j, parent)?;
+        made.set_item(j, &sec)?;
+        Ok(sec)
     }
 }
 
 #[pymethods]
 impl NativeDocument {
-    /// The body items of section `k` (-1: the document's top level), `parent` being its object.
+    /// The body items of section `k` (-1: the document's top level), `parent` being its object;
+    /// sections already handed out (`made`, by section index) are reused, so a body made after
+    /// `sections` holds the very objects `sections` gave.
+    #[pyo3(signature = (k, parent, made=None))]
     fn body<'py>(
         slf: &Bound<'py, Self>,
         k: isize,
         parent: &Bound<'py, PyAny>,
+        made: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let py = slf.py();
         let this = slf.get();
-        let items = if k < 0 {
-            &this.doc.body
-        } else {
-            let Some(sec) = this.doc.sections.get(k as usize) else {
-                return Err(PyValueError::new_err("no such section"));
-            };
-            &sec.body
-        };
         let out = PyList::empty(py);
-        for item in items {
+        for item in this.items(k)? {
             match *item {
-                Item::Section(j) => out.append(NativeDocument::section(slf, j, parent)?)?,
+                Item::Section(j) => {
+                    out.append(NativeDocument::section_made(slf, j, parent, made)?)?
+                }
                 Item::Line(first, end) => out.append(this.line(py, first, end)?)?,
             }
         }
         Ok(out)
+    }
+
+    /// The sections among the body items of section `k` (-1: the top level), only those called
+    /// `name` when it is given, without making the value lines around them; each made once
+    /// (recorded in `made`, by section index).
+    #[pyo3(signature = (k, parent, made, name=None))]
+    fn sections<'py>(
+        slf: &Bound<'py, Self>,
+        k: isize,
+        parent: &Bound<'py, PyAny>,
+        made: &Bound<'py, PyDict>,
+        name: Option<&str>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let py = slf.py();
+        let this = slf.get();
+        let out = PyList::empty(py);
+        for item in this.items(k)? {
+            let Item::Section(j) = *item else { continue };
+            if name.is_some_and(|n| this.doc.str(&this.doc.sections[j].name) != n) {
+                continue;
+            }
+            out.append(NativeDocument::section_made(slf, j, parent, Some(made))?)?;
+        }
+        Ok(out)
+    }
+
+    /// Field `index` of section `k`, in `document._DEFERRED` order: occurrence, has_end_tag,
+    /// line, col, start, end, before, end_before.
+    fn field<'py>(&self, py: Python<'py>, k: usize, index: usize) -> PyResult<Bound<'py, PyAny>> {
+        let Some(sec) = self.doc.sections.get(k) else {
+            return Err(PyValueError::new_err("no such section"));
+        };
+        Ok(match index {
+            0 => sec.occurrence.into_pyobject(py)?.into_any(),
+            1 => pyo3::types::PyBool::new(py, sec.has_end_tag)
+                .to_owned()
+                .into_any(),
+            2 => sec.line.into_pyobject(py)?.into_any(),
+            3 => sec.col.into_pyobject(py)?.into_any(),
+            4 => sec.start.into_pyobject(py)?.into_any(),
+            5 => sec.end.into_pyobject(py)?.into_any(),
+            6 => self.text(py, &sec.before)?,
+            7 => match &sec.end_before {
+                Some(t) => self.text(py, t)?,
+                None => py.None().into_bound(py),
+            },
+            _ => return Err(PyValueError::new_err("no such field")),
+        })
+    }
+
+    /// How many sections the body of section `k` (-1: the top level) holds.
+    fn section_count(&self, k: isize) -> PyResult<usize> {
+        Ok(self
+            .items(k)?
+            .iter()
+            .filter(|item| matches!(item, Item::Section(_)))
+            .count())
     }
 
     /// The parse warnings (`ParseWarning` objects).

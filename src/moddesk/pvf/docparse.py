@@ -285,8 +285,10 @@ def build_document(text: str, family: Family = Family.CLASSIC) -> Document:
     ``family`` decides what an escape number means (classic ``{6=…}`` command vs NKPI
     ``{5=…}``; see ``format.text.escape_numbering``); values keep their source text either way.
     With the native core the text is scanned and assembled natively (the nesting and warnings
-    included) and the model's Python objects are made as they are asked for: the top level at
-    once, a section's lines and child sections when its ``body`` is first read (``LazySection``).
+    included) and the model's Python objects are made as they are asked for: top-level sections
+    by ``sections`` / ``find_all`` (no value line with them), the whole top level when ``body`` is
+    first read, a section's lines and child sections when its ``body`` is first read
+    (``LazySection``).
     Text it does not read (it does not lex, or holds what only the reference reads exactly) takes
     the paths below, so errors stay ``lex``'s.
     """
@@ -321,9 +323,9 @@ _CLASSES = (LazySection, Value, ValueLine, ParseWarning)
 
 
 def _native_document(text: str, parsed: Any) -> Document:
-    """The document of a native parse: its top level made now, section bodies on first use."""
+    """The document of a native parse: its top level and section bodies made on first use."""
     doc = Document()
-    doc.body = parsed.body(-1, None)
+    doc._native, doc._made = parsed, {}  # the top level is made when asked for (Document.body)
     doc.warnings = parsed.warnings()
     first, last = parsed.span()
     doc.head = text[:first] if first is not None else text

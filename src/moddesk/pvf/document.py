@@ -257,16 +257,20 @@ _SECTION_BODY: Any = Section.__dict__["body"]
 
 
 class LazySection(Section):
-    """A section whose body the native core makes when it is first asked for.
+    """A section whose body and fields the native core makes when they are first asked for.
 
-    ``_pending`` is (the native document, this section's index there) until then; every read or
-    write of ``body`` goes through the property, so nothing can see the section half made. The
-    native core makes these without ``__init__`` (it sets the slots itself, ``body`` left unset
-    until ``_pending`` fills it).
+    ``_pending`` is (the native document, this section's index there) until the body is made;
+    every read or write of ``body`` goes through the property, so nothing can see the section
+    half made. ``_source`` is the same pair, for the fields the native core leaves unset at first
+    (``_DEFERRED``: everything but ``name`` and ``parent``, which it sets): each one's property
+    reads the slot, or on a first read the native document's value into it; a write goes to the
+    slot, so a value written is never replaced. The native core makes these without ``__init__``
+    (it sets ``name``, ``parent``, ``_pending`` and ``_source`` itself).
     """
 
-    __slots__ = ("_pending",)
+    __slots__ = ("_pending", "_source")
     _pending: tuple[Any, int] | None
+    _source: tuple[Any, int]
 
     @property
     def body(self) -> list[Line | Section]:
@@ -286,9 +290,42 @@ class LazySection(Section):
         _SECTION_BODY.__set__(self, value)
 
     def __getstate__(self) -> object:
-        """The state for copies and pickles: the body made first (they never hold the native document)."""
+        """The state for copies and pickles: the body and every field made first (they never hold
+        the native document)."""
         self.body  # noqa: B018 - reading it makes it
-        return super().__getstate__()
+        for name in _DEFERRED:
+            getattr(self, name)
+        dict_state, slots = cast("tuple[None, dict[str, object]]", super().__getstate__())
+        return dict_state, {k: v for k, v in slots.items() if k != "_source"}
+
+
+#: The fields a ``LazySection`` fills on first read, in the native core's order (``field``).
+_DEFERRED = ("occurrence", "has_end_tag", "line", "col", "start", "end", "before", "end_before")
+
+
+def _deferred(name: str, index: int) -> property:
+    """``LazySection.<name>``: the slot of ``Section``, filled from ``_source`` on first read."""
+    slot = Section.__dict__[name]
+    get_slot, set_slot = slot.__get__, slot.__set__
+
+    def read(self: LazySection) -> Any:
+        try:
+            return get_slot(self)
+        except AttributeError:
+            native, k = self._source
+            value = native.field(k, index)
+            set_slot(self, value)
+            return value
+
+    def write(self: LazySection, value: Any) -> None:
+        set_slot(self, value)
+
+    return property(read, write, doc=f"``Section.{name}`` (from the native document on first read)")
+
+
+for _index, _field_name in enumerate(_DEFERRED):
+    setattr(LazySection, _field_name, _deferred(_field_name, _index))
+del _index, _field_name
 
 
 def _name(name: str) -> str:
@@ -318,20 +355,51 @@ def _renumber(body: list[Line | Section]) -> None:
 
 
 class Document:
-    """A parsed ``#PVF_File`` script."""
+    """A parsed ``#PVF_File`` script.
+
+    A document the native core parsed keeps its top level there until ``body`` is first read
+    (``_native``): ``sections`` and ``find_all`` make only the sections they return (never the
+    value lines around them — a ``.lst`` is thousands of them), each once (``_made``, by the
+    native section index), and the body made later holds those very objects.
+    """
 
     def __init__(self) -> None:
-        self.body: list[Line | Section] = []
+        self._body: list[Line | Section] = []
+        self._native: Any = None  # the native document while the top level is not made
+        self._made: dict[int, Section] | None = None  # its sections handed out so far
         self.warnings: list[ParseWarning] = []
         self.head: str | None = None  # source text before the first token (the #PVF_File header)
         self.tail: str | None = None  # source text after the last token
+
+    @property
+    def body(self) -> list[Line | Section]:
+        """Value lines and top-level sections, in source order."""
+        native = self._native
+        if native is not None:
+            self._body = native.body(-1, None, self._made)
+            self._native = self._made = None
+        return self._body
+
+    @body.setter
+    def body(self, value: list[Line | Section]) -> None:
+        self._native = self._made = None
+        self._body = value
+
+    def __getstate__(self) -> object:
+        """The state for copies and pickles: the top level made first (they never hold the native
+        document)."""
+        self.body  # noqa: B018 - reading it makes it
+        return dict(self.__dict__)
 
     # ---------------------------------------------------------------------------------- queries
 
     @property
     def sections(self) -> list[Section]:
         """Top-level sections."""
-        return [s for s in self.body if isinstance(s, Section)]
+        native = self._native
+        if native is not None:
+            return cast("list[Section]", native.sections(-1, None, self._made))
+        return [s for s in self._body if isinstance(s, Section)]
 
     @property
     def preamble(self) -> list[Value]:
@@ -353,7 +421,11 @@ class Document:
         parts = [_name(p) for p in path.split("/") if p.strip()]
         if not parts:
             return []
-        level = [s for s in self.sections if s.name == parts[0]]
+        native = self._native
+        if native is not None:  # only the sections of that name are made
+            level: list[Section] = native.sections(-1, None, self._made, parts[0])
+        else:
+            level = [s for s in self._body if isinstance(s, Section) and s.name == parts[0]]
         for part in parts[1:]:
             level = [c for s in level for c in s.children(part)]
         return level
