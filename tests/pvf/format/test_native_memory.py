@@ -9,8 +9,10 @@ read-only mmap); a ``bytearray`` is copied first.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import os
+import pickle
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -149,6 +151,10 @@ def test_pools_viewed_in_place_answer_as_copied_ones() -> None:
     refs = np.asarray(magics, dtype=np.int64)
     assert viewed.strings_at(refs) == copied.strings_at(refs)
     assert not viewed.changed
+    travelled = pickle.loads(pickle.dumps(viewed))  # a render worker's copy: the bytes, not the view
+    assert isinstance(travelled.pool_a, bytearray) and isinstance(viewed.pool_a, memoryview)
+    assert travelled.strings_at(refs) == copied.strings_at(refs) and not travelled.changed
+    assert copy.deepcopy(viewed).strings_at(refs) == copied.strings_at(refs)
     for text in ("end", "new", "新的", "x" * 255):
         assert viewed.intern(text) == copied.intern(text)
     assert isinstance(viewed.pool_a, bytearray) and isinstance(viewed.pool_w, bytearray)
@@ -217,6 +223,7 @@ def test_a_parsed_string_table_answers_as_a_list_of_strings_does() -> None:
     assert [parsed.string_at(int(r)) for r in refs] == [listed.string_at(int(r)) for r in refs]
     assert [parsed.find(s) for s in [*strings, "missing"]] == [listed.find(s) for s in [*strings, "missing"]]
     assert parsed.dump() == listed.dump() and parsed.to_bytes() == data and not parsed.changed
+    assert pickle.loads(pickle.dumps(parsed)).strings_at(refs) == listed.strings_at(refs)
     assert parsed._raw is None  # nothing above needed the list
     for text in ("dup", "new one", "end"):
         assert parsed.intern(text) == listed.intern(text)

@@ -218,6 +218,15 @@ class StringPools:
         self._cache: dict[int, str | None] = {}
         self._index: dict[str, int] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled / deep-copied with its pools as ``bytearray``s (a view of native memory cannot
+        travel; a render worker process or a copy gets the bytes)."""
+        state = dict(self.__dict__)
+        for name in ("pool_a", "pool_w"):
+            if isinstance(state[name], memoryview):
+                state[name] = bytearray(state[name])
+        return state
+
     @classmethod
     def new(cls, *, ascii_in_utf8: bool = True) -> StringPools:
         """Pools holding only the empty string at offset 0 (pvfine's convention)."""
