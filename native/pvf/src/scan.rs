@@ -283,7 +283,6 @@ pub struct SectionInfo<'a> {
     pub parent: Option<usize>,
     pub occurrence: u32,
     pub has_end_tag: bool,
-    pub body: Vec<Item>,
     pub line: u32,
     pub col: u32,
     pub start: usize,
@@ -302,12 +301,54 @@ pub struct Warning {
     pub section: String,
 }
 
-/// The assembled document: top-level body, every section (parents before children), warnings.
+/// The assembled document: every section (parents before children), warnings, and the bodies
+/// (the top level's and each section's, in source order) in one list: `bodies.items(None)` is
+/// the top level, `bodies.items(Some(k))` section `k`'s.
 #[derive(Debug, Clone, Default)]
 pub struct Tree<'a> {
-    pub body: Vec<Item>,
+    pub bodies: Bodies,
     pub sections: Vec<SectionInfo<'a>>,
     pub warnings: Vec<Warning>,
+}
+
+/// Every body of a document in one allocation: `items[ranges[0]]` is the top level,
+/// `items[ranges[k + 1]]` section `k`'s (a document has a body per section: one `Vec` each
+/// would be most of its allocations).
+#[derive(Debug, Clone, Default)]
+pub struct Bodies {
+    pub items: Vec<Item>,
+    pub ranges: Vec<(u32, u32)>,
+}
+
+impl Bodies {
+    /// The body of section `k`, or the top level's (None).
+    pub fn items(&self, k: Option<usize>) -> &[Item] {
+        let (a, b) = self.ranges[k.map_or(0, |k| k + 1)];
+        &self.items[a as usize..b as usize]
+    }
+
+    /// Items placed in source order with their owner (0: the top level, `k + 1`: section `k`),
+    /// grouped by owner, each group keeping that order (a counting sort).
+    fn group(placed: &[(u32, Item)], owners: usize) -> Bodies {
+        let mut ends = vec![0u32; owners + 1];
+        for &(owner, _) in placed {
+            ends[owner as usize] += 1;
+        }
+        let mut at = 0u32;
+        let mut ranges = Vec::with_capacity(owners + 1);
+        for count in ends.iter_mut() {
+            ranges.push((at, at + *count));
+            *count = at; // from here on: the next free slot of that owner
+            at = ranges.last().map_or(0, |r| r.1);
+        }
+        let mut items = vec![Item::Line(0, 0); placed.len()];
+        for &(owner, item) in placed {
+            let slot = &mut ends[owner as usize];
+            items[*slot as usize] = item;
+            *slot += 1;
+        }
+        Bodies { items, ranges }
+    }
 }
 
 impl Tree<'_> {
@@ -320,13 +361,6 @@ impl Tree<'_> {
         }
         names.reverse();
         names.join("/")
-    }
-
-    fn body_mut(&mut self, container: Option<usize>) -> &mut Vec<Item> {
-        match container {
-            Some(k) => &mut self.sections[k].body,
-            None => &mut self.body,
-        }
     }
 }
 
@@ -389,6 +423,9 @@ pub fn assemble<'a>(rows: &[Row<'a>]) -> Tree<'a> {
     let events = events(rows);
     let (paired, closed) = pairing(rows, &events);
     let opened = rows.iter().filter(|r| r.kind == RowKind::Open).count();
+    // (owner, item) in source order: 0 the top level, k + 1 section k (grouped at the end)
+    let owner = |container: Option<usize>| container.map_or(0, |k| k as u32 + 1);
+    let mut placed: Vec<(u32, Item)> = Vec::with_capacity(events.len());
     let mut tree = Tree {
         sections: Vec::with_capacity(opened),
         ..Tree::default()
@@ -401,7 +438,7 @@ pub fn assemble<'a>(rows: &[Row<'a>]) -> Tree<'a> {
     for (idx, event) in events.iter().enumerate() {
         let r = match *event {
             Event::Line(first, end) => {
-                tree.body_mut(target).push(Item::Line(first, end));
+                placed.push((owner(target), Item::Line(first, end)));
                 if let Some(&top) = open_stack.last() {
                     tree.sections[top].end = rows[end - 1].end;
                 }
@@ -426,7 +463,6 @@ pub fn assemble<'a>(rows: &[Row<'a>]) -> Tree<'a> {
             parent,
             occurrence,
             has_end_tag: false,
-            body: Vec::new(),
             line: row.line,
             col: row.col,
             start: row.start,
@@ -434,13 +470,14 @@ pub fn assemble<'a>(rows: &[Row<'a>]) -> Tree<'a> {
             before: row.gap,
             end_before: None,
         });
-        tree.body_mut(parent).push(Item::Section(k));
+        placed.push((owner(parent), Item::Section(k)));
         open_stack.push(k);
         if paired[idx] {
             containers.push(k);
         }
         target = Some(k);
     }
+    tree.bodies = Bodies::group(&placed, tree.sections.len());
     for &k in &open_stack {
         let sec = &tree.sections[k];
         if closed.contains(&sec.name) && !sec.has_end_tag {
@@ -554,7 +591,6 @@ pub struct OwnedSection {
     pub parent: Option<usize>,
     pub occurrence: u32,
     pub has_end_tag: bool,
-    pub body: Vec<Item>,
     pub line: u32,
     pub col: u32,
     pub start: usize,
@@ -569,7 +605,7 @@ pub struct OwnedSection {
 pub struct OwnedDocument {
     pub text: String,
     pub rows: Vec<OwnedRow>,
-    pub body: Vec<Item>,
+    pub bodies: Bodies,
     pub sections: Vec<OwnedSection>,
     pub warnings: Vec<Warning>,
     pub first: Option<usize>,
@@ -628,7 +664,6 @@ impl OwnedDocument {
                 parent: s.parent,
                 occurrence: s.occurrence,
                 has_end_tag: s.has_end_tag,
-                body: s.body,
                 line: s.line,
                 col: s.col,
                 start: s.start,
@@ -640,7 +675,7 @@ impl OwnedDocument {
         Ok(OwnedDocument {
             text: text.to_owned(),
             rows,
-            body: tree.body,
+            bodies: tree.bodies,
             sections,
             warnings: tree.warnings,
             first: scanned.first,

@@ -100,6 +100,17 @@ fn check(text: &str) {
             for sec in &doc.sections {
                 assert!(doc.str(&sec.name).len() + 2 <= text.len());
             }
+            // every section sits in exactly one body, its parent's (the top level for none)
+            let mut seen = vec![0u32; doc.sections.len()];
+            for owner in std::iter::once(None).chain((0..doc.sections.len()).map(Some)) {
+                for item in doc.bodies.items(owner) {
+                    if let scan::Item::Section(k) = *item {
+                        assert_eq!(doc.sections[k].parent, owner);
+                        seen[k] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1));
         }
     }
 }

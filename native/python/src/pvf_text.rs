@@ -106,8 +106,8 @@ pub struct CompiledBatch {
 #[pymethods]
 impl CompiledBatch {
     /// Every distinct string of the batch in first-occurrence order (text by text).
-    fn strings(&self) -> Vec<String> {
-        self.inner.strings.clone()
+    fn strings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.inner.strings.iter().map(String::as_str))
     }
 
     /// (line, byte offset in its text) of the lexeme where global string `g` first occurs.
@@ -329,11 +329,12 @@ impl NativeDocument {
     /// The body items of section `k` (-1: the top level).
     fn items(&self, k: isize) -> PyResult<&[Item]> {
         if k < 0 {
-            return Ok(&self.doc.body);
+            return Ok(self.doc.bodies.items(None));
         }
-        match self.doc.sections.get(k as usize) {
-            Some(sec) => Ok(&sec.body),
-            None => Err(PyValueError::new_err("no such section")),
+        if (k as usize) < self.doc.sections.len() {
+            Ok(self.doc.bodies.items(Some(k as usize)))
+        } else {
+            Err(PyValueError::new_err("no such section"))
         }
     }
 

@@ -736,13 +736,27 @@ def _native_error(error: tuple[str, str, int, str | None]) -> PvfFormatError:
     return PvfFormatError(code, message, offset=offset)
 
 
-_NATIVE_TEXT: tuple[str | None, Any] = ("", None)
+_NATIVE_TEXT: tuple[object, Any] = ("", None)
+
+#: ``os.environ``'s own mapping of encoded names to encoded values, which its ``__setitem__`` /
+#: ``__delitem__`` keep in step (CPython's ``os._Environ``): reading it is ``os.environ.get``
+#: without the encoding and the KeyError that make that call cost about a microsecond — once
+#: per parsed or compiled text. None where ``os.environ`` is not built that way.
+_ENV_DATA: dict[Any, Any] | None = getattr(os.environ, "_data", None)
+_ENV_KEY: object = None
+if isinstance(_ENV_DATA, dict):
+    try:
+        _ENV_KEY = os.environ.encodekey(CORE_ENV)
+    except AttributeError:
+        _ENV_DATA = None
+else:
+    _ENV_DATA = None
 
 
 def native_pvf() -> Any:
     """``moddesk_native.pvf`` when the native core is chosen (cached per ``MODDESK_CORE`` value)."""
     global _NATIVE_TEXT
-    choice = os.environ.get(CORE_ENV)
+    choice = _ENV_DATA.get(_ENV_KEY) if _ENV_DATA is not None else os.environ.get(CORE_ENV)
     if _NATIVE_TEXT[0] != choice:
         module = native_core()
         _NATIVE_TEXT = (choice, None if module is None else module.pvf)
