@@ -95,7 +95,7 @@ pub fn supported(text: &str) -> bool {
     }
     // only non-ASCII characters can be numerals Python's \d reads: skip from one to the next
     let mut rest = text;
-    while let Some(k) = rest.bytes().position(|x| x >= 0x80) {
+    while let Some(k) = next_non_ascii(rest.as_bytes()) {
         // a byte >= 0x80 right after an ASCII byte (or a whole character) starts a character
         let Some(c) = rest[k..].chars().next() else {
             break;
@@ -106,6 +106,15 @@ pub fn supported(text: &str) -> bool {
         rest = &rest[k + c.len_utf8()..];
     }
     true
+}
+
+/// The position of the first non-ASCII byte of `b` (16 bytes at a time over ASCII runs).
+fn next_non_ascii(b: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i + 16 <= b.len() && b[i..i + 16].is_ascii() {
+        i += 16;
+    }
+    b[i..].iter().position(|&x| x >= 0x80).map(|k| i + k)
 }
 
 /// CJK ideographs, kana and hangul syllables: frequent in real texts, never numerals (a quick

@@ -372,7 +372,7 @@ enum Event {
 }
 
 fn events(rows: &[Row<'_>]) -> Vec<Event> {
-    let mut out: Vec<Event> = Vec::new();
+    let mut out: Vec<Event> = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
         match row.kind {
             RowKind::Open | RowKind::Close => out.push(Event::Tag(i)),
