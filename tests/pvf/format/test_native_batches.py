@@ -294,7 +294,8 @@ def test_rendered_at_gives_read_text_in_any_order(tmp_path: Path, fmt: str, regi
     generated = tmp_path / f"gen.{fmt}.pvf"
     generate_archive(generated, fmt="classic" if fmt == "classic" else fmt, files=600, seed=5)
     for source in (target, generated):
-        with Archive.open(source, region=None if fmt != "classic" else region) as archive:
+        # the native core's own call, whichever core the suite runs under (make test runs this room twice)
+        with _core("native"), Archive.open(source, region=None if fmt != "classic" else region) as archive:
             assert archive.native
             n = len(archive.namelist())
             order = [*range(n - 1, -1, -3), *range(0, n, 2), 0, 0, -1, n + 5]
