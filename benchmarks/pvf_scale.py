@@ -271,7 +271,7 @@ def child_open_search(archive: str, index_cache: str, workers: int | None = None
 
 def child_check(archive: str, index_cache: str, key: str, record: bool) -> dict[str, Any]:
     """Search answers on ``archive`` compared with (or recorded as) the fixture under ``key``."""
-    sys.path.insert(0, str(REPO / "tests" / "pvf"))
+    sys.path.insert(0, str(REPO / "tests" / "pvf" / "workbench"))  # search_equality, tokenscan_pair
     import search_equality  # type: ignore[import-not-found]
 
     from moddesk.pvf.service import PvfService
@@ -292,7 +292,7 @@ def child_check(archive: str, index_cache: str, key: str, record: bool) -> dict[
 def child_check_tokens(archive: str, index_cache: str) -> dict[str, Any]:
     """The cases the token map answers (path and plain content queries), answered from it while the
     index is held back, then from the built index: the pages must be identical."""
-    sys.path.insert(0, str(REPO / "tests" / "pvf"))
+    sys.path.insert(0, str(REPO / "tests" / "pvf" / "workbench"))  # search_equality, tokenscan_pair
     import search_equality  # type: ignore[import-not-found]
 
     from moddesk.pvf.service import PvfService
