@@ -453,7 +453,9 @@ class BulkRenderer:
                 good = np.array([self._is_link_key(k) for k in uk.tolist()], dtype=np.bool_)
                 starts = starts[good[ik.reshape(-1)]]
             if len(starts):
-                pairs = values[starts] << 32 | values[starts + 1]
+                # unsigned: a link id with the high bit set (>= 2**31) would overflow int64 here
+                link_ids, link_keys = values[starts].astype(np.uint64), values[starts + 1].astype(np.uint64)
+                pairs = link_ids << np.uint64(32) | link_keys
                 up, ip = np.unique(pairs, return_inverse=True)
                 ids[starts] = np.array([self._link_id(p) for p in up.tolist()], dtype=np.int64)[
                     ip.reshape(-1)
