@@ -237,6 +237,27 @@ def test_strings_that_cannot_be_encoded_fail_alike() -> None:
         assert _state(batch_sink) == _state(ref_sink) == _state(nat_sink)
 
 
+def test_batches_whose_strings_are_all_held_compile_alike() -> None:
+    """A batch compiled a second time into the same sink finds every string held already (one
+    lookup pass, ``find_many``); a string that cannot be stored still fails as the reference's."""
+    texts = [
+        "#PVF_File\n[name]\n\t`Sword`\t12\t1.5\n\t`a\nb`\t`a\r\nb`\n[/name]\n",
+        "[a]\n`x`\t`三`\t{6=`c`}\t{8=`,`}\t<3::key`shown`>",
+        "[a]\n١٢ `q`",
+        "[b]\n`😀`\n`after`",
+        "[c]\n`x`\n99999999999",
+    ]
+    for family in Family:
+        for base in _sinks(family):
+            ref_sink, batch_sink = copy.deepcopy(base), copy.deepcopy(base)
+            for _ in range(2):
+                want = [_reference(t, family, ref_sink) for t in texts]
+                with _core("native"):
+                    got = compile_scripts_bytes(texts, family, batch_sink)
+                assert [_error(a) if isinstance(a, PvfFormatError) else ("ok", a) for a in got] == want
+                assert _state(batch_sink) == _state(ref_sink)
+
+
 def test_texts_only_the_reference_reads_go_to_it() -> None:
     """Non-ASCII numerals (Python's \\d) and lone surrogates: the reference compiles them."""
     texts = ["[a]\n١٢ {٣=5}\n", "`\udcff`\n[b]", "[a]\n7\n"]

@@ -134,6 +134,19 @@ class StringTable:
             return None
         return self._index.get(key)
 
+    def find_many(self, texts: list[str]) -> list[int] | None:
+        """``find`` of every text when the table holds them all (what ``intern`` would answer,
+        nothing added), else None: a compiled batch's strings looked up in one pass."""
+        if self._index is None:
+            self.find("")  # builds the index
+        assert self._index is not None
+        get, encoding = self._index.get, self.encoding
+        try:
+            refs = [get(t.encode(encoding, errors="surrogateescape")) for t in texts]
+        except UnicodeEncodeError:
+            return None
+        return None if None in refs else refs  # type: ignore[return-value]
+
     def intern(self, text: str) -> int:
         """The first index of ``text``, appending it (region code page) when missing."""
         i = self.find(text)
@@ -326,6 +339,15 @@ class StringPools:
         if not isinstance(self.pool_w, bytearray):
             self.pool_w = bytearray(self.pool_w)
         return self.pool_a, self.pool_w
+
+    def find_many(self, texts: list[str]) -> list[int] | None:
+        """The magic of every text when the pools hold them all (what ``intern`` would answer,
+        nothing appended, the pools not copied), else None: a compiled batch's strings looked up
+        in one pass."""
+        if self._index is None:
+            self._index = self._build_index()
+        refs = list(map(self._index.get, texts))
+        return None if None in refs else refs  # type: ignore[return-value]
 
     def intern(self, text: str) -> int:
         """The magic of ``text``, appending it (ASCII → UTF-8 pool when it is in use, else UTF-16)."""

@@ -98,6 +98,11 @@ class DictStrings:
         """The first position holding ``text``, or None."""
         return self._index.get(text)
 
+    def find_many(self, texts: list[str]) -> list[int] | None:
+        """The position of every text when all are held (nothing appended), else None."""
+        refs = list(map(self._index.get, texts))
+        return None if None in refs else refs  # type: ignore[return-value]
+
     def intern(self, text: str) -> int:
         """The first position holding ``text``, appending it when missing."""
         i = self._index.get(text)
@@ -710,6 +715,16 @@ def _intern_all(
     intern = strings.intern
     add = refs.append
     classic = family is Family.CLASSIC
+    # A re-pack compiles texts whose strings the table mostly holds already: when it holds every
+    # one, a single lookup pass answers what interning them one by one would (nothing is added,
+    # so the order cannot matter); otherwise they are interned one by one below.
+    find_many = getattr(strings, "find_many", None)
+    if find_many is not None:
+        stored = [_crlf_stored(s, strings) if "\n" in s else s for s in found] if classic else found
+        held = find_many(stored)
+        if held is not None:
+            refs += held
+            return refs
     try:
         if classic:
             for s in found:
