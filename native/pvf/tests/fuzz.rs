@@ -141,6 +141,14 @@ proptest! {
             renderer.render_cached(&u, list, &mut second, &mut scratch, &mut cache);
             prop_assert_eq!(&first, &out);
             prop_assert_eq!(&second, &out);
+            if list {
+                // a list made a few units at a time is the same text (a link pair never cut)
+                for chunk in [1, 2, 3, 7] {
+                    let mut chunked = Vec::new();
+                    renderer.render_list_in_chunks(&u, &mut chunked, &mut scratch, chunk);
+                    prop_assert_eq!(&chunked, &out);
+                }
+            }
         }
     }
 }
