@@ -11,7 +11,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 
 use moddesk_pvf::compile::{self, Batch, Compiled, TextError};
 use moddesk_pvf::scan::{Item, OwnedDocument, OwnedPayload, OwnedValue, Text};
@@ -338,18 +338,20 @@ impl NativeDocument {
         }
     }
 
-    /// Section `j`'s object: the one already in `made` (keyed by `j`), or a new one recorded there.
+    /// Section `j`'s object: the one already at `made[j]`, or a new one put there (`made` is
+    /// `new_made()`'s list, one slot per section, None until made).
     fn section_made<'py>(
         slf: &Bound<'py, Self>,
         j: usize,
         parent: &Bound<'py, PyAny>,
-        made: Option<&Bound<'py, PyDict>>,
+        made: Option<&Bound<'py, PyList>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let Some(made) = made else {
             return NativeDocument::section(slf, j, parent);
         };
-        if let Some(sec) = made.get_item(j)? {
-            return Ok(sec);
+        let known = made.get_item(j)?;
+        if !known.is_none() {
+            return Ok(known);
         }
         let sec = NativeDocument::section(slf, j, parent)?;
         made.set_item(j, &sec)?;
@@ -360,14 +362,14 @@ impl NativeDocument {
 #[pymethods]
 impl NativeDocument {
     /// The body items of section `k` (-1: the document's top level), `parent` being its object;
-    /// sections already handed out (`made`, by section index) are reused, so a body made after
+    /// sections already handed out (in `made`, at their section index) are reused, so a body made after
     /// `sections` holds the very objects `sections` gave.
     #[pyo3(signature = (k, parent, made=None))]
     fn body<'py>(
         slf: &Bound<'py, Self>,
         k: isize,
         parent: &Bound<'py, PyAny>,
-        made: Option<&Bound<'py, PyDict>>,
+        made: Option<&Bound<'py, PyList>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let py = slf.py();
         let this = slf.get();
@@ -385,13 +387,13 @@ impl NativeDocument {
 
     /// The sections among the body items of section `k` (-1: the top level), only those called
     /// `name` when it is given, without making the value lines around them; each made once
-    /// (recorded in `made`, by section index).
+    /// (kept in `made`, at its section index).
     #[pyo3(signature = (k, parent, made, name=None))]
     fn sections<'py>(
         slf: &Bound<'py, Self>,
         k: isize,
         parent: &Bound<'py, PyAny>,
-        made: &Bound<'py, PyDict>,
+        made: &Bound<'py, PyList>,
         name: Option<&str>,
     ) -> PyResult<Bound<'py, PyList>> {
         let py = slf.py();
@@ -429,6 +431,13 @@ impl NativeDocument {
             },
             _ => return Err(PyValueError::new_err("no such field")),
         })
+    }
+
+    /// A list with a None per section of the document: where `sections` and `body` keep the
+    /// section objects they made, so each is made once.
+    fn new_made<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let none = py.None().into_bound(py);
+        PyList::new(py, (0..self.doc.sections.len()).map(|_| none.clone()))
     }
 
     /// How many sections the body of section `k` (-1: the top level) holds.

@@ -325,7 +325,7 @@ _CLASSES = (LazySection, Value, ValueLine, ParseWarning)
 def _native_document(text: str, parsed: Any) -> Document:
     """The document of a native parse: its top level and section bodies made on first use."""
     doc = Document()
-    doc._native, doc._made = parsed, {}  # the top level is made when asked for (Document.body)
+    doc._native, doc._made = parsed, parsed.new_made()  # the top level is made when asked for (Document.body)
     doc.warnings = parsed.warnings()
     first, last = parsed.span()
     doc.head = text[:first] if first is not None else text

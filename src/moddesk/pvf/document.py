@@ -359,14 +359,14 @@ class Document:
 
     A document the native core parsed keeps its top level there until ``body`` is first read
     (``_native``): ``sections`` and ``find_all`` make only the sections they return (never the
-    value lines around them — a ``.lst`` is thousands of them), each once (``_made``, by the
-    native section index), and the body made later holds those very objects.
+    value lines around them — a ``.lst`` is thousands of them), each once (``_made``, a slot per
+    native section), and the body made later holds those very objects.
     """
 
     def __init__(self) -> None:
         self._body: list[Line | Section] = []
         self._native: Any = None  # the native document while the top level is not made
-        self._made: dict[int, Section] | None = None  # its sections handed out so far
+        self._made: list[Section | None] | None = None  # its sections handed out so far, by index
         self.warnings: list[ParseWarning] = []
         self.head: str | None = None  # source text before the first token (the #PVF_File header)
         self.tail: str | None = None  # source text after the last token
