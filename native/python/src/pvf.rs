@@ -13,7 +13,7 @@ use pyo3::exceptions::{PyBufferError, PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use moddesk_pvf::batch::{part_ends, Batch};
+use moddesk_pvf::batch::{part_ends, Batch, ChunkCache};
 use moddesk_pvf::container::{self, Container};
 use moddesk_pvf::lookup::PathIndex;
 use moddesk_pvf::nkpi;
@@ -194,6 +194,8 @@ pub(crate) struct NativeArchive {
     pub(crate) state: Mutex<RenderState>,
     /// The path lookup, built on first use (`build_lookup`).
     lookup: Mutex<Option<PathIndex>>,
+    /// NKPI chunks kept between `render_many` calls that ask for it (`cache_bytes`).
+    chunks: Mutex<ChunkCache>,
 }
 
 impl NativeArchive {
@@ -374,6 +376,7 @@ fn open_archive(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<NativeArchi
                 pools,
                 state: Mutex::new(RenderState::default()),
                 lookup: Mutex::new(None),
+                chunks: Mutex::new(ChunkCache::new(0)),
             })
         })
         .map_err(format_error)
@@ -741,12 +744,24 @@ impl NativeArchive {
         Ok(())
     }
 
+    /// Let the chunks `render_many` kept go; answers how many inflated bytes were held.
+    fn drop_cached_chunks(&self, py: Python<'_>) -> usize {
+        let mut cache = lock(py, &self.chunks);
+        let held = cache.held();
+        *cache = ChunkCache::new(0);
+        held
+    }
+
     /// Render many entries (uint32 indexes): scripts as text (case-folded with `fold`, each
     /// followed by `terminator`), other entries as their raw bytes. `resolver(refs)` is called
     /// with the uint32 string references only Python can decode or fold, and returns
     /// (texts buffer, uint64 ends, folded buffer, uint64 ends) for them in that order.
     /// Answers (buffer, uint64 ends, uint8 kinds: 0 text / 1 raw bytes, first error or None).
-    #[pyo3(signature = (data, indexes, fold, terminator, resolver))]
+    /// With `cache_bytes` > 0 the NKPI chunks it inflates are kept for the next such call, up to
+    /// that many bytes (`drop_cached_chunks` lets them go); a pass that reads every chunk once
+    /// passes 0.
+    #[pyo3(signature = (data, indexes, fold, terminator, resolver, cache_bytes=0))]
+    #[allow(clippy::too_many_arguments)]
     fn render_many<'py>(
         &self,
         py: Python<'py>,
@@ -755,11 +770,18 @@ impl NativeArchive {
         fold: bool,
         terminator: &[u8],
         resolver: &Bound<'_, PyAny>,
+        cache_bytes: usize,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let indexes = self.checked(u32_list(indexes)?)?;
         let numbering = self.numbering();
         let batch = with_bytes(data, |bytes| {
-            Ok(py.detach(|| Batch::read(&self.container, bytes, &indexes)))
+            if cache_bytes == 0 {
+                return Ok(py.detach(|| Batch::read(&self.container, bytes, &indexes)));
+            }
+            let mut cache = lock(py, &self.chunks);
+            cache.set_budget(cache_bytes);
+            let cache: &mut ChunkCache = &mut cache;
+            Ok(py.detach(|| Batch::read_cached(&self.container, bytes, &indexes, cache)))
         })?;
         let mut state = lock(py, &self.state);
         let options = RenderOptions {

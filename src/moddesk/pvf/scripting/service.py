@@ -166,6 +166,11 @@ class WorkspaceSnapshot:
                 at += len(text)
         return b"".join(t for t in rendered if t is not None), spans, present
 
+    def done_reading(self) -> None:
+        """The run is over: what the bulk reads kept for the next batch can go."""
+        with self._ws.lock:
+            self._ws.archive.drop_cached_chunks()
+
     def original_text(self, path: str) -> str | None:
         """Text as of the snapshot, None for binary or absent (for diffs)."""
         try:
@@ -280,15 +285,18 @@ class ScriptService:
         self, ctx: TaskContext, source: str, snapshot: WorkspaceSnapshot, run: _Run
     ) -> dict[str, Any]:
         ctx.phase("running")
-        outcome = run_script(
-            source,
-            snapshot,
-            self.limits,
-            on_log=ctx.log,
-            on_progress=lambda done, total, message: ctx.progress(int(done), int(total), message),
-            cancelled=lambda: ctx.cancelled,
-            pool=self.pool,
-        )
+        try:
+            outcome = run_script(
+                source,
+                snapshot,
+                self.limits,
+                on_log=ctx.log,
+                on_progress=lambda done, total, message: ctx.progress(int(done), int(total), message),
+                cancelled=lambda: ctx.cancelled,
+                pool=self.pool,
+            )
+        finally:
+            snapshot.done_reading()
         run.outcome = outcome.state
         if outcome.logs_dropped:
             # the worker dropped them: count each one, so logsDropped is exact
