@@ -15,6 +15,7 @@ from typing import Any
 from moddesk.pvf.docparse import build_document
 from moddesk.pvf.document import Document, Section, Value
 from moddesk.pvf.format.errors import PvfFormatError
+from moddesk.pvf.format.text import native_pvf
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.listtext import edit_list, list_entries
 
@@ -23,6 +24,11 @@ ValueIn = int | float | str
 
 class DocumentError(Exception):
     """A refused document operation; its message reaches the script as a JS Error."""
+
+
+def native_ready() -> None:
+    """Load the native core the document parser uses (when it is built), before the first parse."""
+    native_pvf()
 
 
 def prelude_source() -> str:

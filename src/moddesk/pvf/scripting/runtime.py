@@ -220,8 +220,9 @@ def _answer(host: ScriptHost, op: str, args: list[Any]) -> tuple[dict[str, Any],
 
 def _answer_one(host: ScriptHost, op: str, args: list[Any]) -> dict[str, Any]:
     try:
-        if op == "list":
-            return {"value": [list(row) for row in host.list_files()]}
+        if op == "list":  # by column: three flat arrays encode and decode faster than a list per file
+            rows = host.list_files()
+            return {"value": [[r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]]}
         if op == "read":
             return {"value": host.read_text(str(args[0]))}
         if op == "ori_str":

@@ -178,8 +178,8 @@ class Transaction:
     # ------------------------------------------------------------------ listing
     def listing(self) -> dict[str, tuple[int, int]]:
         if self._listing is None:
-            rows = self.channel.ask("list")
-            self._listing = {path: (kind, size) for path, kind, size in rows}
+            paths, kinds, sizes = self.channel.ask("list")
+            self._listing = dict(zip(paths, zip(kinds, sizes, strict=True), strict=True))
         return self._listing
 
     def exists(self, path: str) -> bool:
@@ -470,6 +470,11 @@ def apply_rlimits(job: dict[str, Any]) -> None:
 
 def main() -> None:
     channel = Channel()
+    # a pooled worker waits for its job: load the engine and the native core meanwhile (they are
+    # every run's, nothing of a run is known yet)
+    import quickjs  # noqa: F401
+
+    bridge.native_ready()
     first = sys.stdin.buffer.readline()
     if not first.strip():
         return  # an idle pooled worker whose parent went away
