@@ -23,3 +23,17 @@ def normalize_path(path: str) -> str:
 def glob_regex(pattern: str) -> LinearRegex:
     """``*`` and ``?`` within a folder, ``**`` across folders; case-insensitive, whole path."""
     return glob_to_regex(archive_key(pattern))
+
+
+@lru_cache(maxsize=256)
+def glob_tail(pattern: str) -> str:
+    """The literal end of ``pattern`` after its last wildcard when it is ASCII ("" otherwise): an
+    ASCII path (paths are lower-case keys) can match only if it ends with it. RE2's case folding
+    joins an ASCII letter with non-ASCII ones only (K with the Kelvin sign, s with long s), so the
+    test never turns away a path the pattern matches; it spares the regex most of a listing."""
+    key = archive_key(pattern)
+    last = max(key.rfind("*"), key.rfind("?"))
+    if key.startswith("**/", last - 1):
+        last += 1  # "**/" is one wildcard (any folders, or none): its "/" is not required
+    tail = key[last + 1 :]
+    return tail if tail.isascii() else ""

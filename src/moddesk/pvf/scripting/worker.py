@@ -21,7 +21,7 @@ from typing import Any
 from moddesk.pvf.entrypaths import CONTROL_CHARS, shown
 from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.scripting import bridge
-from moddesk.pvf.scripting.paths import glob_regex, normalize_path
+from moddesk.pvf.scripting.paths import glob_regex, glob_tail, normalize_path
 from moddesk.pvf.scripting.texts import SnapshotTexts
 
 # The prelude is evaluated after this many blank lines, so any stack frame with a line number
@@ -196,9 +196,12 @@ class Transaction:
         else:  # every listed file exists; the listing comes in order (sorted checks it in one pass)
             ordered = sorted(self.listing())
         regex = glob_regex(pattern) if pattern else None
+        tail = glob_tail(pattern) if pattern else ""
         out = []
         for index, path in enumerate(ordered):
-            if regex is None or regex.fullmatch(path):
+            if regex is None or (
+                (not tail or path.endswith(tail) or not path.isascii()) and regex.fullmatch(path)
+            ):
                 out.append(self.row(path, index))
         self.texts.order([row[1] for row in out])
         return out
