@@ -12,6 +12,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
+use rustc_hash::FxHashMap;
+use std::sync::Mutex;
 
 use moddesk_pvf::compile::{self, Batch, Compiled, TextError};
 use moddesk_pvf::scan::{Item, OwnedDocument, OwnedPayload, OwnedValue, Text};
@@ -203,6 +205,33 @@ fn kind_name<'py>(py: Python<'py>, kind: &str) -> Bound<'py, PyString> {
     }
 }
 
+/// Section names already made as Python strings, reused: the same few hundred names (`name`,
+/// `grade`, …) recur in every document of an archive, so a section's name is usually an incref,
+/// not a new `str` (bounded: at most SECTION_NAMES_LIMIT names of at most SECTION_NAME_BYTES
+/// bytes are kept — a few hundred KiB — others are made each time).
+static SECTION_NAMES: PyOnceLock<Mutex<FxHashMap<Box<str>, Py<PyString>>>> = PyOnceLock::new();
+const SECTION_NAMES_LIMIT: usize = 1 << 12;
+const SECTION_NAME_BYTES: usize = 64;
+
+fn section_name<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
+    if name.len() > SECTION_NAME_BYTES {
+        return PyString::new(py, name);
+    }
+    let cache = SECTION_NAMES.get_or_init(py, || Mutex::new(FxHashMap::default()));
+    // a panic while the lock was held cannot leave the map inconsistent (inserts are whole)
+    let mut map = cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(known) = map.get(name) {
+        return known.bind(py).clone();
+    }
+    let made = PyString::new(py, name);
+    if map.len() < SECTION_NAMES_LIMIT {
+        map.insert(name.into(), made.clone().unbind());
+    }
+    made
+}
+
 /// `moddesk.pvf.document`'s classes, given by the caller: (a lazily filled Section, Value,
 /// ValueLine, ParseWarning).
 struct DocumentClasses {
@@ -316,7 +345,10 @@ impl NativeDocument {
         })?;
         let class = this.classes.section.bind(py);
         let obj = new.bind(py).call1((class,))?;
-        obj.setattr(intern!(py, "name"), this.text(py, &sec.name)?)?;
+        obj.setattr(
+            intern!(py, "name"),
+            section_name(py, this.doc.str(&sec.name)),
+        )?;
         obj.setattr(intern!(py, "parent"), parent)?;
         let source = (slf.clone(), k).into_pyobject(py)?;
         obj.setattr(intern!(py, "_pending"), &source)?;
