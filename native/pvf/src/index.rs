@@ -91,13 +91,18 @@ impl Spool {
     /// and the offsets of the texts laid end to end; the spool's file to read them from.
     fn in_order(mut self, order: &[u32]) -> io::Result<InOrder> {
         self.out.flush()?;
-        let spans: Vec<Span> = order
-            .iter()
-            .map(|&i| self.spans.get(i as usize).copied().unwrap_or(Span::NONE))
-            .collect();
+        // one pass over the sorted entries, no path-order copy of every span beside the texts'
+        // (at 10^6 files that copy was 16 MB at the build's peak)
+        let mut mask = Vec::with_capacity(order.len());
+        let mut texts = Vec::new();
+        for &i in order {
+            let span = self.spans.get(i as usize).copied().unwrap_or(Span::NONE);
+            mask.push(u8::from(span.len >= 0));
+            if span.len >= 0 {
+                texts.push(span);
+            }
+        }
         drop(self.spans);
-        let mask: Vec<u8> = spans.iter().map(|s| u8::from(s.len >= 0)).collect();
-        let texts: Vec<Span> = spans.into_iter().filter(|s| s.len >= 0).collect();
         let mut offsets = Vec::with_capacity(texts.len() + 1);
         offsets.push(0i64);
         for s in &texts {
@@ -123,8 +128,7 @@ impl Spool {
         }
         write_i64s(&mut writer, &offsets)?;
         writer.write_all(&mask)?;
-        let permutation: Vec<i64> = order.iter().map(|&i| i64::from(i)).collect();
-        write_i64s(&mut writer, &permutation)?;
+        write_permutation(&mut writer, order)?;
         writer.flush()?;
         Ok((offsets, mask))
     }
@@ -162,8 +166,7 @@ impl Spool {
         )?;
         write_i64s(&mut writer, &offsets)?;
         writer.write_all(&mask)?;
-        let permutation: Vec<i64> = order.iter().map(|&i| i64::from(i)).collect();
-        write_i64s(&mut writer, &permutation)?;
+        write_permutation(&mut writer, order)?;
         let as_i64 = |v: &[u64]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
         write_i64s(&mut writer, &as_i64(&ords))?;
         write_i64s(&mut writer, &as_i64(&ends))?;
@@ -221,12 +224,20 @@ pub fn joined_crc32(blob: &[u8], ends: &[u64]) -> Option<u32> {
     Some(hasher.finalize())
 }
 
+/// Little-endian `values` to `out` (a `BufWriter`: no byte copy of the whole array).
 fn write_i64s(out: &mut impl Write, values: &[i64]) -> io::Result<()> {
-    let mut bytes = Vec::with_capacity(values.len() * 8);
     for v in values {
-        bytes.extend_from_slice(&v.to_le_bytes());
+        out.write_all(&v.to_le_bytes())?;
     }
-    out.write_all(&bytes)
+    Ok(())
+}
+
+/// The sorting permutation (`order` as <i8) to `out`, without an i64 copy of it.
+fn write_permutation(out: &mut impl Write, order: &[u32]) -> io::Result<()> {
+    for &i in order {
+        out.write_all(&i64::from(i).to_le_bytes())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -298,3 +298,24 @@ def test_damaged_truncated_or_mismatched_cache_files_are_not_loaded(tmp_path: Pa
         assert ContentIndex.load(good, "content-key", ws.index_paths()) is None
     finally:
         ws.close()
+
+
+def test_the_native_build_bounds_the_heap_glibc_keeps_unless_told_otherwise() -> None:
+    """``bound_retained_heap`` fixes glibc's mmap threshold once per process (Linux), and leaves a
+    threshold given in the environment alone (each case in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = "from moddesk.pvf.workbench.searchindex import bound_retained_heap as b; print(b(), b())"
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    plain = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    expected = "True True" if sys.platform.startswith("linux") else "False False"
+    assert plain.stdout.split() == expected.split()
+    told = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "MALLOC_MMAP_THRESHOLD_": "131072"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert told.stdout.split() == ["False", "False"]

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import ctypes
+import functools
 import itertools
 import json
 import mmap
 import operator
 import os
+import sys
 import tempfile
 import time
 import zlib
@@ -130,6 +133,33 @@ class NativeIndexSource(Protocol):
         lock: Any,
         compressed: bool = False,
     ) -> tuple[bytes, bytes]: ...
+
+
+MMAP_THRESHOLD = 4 << 20  # glibc: a buffer this big or bigger is its own mapping, returned when freed
+
+
+@functools.cache
+def bound_retained_heap() -> bool:
+    """Fix glibc's mmap threshold at ``MMAP_THRESHOLD`` for this process (once; True if set).
+
+    glibc raises the threshold after each big buffer is freed (up to 32 MiB), so the multi-MiB
+    buffers of a native index build (rendered steps, blocks) are then carved from the heap and
+    kept there after they are freed: at 10^6 files that held ~100 MiB at the build's peak and
+    ~200 MiB after it. With the threshold fixed they are mappings returned as they are freed
+    (measured at 10^6 90US: peak 484 → 374–389 MiB, after the build 482 → 283–305 MiB, the build
+    ~0.3 s slower on a loaded box). Only on Linux with glibc; a ``MALLOC_MMAP_THRESHOLD_`` given in
+    the environment is the user's and left alone.
+    """
+    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    m_mmap_threshold = -3  # <malloc.h> M_MMAP_THRESHOLD
+    return bool(mallopt(m_mmap_threshold, MMAP_THRESHOLD))
 
 
 def normalize_path(path: str) -> str:
@@ -314,6 +344,7 @@ class ContentIndex:
         """
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
+        bound_retained_heap()
         order = keys.sorted_entries()
         if order is None or len(order) != len(keys):
             raise ValueError("build_native needs a native key table of distinct keys")
