@@ -90,9 +90,12 @@ def _eventually(check: Callable[[], bool], seconds: float = 20) -> bool:
 
 
 def _place(page: Any) -> dict[str, Any]:
-    """What the person sees: open folders, the selected row, the top row, the tabs."""
+    """What the person sees: open folders, the selected row, the top row, the tabs — read after the
+    tree's next paint (it paints on an animation frame: a view just shown again, or a revision that
+    landed while it was hidden, has its rows drawn there, not at once)."""
     return page.evaluate(
-        """() => {
+        """async () => {
+          await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
           const box = document.querySelector('#tree');
           const rows = [...box.querySelectorAll('.row[data-path]')];
           const top = rows.filter((r) => r.offsetTop >= box.scrollTop).sort((a, b) => a.offsetTop - b.offsetTop)[0];
