@@ -27,7 +27,7 @@ from moddesk.pvf.errors import pvf_error
 from moddesk.pvf.format.errors import PvfFormatError
 from moddesk.pvf.workbench.core import ServiceCore
 from moddesk.pvf.workbench.search import DEFAULT_TIME_BUDGET, SearchQuery, SearchSource
-from moddesk.pvf.workbench.searchindex import ContentIndex, SortedKeys
+from moddesk.pvf.workbench.searchindex import ContentIndex, SortedKeys, bound_retained_heap
 from moddesk.pvf.workbench.tokenscan import TokenMap, TokenSource, answerable
 from moddesk.pvf.workbench.workspace import Workspace
 
@@ -88,6 +88,9 @@ class IndexOps(ServiceCore):
         # consistent speed-up and cost +400 MiB at classic 10^6 (benchmarks/RESULTS.md, #18)
         self.index_workers = index_workers
         self._index = None
+        # from the start, so the opens' big transient buffers are not kept by glibc's heap either
+        # (10^6 90US open + index, loaded box: +406 -> +393..403 MiB; see bound_retained_heap)
+        bound_retained_heap()
 
     def _start_index(self, ws: Workspace) -> None:
         """Build the content index of ``ws`` in the background (lock held)."""
