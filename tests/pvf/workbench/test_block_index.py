@@ -307,9 +307,8 @@ def test_the_native_build_bounds_the_heap_glibc_keeps_unless_told_otherwise() ->
     import sys
 
     code = "from moddesk.pvf.workbench.searchindex import bound_retained_heap as b; print(b(), b())"
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
-    }
+    settings = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX")
+    env = {k: v for k, v in os.environ.items() if k not in settings}
     plain = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     expected = "True True" if sys.platform.startswith("linux") else "False False"
     assert plain.stdout.split() == expected.split()
@@ -321,3 +320,11 @@ def test_the_native_build_bounds_the_heap_glibc_keeps_unless_told_otherwise() ->
         check=True,
     )
     assert told.stdout.split() == ["False", "False"]
+    arenas = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "MALLOC_ARENA_MAX": "4"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert arenas.stdout.split() == ["False", "False"]
