@@ -283,7 +283,7 @@ class Archive:
                 if idx is not None:
                     raw = self._read_index(idx)
                     try:
-                        samples = StringTable.parse(raw, "latin-1").raw[:5000]
+                        samples = StringTable.parse(raw, "latin-1").first_raw(5000)
                     except PvfFormatError:
                         samples = []
                 self._region, self._region_confidence = (

@@ -224,6 +224,8 @@ def test_a_parsed_string_table_answers_as_a_list_of_strings_does() -> None:
     assert [parsed.find(s) for s in [*strings, "missing"]] == [listed.find(s) for s in [*strings, "missing"]]
     assert parsed.dump() == listed.dump() and parsed.to_bytes() == data and not parsed.changed
     assert pickle.loads(pickle.dumps(parsed)).strings_at(refs) == listed.strings_at(refs)
+    for count in (0, 3, len(raws), len(raws) + 5):  # region detection's sample
+        assert parsed.first_raw(count) == listed.first_raw(count) == raws[:count]
     assert parsed._raw is None  # nothing above needed the list
     for text in ("dup", "new one", "end"):
         assert parsed.intern(text) == listed.intern(text)
