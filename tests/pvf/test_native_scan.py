@@ -9,10 +9,7 @@ generated archives of each family, broken texts and hypothesis texts (both numbe
 from __future__ import annotations
 
 import copy
-import os
 import pickle
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,22 +24,11 @@ from moddesk.pvf.format.tokens import Family
 from moddesk.pvf.samples.equality import structure
 from moddesk.pvf.samples.generate import generate_archive
 
+from .cores import use_core as _core
+
 moddesk_native = pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@contextmanager
-def _core(name: str) -> Iterator[None]:
-    saved = os.environ.get("MODDESK_CORE")
-    os.environ["MODDESK_CORE"] = name
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MODDESK_CORE", None)
-        else:
-            os.environ["MODDESK_CORE"] = saved
 
 
 def _parse(text: str, family: Family, core: str) -> object:

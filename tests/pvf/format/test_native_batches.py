@@ -9,9 +9,6 @@ come out as Python's ``decode(..., "surrogateescape")`` and ``str.casefold`` mak
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +23,12 @@ from moddesk.pvf.format.strings import StringPools, StringTable
 from moddesk.pvf.format.tokens import Family, TokenStream, encode_tokens, make_tokens
 from moddesk.pvf.samples.generate import generate_archive
 
+from ..cores import use_core as _core
+
 pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
 
 CORES = ("python", "native")
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@contextmanager
-def _core(name: str) -> Iterator[None]:
-    saved = os.environ.get("MODDESK_CORE")
-    os.environ["MODDESK_CORE"] = name
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MODDESK_CORE", None)
-        else:
-            os.environ["MODDESK_CORE"] = saved
 
 
 def _passes(archive: Archive) -> dict[str, Any]:

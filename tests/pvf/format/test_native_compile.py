@@ -11,9 +11,6 @@ family, hypothesis texts built from the lexer's own pieces, and broken texts.
 from __future__ import annotations
 
 import copy
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,23 +31,12 @@ from moddesk.pvf.format.text import (
 from moddesk.pvf.format.tokens import Family, encode_tokens
 from moddesk.pvf.samples.generate import generate_archive
 
+from ..cores import use_core as _core
+
 pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 Outcome = tuple[object, ...]
-
-
-@contextmanager
-def _core(name: str) -> Iterator[None]:
-    saved = os.environ.get("MODDESK_CORE")
-    os.environ["MODDESK_CORE"] = name
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MODDESK_CORE", None)
-        else:
-            os.environ["MODDESK_CORE"] = saved
 
 
 def _state(sink: StringSink) -> object:

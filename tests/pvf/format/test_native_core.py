@@ -10,10 +10,8 @@ same error code, or the same readings).
 
 from __future__ import annotations
 
-import os
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,8 @@ from moddesk.pvf.format.strings import StringTable
 from moddesk.pvf.format.tokens import Family, TokenStream, encode_tokens, make_tokens
 from moddesk.pvf.samples.generate import generate_archive
 
+from ..cores import use_core as _core
+
 pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
 
 CORES = ("python", "native")
@@ -37,19 +37,6 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-
-
-@contextmanager
-def _core(name: str) -> Iterator[None]:
-    saved = os.environ.get("MODDESK_CORE")
-    os.environ["MODDESK_CORE"] = name
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MODDESK_CORE", None)
-        else:
-            os.environ["MODDESK_CORE"] = saved
 
 
 def _outcome(fn: Callable[[], Any]) -> tuple[str, Any]:

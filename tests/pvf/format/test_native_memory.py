@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import copy
 import ctypes
-import os
 import pickle
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -26,20 +23,9 @@ from moddesk.pvf.format import native as native_fmt
 from moddesk.pvf.format.strings import StringPools, StringTable
 from moddesk.pvf.samples.generate import generate_archive
 
+from ..cores import use_core as _core
+
 moddesk_native = pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
-
-
-@contextmanager
-def _core(name: str) -> Iterator[None]:
-    saved = os.environ.get("MODDESK_CORE")
-    os.environ["MODDESK_CORE"] = name
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MODDESK_CORE", None)
-        else:
-            os.environ["MODDESK_CORE"] = saved
 
 
 @pytest.fixture(scope="module")

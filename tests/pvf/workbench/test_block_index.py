@@ -16,7 +16,6 @@ import os
 import random
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +26,8 @@ from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.workbench.search import Matcher, Searcher, SearchQuery
 from moddesk.pvf.workbench.searchindex import BLOCK_FORMAT, HEADER_SIZE, INDEX_FORMAT, ContentIndex
 from moddesk.pvf.workbench.workspace import Workspace
+
+from ..cores import use_core as _core
 
 pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
 
@@ -59,19 +60,6 @@ QUERIES = (
     SearchQuery("path", "**/*.equ", scope="equipment/character/gunner"),
     SearchQuery("path", "AMULET"),
 )
-
-
-@contextmanager
-def _core(name: str) -> Iterator[None]:
-    saved = os.environ.get("MODDESK_CORE")
-    os.environ["MODDESK_CORE"] = name
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MODDESK_CORE", None)
-        else:
-            os.environ["MODDESK_CORE"] = saved
 
 
 @dataclass

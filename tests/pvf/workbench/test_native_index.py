@@ -10,10 +10,7 @@ offsets, text mask and permutation.
 
 from __future__ import annotations
 
-import os
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,23 +23,12 @@ from moddesk.pvf.samples.generate import generate_archive
 from moddesk.pvf.workbench.searchindex import BLOCK_FORMAT, HEADER_SIZE, INDEX_FORMAT, ContentIndex
 from moddesk.pvf.workbench.workspace import Workspace
 
+from ..cores import use_core as _core
+
 pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
 
 FORMATS = ("classic", "90US", "90CN")
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@contextmanager
-def _core(name: str) -> Iterator[None]:
-    saved = os.environ.get("MODDESK_CORE")
-    os.environ["MODDESK_CORE"] = name
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MODDESK_CORE", None)
-        else:
-            os.environ["MODDESK_CORE"] = saved
 
 
 def _open(path: Path, core: str) -> Workspace:

@@ -8,9 +8,6 @@ the index keys — is compared, before and after edits that add, delete and rena
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,8 @@ from moddesk.pvf.workbench.browse import FolderIndex
 from moddesk.pvf.workbench.pathtable import DictBasePaths, NativeBasePaths
 from moddesk.pvf.workbench.searchindex import paths_crc
 from moddesk.pvf.workbench.workspace import Workspace
+
+from ..cores import use_core as _core
 
 pytest.importorskip("moddesk_native", reason="the native core is not built (make native)")
 
@@ -43,19 +42,6 @@ ODD_NAMES = [
     "top.lst",
     "z/y/x/w/v.equ",
 ]
-
-
-@contextmanager
-def _core(name: str) -> Iterator[None]:
-    saved = os.environ.get("MODDESK_CORE")
-    os.environ["MODDESK_CORE"] = name
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("MODDESK_CORE", None)
-        else:
-            os.environ["MODDESK_CORE"] = saved
 
 
 def _odd_archive(fmt: str, target: Path) -> None:
