@@ -344,13 +344,14 @@ fn lock(m: &LastBlock) -> std::sync::MutexGuard<'_, Option<(usize, Arc<Vec<u8>>)
     }
 }
 
+/// Fill `buf` from `file` at `offset` without moving a shared cursor (readers on many threads).
 #[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     file.read_exact_at(buf, offset)
 }
 
 #[cfg(windows)]
-fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
     while !buf.is_empty() {
         match file.seek_read(buf, offset)? {
             0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),

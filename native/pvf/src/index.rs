@@ -18,12 +18,7 @@ use std::io::{self, BufWriter, Write};
 
 use rayon::prelude::*;
 
-use crate::blocks;
-
-#[cfg(unix)]
-use std::os::unix::fs::FileExt;
-#[cfg(windows)]
-use std::os::windows::fs::FileExt;
+use crate::blocks::{self, read_exact_at};
 
 /// Zero bytes before the corpus (the caller's header: magic + JSON, written last).
 pub const HEADER_SIZE: usize = 4096;
@@ -187,25 +182,6 @@ fn read_spans(spool: &File, spans: &[Span]) -> io::Result<Vec<u8>> {
         at += len;
     }
     Ok(buffer)
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    file.read_exact_at(buf, offset)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
-    while !buf.is_empty() {
-        match file.seek_read(buf, offset)? {
-            0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
-            n => {
-                buf = &mut buf[n..];
-                offset += n as u64;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// CRC-32 (zlib's) of the keys `blob[ends[k]..ends[k + 1]]` joined by `\n`: the index header's

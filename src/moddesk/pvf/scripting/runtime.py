@@ -147,15 +147,14 @@ class _Worker:
     def _pump_stdin(self) -> None:
         stdin = self.process.stdin
         assert stdin is not None
-        try:
+        # a write that fails means the worker is gone (a broken pipe, or stdin closed by kill):
+        # its stdout ends too, and the run reports how it ended; nothing is left to send
+        with contextlib.suppress(OSError, ValueError):
             while (parts := self._out.get()) is not None:
                 stdin.writelines(parts)
                 stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass  # the worker is gone: its stdout ends, and the run reports how it ended
-        finally:
-            with contextlib.suppress(OSError):
-                stdin.close()
+        with contextlib.suppress(OSError):
+            stdin.close()
 
     def send(self, message: dict[str, Any], payload: bytes = b"") -> None:
         """One JSON line to the worker, then ``payload`` (its length in the line's ``bytes``)."""
