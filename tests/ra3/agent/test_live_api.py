@@ -207,6 +207,10 @@ def test_building_state_is_explicit_never_empty(home: Path, tmp_path: Path) -> N
     try:
         backend = Ra3Backend(project)
         status = backend.ask("get_status", {})
+        started = time.monotonic() + 10
+        while status.index["state"] == "no_index" and time.monotonic() < started:
+            time.sleep(0.02)  # the watcher's thread has not begun the build yet (a busy box)
+            status = backend.ask("get_status", {})
         assert status.source == "live" and status.index["state"] == "building"
         with pytest.raises(ServiceError) as err:
             backend.ask("find_asset", {"id": "AthenaCannon"})
